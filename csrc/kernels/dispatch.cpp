@@ -1,0 +1,106 @@
+// CPU feature detection (once, at load) and the kernel table in use.
+// Changes with: dispatch.h, ops/quantized_cpu/isa_kernel.cpp (the _cpu_isa / _set_cpu_isa ops).
+#include "kernels/dispatch.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace qplugin {
+namespace kernels {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512Vnni: return "avx512vnni";
+  }
+  return "unknown";
+}
+
+bool parse_isa(const char* s, Isa* out) {
+  if (std::strcmp(s, "scalar") == 0) { *out = Isa::kScalar; return true; }
+  if (std::strcmp(s, "avx2") == 0) { *out = Isa::kAvx2; return true; }
+  if (std::strcmp(s, "avx512vnni") == 0) { *out = Isa::kAvx512Vnni; return true; }
+  return false;
+}
+
+namespace {
+
+bool cpu_has_vbmi() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vbmi");
+#else
+  return false;
+#endif
+}
+
+Isa detect() {
+#if defined(__x86_64__) || defined(__i386__)
+  // __builtin_cpu_supports also checks that the OS saves the YMM/ZMM state (XGETBV).
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma")) {
+    return Isa::kAvx512Vnni;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c")) {
+    return Isa::kAvx2;
+  }
+#endif
+  return Isa::kScalar;
+}
+
+Isa initial_isa() {
+  Isa best = detect();
+  const char* env = std::getenv("QPLUGIN_CPU_ISA");
+  if (env == nullptr || env[0] == '\0' || std::strcmp(env, "auto") == 0) return best;
+  Isa want;
+  if (!parse_isa(env, &want)) {
+    std::fprintf(stderr,
+                 "qplugin: ignoring QPLUGIN_CPU_ISA=%s: expected scalar, avx2, avx512vnni or "
+                 "auto; using %s\n", env, isa_name(best));
+    return best;
+  }
+  // The variable may only lower the choice.
+  return static_cast<int>(want) < static_cast<int>(best) ? want : best;
+}
+
+std::atomic<int>& current() {
+  static std::atomic<int> isa{static_cast<int>(initial_isa())};
+  return isa;
+}
+
+}  // namespace
+
+Isa detected_isa() {
+  static const Isa isa = detect();
+  return isa;
+}
+
+Isa current_isa() { return static_cast<Isa>(current().load()); }
+
+Isa set_isa(Isa requested) {
+  Isa best = detected_isa();
+  Isa chosen = static_cast<int>(requested) < static_cast<int>(best) ? requested : best;
+  current().store(static_cast<int>(chosen));
+  return chosen;
+}
+
+const KernelTable& table() {
+  static const KernelTable& s = scalar::make_table();
+  static const KernelTable& a2 = detected_isa() >= Isa::kAvx2 ? avx2::make_table() : s;
+  static const KernelTable& a512 =
+      detected_isa() >= Isa::kAvx512Vnni ? avx512vnni::make_table(cpu_has_vbmi()) : a2;
+  switch (current_isa()) {
+    case Isa::kAvx512Vnni: return a512;
+    case Isa::kAvx2: return a2;
+    default: return s;
+  }
+}
+
+}  // namespace kernels
+}  // namespace qplugin

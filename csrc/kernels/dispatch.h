@@ -1,0 +1,64 @@
+// Kernel tables and runtime ISA choice. Torch-free: raw pointers, sizes and qparams only.
+// Changes with: dispatch.cpp (table filling), kernels/*/*_<isa>.cpp (the kernels), setup.py (flags).
+#pragma once
+#include <cstdint>
+
+namespace qplugin {
+namespace kernels {
+
+enum class Isa : int { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2 };
+
+const char* isa_name(Isa isa);
+// Parses "scalar" | "avx2" | "avx512vnni"; returns false for anything else.
+bool parse_isa(const char* s, Isa* out);
+
+// Per-channel affine requantization, the batch-norm core:
+//   y = out_zp + nearbyint(clamp(fma(alpha[c], x - in_zp, beta[c]), lo, hi))
+// lo/hi are bounds relative to out_zp (qmin - out_zp, or max(0, ...) with ReLU fused), so the
+// clamp commutes with rounding and every ISA gives identical bytes (round half to even).
+struct AffineParams {
+  const float* alpha;  // [C]
+  const float* beta;   // [C]
+  int32_t in_zp;
+  int32_t out_zp;
+  float lo;
+  float hi;
+};
+
+template <typename T>
+struct TypedKernels {
+  // x, y: [rows][C] (channels last); per-channel alpha/beta.
+  void (*affine_rows)(const T* x, T* y, int64_t rows, int64_t C, const AffineParams& p);
+  // x, y: n elements of one channel c (NCHW plane): alpha[c], beta[c] with c given.
+  void (*affine_plane)(const T* x, T* y, int64_t n, int64_t c, const AffineParams& p);
+  // One image: x [C][HW] (NCHW) -> y [HW][C] (NHWC), pixels [p0, p1) only.
+  void (*affine_nchw_to_nhwc)(const T* x, T* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
+                              const AffineParams& p);
+  // y = min(max(x, lo), hi), n elements.
+  void (*clamp)(const T* x, T* y, int64_t n, T lo, T hi);
+};
+
+struct KernelTable {
+  Isa isa;
+  // y[i] = table[x[i]] on raw 8-bit codes (u8 or the bit pattern of s8); table has 256 entries.
+  void (*lut8)(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* table);
+  TypedKernels<uint8_t> u8;
+  TypedKernels<int8_t> s8;
+};
+
+// Highest ISA this CPU (and OS) supports.
+Isa detected_isa();
+// The ISA in use: detected_isa(), lowered by QPLUGIN_CPU_ISA at load.
+Isa current_isa();
+// Lowers (or restores up to detected_isa()) the ISA in use; returns the ISA actually set.
+// For tests and benchmarks: never raises above what the CPU supports.
+Isa set_isa(Isa requested);
+const KernelTable& table();
+
+// Per-ISA tables, defined in the *_<isa>.cpp files.
+namespace scalar { const KernelTable& make_table(); }
+namespace avx2 { const KernelTable& make_table(); }
+namespace avx512vnni { const KernelTable& make_table(bool has_vbmi); }
+
+}  // namespace kernels
+}  // namespace qplugin

@@ -1,0 +1,157 @@
+// AVX2 + FMA elementwise and affine kernels. Must equal the scalar kernels byte for byte.
+// Changes with: generic_impl.h (tails), dispatch.h.
+#define QPLUGIN_ISA_NS avx2
+#include <immintrin.h>
+
+#include <type_traits>
+
+#include "kernels/elementwise/generic_impl.h"
+
+namespace qplugin {
+namespace kernels {
+namespace avx2 {
+namespace {
+
+template <typename T>
+inline __m256 load8_minus_zp(const T* x, __m256i zp) {
+  __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x));
+  __m256i w = std::is_signed<T>::value ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+  return _mm256_cvtepi32_ps(_mm256_sub_epi32(w, zp));
+}
+
+inline __m256i requant8(__m256 v, __m256 a, __m256 b, __m256 lo, __m256 hi, __m256i out_zp) {
+  __m256 r = _mm256_fmadd_ps(a, v, b);
+  r = _mm256_max_ps(r, lo);
+  r = _mm256_min_ps(r, hi);
+  return _mm256_add_epi32(_mm256_cvtps_epi32(r), out_zp);
+}
+
+// Two int32 x8 vectors, already within the 8-bit range, to 16 bytes in order.
+template <typename T>
+inline __m128i narrow16(__m256i q0, __m256i q1) {
+  __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xD8);
+  __m128i lo = _mm256_castsi256_si128(w), hi = _mm256_extracti128_si256(w, 1);
+  return std::is_signed<T>::value ? _mm_packs_epi16(lo, hi) : _mm_packus_epi16(lo, hi);
+}
+
+template <typename T>
+inline __m128i row16(const T* x, __m256 a0, __m256 a1, __m256 b0, __m256 b1, __m256 lo,
+                     __m256 hi, __m256i in_zp, __m256i out_zp) {
+  __m256i q0 = requant8(load8_minus_zp(x, in_zp), a0, b0, lo, hi, out_zp);
+  __m256i q1 = requant8(load8_minus_zp(x + 8, in_zp), a1, b1, lo, hi, out_zp);
+  return narrow16<T>(q0, q1);
+}
+
+template <typename T>
+void affine_rows(const T* x, T* y, int64_t rows, int64_t C, const AffineParams& p) {
+  const __m256i in_zp = _mm256_set1_epi32(p.in_zp), out_zp = _mm256_set1_epi32(p.out_zp);
+  const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * C;
+    T* yr = y + r * C;
+    int64_t c = 0;
+    for (; c + 16 <= C; c += 16) {
+      __m128i q = row16<T>(xr + c, _mm256_loadu_ps(p.alpha + c), _mm256_loadu_ps(p.alpha + c + 8),
+                           _mm256_loadu_ps(p.beta + c), _mm256_loadu_ps(p.beta + c + 8), lo, hi,
+                           in_zp, out_zp);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(yr + c), q);
+    }
+    for (; c < C; ++c) {
+      yr[c] = generic::affine_one<T>(xr[c], p.alpha[c], p.beta[c], p.in_zp, p.out_zp, p.lo, p.hi);
+    }
+  }
+}
+
+template <typename T>
+void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const AffineParams& p) {
+  const __m256i in_zp = _mm256_set1_epi32(p.in_zp), out_zp = _mm256_set1_epi32(p.out_zp);
+  const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
+  const __m256 a = _mm256_set1_ps(p.alpha[ch]), b = _mm256_set1_ps(p.beta[ch]);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     row16<T>(x + i, a, a, b, b, lo, hi, in_zp, out_zp));
+  }
+  for (; i < n; ++i) {
+    y[i] = generic::affine_one<T>(x[i], p.alpha[ch], p.beta[ch], p.in_zp, p.out_zp, p.lo, p.hi);
+  }
+}
+
+inline void transpose16x16(const __m128i* r, __m128i* out) {
+  __m128i a[16], b[16];
+  for (int k = 0; k < 8; ++k) {
+    a[2 * k] = _mm_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
+    a[2 * k + 1] = _mm_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
+  }
+  for (int m = 0; m < 4; ++m) {
+    b[4 * m + 0] = _mm_unpacklo_epi16(a[4 * m], a[4 * m + 2]);
+    b[4 * m + 1] = _mm_unpackhi_epi16(a[4 * m], a[4 * m + 2]);
+    b[4 * m + 2] = _mm_unpacklo_epi16(a[4 * m + 1], a[4 * m + 3]);
+    b[4 * m + 3] = _mm_unpackhi_epi16(a[4 * m + 1], a[4 * m + 3]);
+  }
+  for (int q = 0; q < 4; ++q) {
+    __m128i clo = _mm_unpacklo_epi32(b[q], b[4 + q]);
+    __m128i chi = _mm_unpackhi_epi32(b[q], b[4 + q]);
+    __m128i dlo = _mm_unpacklo_epi32(b[8 + q], b[12 + q]);
+    __m128i dhi = _mm_unpackhi_epi32(b[8 + q], b[12 + q]);
+    out[4 * q + 0] = _mm_unpacklo_epi64(clo, dlo);
+    out[4 * q + 1] = _mm_unpackhi_epi64(clo, dlo);
+    out[4 * q + 2] = _mm_unpacklo_epi64(chi, dhi);
+    out[4 * q + 3] = _mm_unpackhi_epi64(chi, dhi);
+  }
+}
+
+template <typename T>
+void affine_nchw_to_nhwc(const T* x, T* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
+                         const AffineParams& p) {
+  const __m256i in_zp = _mm256_set1_epi32(p.in_zp), out_zp = _mm256_set1_epi32(p.out_zp);
+  const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
+  const int64_t C16 = C - C % 16;
+  int64_t pb = p0;
+  for (; pb + 16 <= p1; pb += 16) {
+    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
+      __m128i rows[16], cols[16];
+      for (int k = 0; k < 16; ++k) {
+        const int64_t c = c0 + k;
+        const __m256 a = _mm256_set1_ps(p.alpha[c]), b = _mm256_set1_ps(p.beta[c]);
+        rows[k] = row16<T>(x + c * HW + pb, a, a, b, b, lo, hi, in_zp, out_zp);
+      }
+      transpose16x16(rows, cols);
+      for (int j = 0; j < 16; ++j) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (pb + j) * C + c0), cols[j]);
+      }
+    }
+    for (int64_t c = C16; c < C; ++c) {
+      const float a = p.alpha[c], b = p.beta[c];
+      for (int64_t i = pb; i < pb + 16; ++i) {
+        y[i * C + c] = generic::affine_one<T>(x[c * HW + i], a, b, p.in_zp, p.out_zp, p.lo, p.hi);
+      }
+    }
+  }
+  if (pb < p1) generic::affine_nchw_to_nhwc<T>(x, y, C, HW, pb, p1, p);
+}
+
+template <typename T>
+void clamp(const T* x, T* y, int64_t n, T lo, T hi) {
+  generic::clamp<T>(x, y, n, lo, hi);  // auto-vectorized with this file's AVX2 flags
+}
+
+}  // namespace
+
+const KernelTable& make_table() {
+  static const KernelTable t = [] {
+    KernelTable k{};
+    k.isa = Isa::kAvx2;
+    k.lut8 = &generic::lut8;  // a 256-entry byte LUT has no fast AVX2 form; scalar loads win
+    k.u8 = {&affine_rows<uint8_t>, &affine_plane<uint8_t>, &affine_nchw_to_nhwc<uint8_t>,
+            &clamp<uint8_t>};
+    k.s8 = {&affine_rows<int8_t>, &affine_plane<int8_t>, &affine_nchw_to_nhwc<int8_t>,
+            &clamp<int8_t>};
+    return k;
+  }();
+  return t;
+}
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace qplugin

@@ -1,0 +1,195 @@
+// AVX-512 (F/BW/VL/DQ, the avx512vnni tier) elementwise and affine kernels; the 256-entry
+// lookup uses VPERMI2B when the CPU has AVX512-VBMI (function-level target, so nothing else in
+// this file may use VBMI). Must equal the scalar kernels byte for byte.
+// Changes with: generic_impl.h (tails), dispatch.h.
+#define QPLUGIN_ISA_NS avx512vnni
+#include <immintrin.h>
+
+#include <type_traits>
+
+#include "kernels/elementwise/generic_impl.h"
+
+namespace qplugin {
+namespace kernels {
+namespace avx512vnni {
+namespace {
+
+template <typename T>
+inline __m512 load16_minus_zp(const T* x, __m512i zp) {
+  __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x));
+  __m512i w = std::is_signed<T>::value ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+  return _mm512_cvtepi32_ps(_mm512_sub_epi32(w, zp));
+}
+
+template <typename T>
+inline __m512 maskload16_minus_zp(const T* x, __mmask16 m, __m512i zp) {
+  __m128i b = _mm_maskz_loadu_epi8(m, x);
+  __m512i w = std::is_signed<T>::value ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+  return _mm512_cvtepi32_ps(_mm512_sub_epi32(w, zp));
+}
+
+// fma, clamp in float, round half to even (MXCSR default), add zero point, narrow (in range).
+inline __m128i requant16(__m512 v, __m512 a, __m512 b, __m512 lo, __m512 hi, __m512i out_zp) {
+  __m512 r = _mm512_fmadd_ps(a, v, b);
+  r = _mm512_max_ps(r, lo);
+  r = _mm512_min_ps(r, hi);
+  __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), out_zp);
+  return _mm512_cvtepi32_epi8(q);
+}
+
+template <typename T>
+void affine_rows(const T* x, T* y, int64_t rows, int64_t C, const AffineParams& p) {
+  const __m512i in_zp = _mm512_set1_epi32(p.in_zp), out_zp = _mm512_set1_epi32(p.out_zp);
+  const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
+  if (C < 16) {
+    generic::affine_rows<T>(x, y, rows, C, p);
+    return;
+  }
+  const int64_t tail = C % 16;
+  const __mmask16 tm = static_cast<__mmask16>((1u << tail) - 1u);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * C;
+    T* yr = y + r * C;
+    int64_t c = 0;
+    for (; c + 16 <= C; c += 16) {
+      __m512 v = load16_minus_zp(xr + c, in_zp);
+      __m128i q = requant16(v, _mm512_loadu_ps(p.alpha + c), _mm512_loadu_ps(p.beta + c), lo, hi,
+                            out_zp);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(yr + c), q);
+    }
+    if (tail) {
+      __m512 v = maskload16_minus_zp(xr + c, tm, in_zp);
+      __m128i q = requant16(v, _mm512_maskz_loadu_ps(tm, p.alpha + c),
+                            _mm512_maskz_loadu_ps(tm, p.beta + c), lo, hi, out_zp);
+      _mm_mask_storeu_epi8(yr + c, tm, q);
+    }
+  }
+}
+
+template <typename T>
+void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const AffineParams& p) {
+  const __m512i in_zp = _mm512_set1_epi32(p.in_zp), out_zp = _mm512_set1_epi32(p.out_zp);
+  const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
+  const __m512 a = _mm512_set1_ps(p.alpha[ch]), b = _mm512_set1_ps(p.beta[ch]);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m128i q0 = requant16(load16_minus_zp(x + i, in_zp), a, b, lo, hi, out_zp);
+    __m128i q1 = requant16(load16_minus_zp(x + i + 16, in_zp), a, b, lo, hi, out_zp);
+    __m128i q2 = requant16(load16_minus_zp(x + i + 32, in_zp), a, b, lo, hi, out_zp);
+    __m128i q3 = requant16(load16_minus_zp(x + i + 48, in_zp), a, b, lo, hi, out_zp);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), q0);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i + 16), q1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i + 32), q2);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i + 48), q3);
+  }
+  for (; i < n; i += 16) {
+    const int64_t left = n - i < 16 ? n - i : 16;
+    const __mmask16 m = static_cast<__mmask16>((1u << left) - 1u);
+    __m128i q = requant16(maskload16_minus_zp(x + i, m, in_zp), a, b, lo, hi, out_zp);
+    _mm_mask_storeu_epi8(y + i, m, q);
+  }
+}
+
+// 16x16 byte transpose: in r[k] = row k (16 bytes); out[j] = column j.
+inline void transpose16x16(const __m128i* r, __m128i* out) {
+  __m128i a[16], b[16];
+  for (int k = 0; k < 8; ++k) {
+    a[2 * k] = _mm_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
+    a[2 * k + 1] = _mm_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
+  }
+  for (int m = 0; m < 4; ++m) {
+    b[4 * m + 0] = _mm_unpacklo_epi16(a[4 * m], a[4 * m + 2]);
+    b[4 * m + 1] = _mm_unpackhi_epi16(a[4 * m], a[4 * m + 2]);
+    b[4 * m + 2] = _mm_unpacklo_epi16(a[4 * m + 1], a[4 * m + 3]);
+    b[4 * m + 3] = _mm_unpackhi_epi16(a[4 * m + 1], a[4 * m + 3]);
+  }
+  for (int q = 0; q < 4; ++q) {
+    __m128i clo = _mm_unpacklo_epi32(b[q], b[4 + q]);
+    __m128i chi = _mm_unpackhi_epi32(b[q], b[4 + q]);
+    __m128i dlo = _mm_unpacklo_epi32(b[8 + q], b[12 + q]);
+    __m128i dhi = _mm_unpackhi_epi32(b[8 + q], b[12 + q]);
+    out[4 * q + 0] = _mm_unpacklo_epi64(clo, dlo);
+    out[4 * q + 1] = _mm_unpackhi_epi64(clo, dlo);
+    out[4 * q + 2] = _mm_unpacklo_epi64(chi, dhi);
+    out[4 * q + 3] = _mm_unpackhi_epi64(chi, dhi);
+  }
+}
+
+template <typename T>
+void affine_nchw_to_nhwc(const T* x, T* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
+                         const AffineParams& p) {
+  const __m512i in_zp = _mm512_set1_epi32(p.in_zp), out_zp = _mm512_set1_epi32(p.out_zp);
+  const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
+  const int64_t C16 = C - C % 16;
+  int64_t pb = p0;
+  for (; pb + 16 <= p1; pb += 16) {
+    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
+      __m128i rows[16], cols[16];
+      for (int k = 0; k < 16; ++k) {
+        const int64_t c = c0 + k;
+        rows[k] = requant16(load16_minus_zp(x + c * HW + pb, in_zp), _mm512_set1_ps(p.alpha[c]),
+                            _mm512_set1_ps(p.beta[c]), lo, hi, out_zp);
+      }
+      transpose16x16(rows, cols);
+      for (int j = 0; j < 16; ++j) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (pb + j) * C + c0), cols[j]);
+      }
+    }
+    if (C16 < C) {
+      for (int64_t c = C16; c < C; ++c) {
+        const float a = p.alpha[c], b = p.beta[c];
+        for (int64_t i = pb; i < pb + 16; ++i) {
+          y[i * C + c] = generic::affine_one<T>(x[c * HW + i], a, b, p.in_zp, p.out_zp, p.lo, p.hi);
+        }
+      }
+    }
+  }
+  if (pb < p1) generic::affine_nchw_to_nhwc<T>(x, y, C, HW, pb, p1, p);
+}
+
+template <typename T>
+void clamp(const T* x, T* y, int64_t n, T lo, T hi) {
+  generic::clamp<T>(x, y, n, lo, hi);  // auto-vectorized with this file's AVX-512 flags
+}
+
+__attribute__((target("avx512vbmi"))) void lut8_vbmi(const uint8_t* x, uint8_t* y, int64_t n,
+                                                      const uint8_t* table) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512i idx = _mm512_loadu_si512(x + i);
+    __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1);  // entries 0..127 (7 low bits)
+    __m512i hi = _mm512_permutex2var_epi8(t2, idx, t3);  // entries 128..255
+    __mmask64 top = _mm512_movepi8_mask(idx);             // bit 7 picks the half
+    _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(top, lo, hi));
+  }
+  if (i < n) {
+    const __mmask64 m = _bzhi_u64(~0ull, static_cast<unsigned>(n - i));
+    __m512i idx = _mm512_maskz_loadu_epi8(m, x + i);
+    __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1);
+    __m512i hi = _mm512_permutex2var_epi8(t2, idx, t3);
+    __mmask64 top = _mm512_movepi8_mask(idx);
+    _mm512_mask_storeu_epi8(y + i, m, _mm512_mask_blend_epi8(top, lo, hi));
+  }
+}
+
+}  // namespace
+
+const KernelTable& make_table(bool has_vbmi) {
+  static const KernelTable t = [has_vbmi] {
+    KernelTable k{};
+    k.isa = Isa::kAvx512Vnni;
+    k.lut8 = has_vbmi ? &lut8_vbmi : &generic::lut8;
+    k.u8 = {&affine_rows<uint8_t>, &affine_plane<uint8_t>, &affine_nchw_to_nhwc<uint8_t>,
+            &clamp<uint8_t>};
+    k.s8 = {&affine_rows<int8_t>, &affine_plane<int8_t>, &affine_nchw_to_nhwc<int8_t>,
+            &clamp<int8_t>};
+    return k;
+  }();
+  return t;
+}
+
+}  // namespace avx512vnni
+}  // namespace kernels
+}  // namespace qplugin

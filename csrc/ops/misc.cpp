@@ -1,0 +1,43 @@
+// Library-level ops: the ISA in use and the torch version qplugin was built against.
+// Changes with: kernels/dispatch.{h,cpp}, qplugin/_loader.py, qplugin/ops.py.
+#include <torch/library.h>
+#include <torch/version.h>
+
+#include <string>
+
+#include "kernels/dispatch.h"
+
+namespace qplugin {
+namespace ops {
+namespace {
+
+std::string cpu_isa() { return kernels::isa_name(kernels::current_isa()); }
+
+// Test/benchmark hook: lower the ISA (or restore, never above what the CPU has). Returns the ISA
+// now in use. Packed objects keep the kernels chosen at their prepack time.
+std::string set_cpu_isa(const std::string& isa) {
+  kernels::Isa want;
+  if (isa == "auto") {
+    want = kernels::detected_isa();
+  } else {
+    TORCH_CHECK(kernels::parse_isa(isa.c_str(), &want),
+                "qplugin::_set_cpu_isa: expected one of scalar, avx2, avx512vnni, auto, got '",
+                isa, "'");
+  }
+  return kernels::isa_name(kernels::set_isa(want));
+}
+
+std::string detected_cpu_isa() { return kernels::isa_name(kernels::detected_isa()); }
+
+std::string build_torch_version() { return TORCH_VERSION; }
+
+}  // namespace
+}  // namespace ops
+}  // namespace qplugin
+
+TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+  m.def("_cpu_isa() -> str", &qplugin::ops::cpu_isa);
+  m.def("_detected_cpu_isa() -> str", &qplugin::ops::detected_cpu_isa);
+  m.def("_set_cpu_isa(str isa) -> str", &qplugin::ops::set_cpu_isa);
+  m.def("_build_torch_version() -> str", &qplugin::ops::build_torch_version);
+}

@@ -1,0 +1,24 @@
+// Schemas of the normalization ops (≙ torch.ops.quantized / aten::quantized_batch_norm).
+// Kernels: ops/quantized_cpu/norm_kernel.cpp; pinned in tests/test_schemas.py.
+#include <torch/library.h>
+
+TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+  m.def("quantized_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, "
+        "float eps, float output_scale, int output_zero_point) -> Tensor");
+  m.def("batch_norm(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "
+        "float output_scale, int output_zero_point) -> Tensor");
+  m.def("batch_norm1d(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "
+        "float output_scale, int output_zero_point) -> Tensor");
+  m.def("batch_norm2d(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "
+        "float output_scale, int output_zero_point) -> Tensor");
+  m.def("batch_norm3d(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "
+        "float output_scale, int output_zero_point) -> Tensor");
+  m.def("batch_norm_relu(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "
+        "float output_scale, int output_zero_point) -> Tensor");
+  m.def("batch_norm1d_relu(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "
+        "float output_scale, int output_zero_point) -> Tensor");
+  m.def("batch_norm2d_relu(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "
+        "float output_scale, int output_zero_point) -> Tensor");
+  m.def("batch_norm3d_relu(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "
+        "float output_scale, int output_zero_point) -> Tensor");
+}

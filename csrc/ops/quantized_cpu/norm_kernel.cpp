@@ -1,0 +1,206 @@
+// QuantizedCPU (and CPU, for a clear error on float input) kernels of the batch-norm ops.
+// Schemas: ops/norm.cpp. Microkernels: kernels/elementwise/* via kernels/dispatch.h.
+// Numerics (as PyTorch's): alpha[c] = w/sqrt(var+eps) * s_in/s_out, beta[c] = (b - mean*w/
+// sqrt(var+eps))/s_out; y = zp_out + nearbyint(alpha*(x - zp_in) + beta), clamped (ReLU: >= zp_out).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <vector>
+
+#include "common/checks.h"
+#include "common/quant_utils.h"
+#include "kernels/dispatch.h"
+
+namespace qplugin {
+namespace ops {
+namespace {
+
+using kernels::AffineParams;
+
+constexpr int64_t kGrainBytes = 32 * 1024;
+
+enum class Rank { kAny, k1d, k2d, k3d };
+
+template <typename T>
+void run_affine(const kernels::TypedKernels<T>& k, const at::Tensor& x, at::Tensor& y,
+                int64_t N, int64_t C, int64_t HW, bool channels_last_in, bool planes_out,
+                const AffineParams& p) {
+  const T* xp = reinterpret_cast<const T*>(x.data_ptr());
+  T* yp = reinterpret_cast<T*>(y.data_ptr());
+  if (channels_last_in || HW == 1) {
+    // Rows of C: the input already is in the output's (channels-last) order.
+    const int64_t rows = N * HW;
+    at::parallel_for(0, rows, std::max<int64_t>(1, kGrainBytes / C), [&](int64_t b, int64_t e) {
+      k.affine_rows(xp + b * C, yp + b * C, e - b, C, p);
+    });
+  } else if (planes_out) {
+    // (N, C, L) contiguous in and out: one alpha/beta per plane.
+    at::parallel_for(0, N * C, std::max<int64_t>(1, kGrainBytes / HW), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) k.affine_plane(xp + i * HW, yp + i * HW, HW, i % C, p);
+    });
+  } else {
+    // NCHW in, NHWC out: transpose fused into the requantization, in 64-pixel blocks.
+    constexpr int64_t kPix = 64;
+    const int64_t nblk = (HW + kPix - 1) / kPix;
+    at::parallel_for(0, N * nblk, std::max<int64_t>(1, kGrainBytes / (kPix * C)),
+                     [&](int64_t b, int64_t e) {
+                       for (int64_t j = b; j < e; ++j) {
+                         const int64_t n = j / nblk, p0 = (j % nblk) * kPix;
+                         const int64_t p1 = std::min(HW, p0 + kPix);
+                         k.affine_nchw_to_nhwc(xp + n * C * HW, yp + n * C * HW, C, HW, p0, p1, p);
+                       }
+                     });
+  }
+}
+
+// qint32: no vector kernel (8-bit activations are the product); exact clamping in double so the
+// float->int conversion never overflows.
+void run_affine_i32(const at::Tensor& x, at::Tensor& y, int64_t N, int64_t C, int64_t HW,
+                    bool channels_last_in, bool nhwc_out, const AffineParams& p, bool relu) {
+  const int32_t* xp = reinterpret_cast<const int32_t*>(x.data_ptr());
+  int32_t* yp = reinterpret_cast<int32_t*>(y.data_ptr());
+  const double lo = relu ? std::max<double>(p.out_zp, INT32_MIN) : INT32_MIN;
+  const double hi = INT32_MAX;
+  at::parallel_for(0, N * C * HW, kGrainBytes / 4, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      // i indexes the output in its own order; find the channel and the input element.
+      int64_t c, src;
+      if (nhwc_out) {
+        c = i % C;
+        const int64_t pix = i / C, n = pix / HW, hw = pix % HW;
+        src = channels_last_in ? i : (n * C + c) * HW + hw;
+      } else {
+        c = (i / HW) % C;
+        src = i;
+      }
+      float v = std::fma(p.alpha[c], static_cast<float>(static_cast<int64_t>(xp[src]) - p.in_zp),
+                         p.beta[c]);
+      double r = std::nearbyint(static_cast<double>(v)) + p.out_zp;
+      r = std::isnan(r) ? lo : std::min(std::max(r, lo), hi);
+      yp[i] = static_cast<int32_t>(r);
+    }
+  });
+}
+
+template <bool ReluFused>
+at::Tensor batch_norm_impl(const char* op, Rank rank, const at::Tensor& qx,
+                           const c10::optional<at::Tensor>& weight,
+                           const c10::optional<at::Tensor>& bias, const at::Tensor& mean,
+                           const at::Tensor& var, double eps, double output_scale,
+                           int64_t output_zero_point) {
+  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
+  const int64_t dim = qx.dim();
+  switch (rank) {
+    case Rank::k1d:
+      TORCH_CHECK(dim == 2 || dim == 3, "qplugin::", op,
+                  ": expected a 2-D (N, C) or 3-D (N, C, L) input, got ", dim, "-D");
+      break;
+    case Rank::k2d:
+      TORCH_CHECK(dim == 4, "qplugin::", op, ": expected a 4-D (N, C, H, W) input, got ", dim, "-D");
+      break;
+    case Rank::k3d:
+      TORCH_CHECK(dim == 5, "qplugin::", op, ": expected a 5-D (N, C, D, H, W) input, got ", dim,
+                  "-D");
+      break;
+    case Rank::kAny:
+      TORCH_CHECK(dim >= 2 && dim <= 5, "qplugin::", op,
+                  ": expected a 2-D, 3-D, 4-D or 5-D input (N, C, ...), got ", dim, "-D");
+  }
+  TORCH_CHECK(std::isfinite(eps) && eps >= 0, "qplugin::", op,
+              ": expected a finite, non-negative eps, got ", eps);
+  checks::check_output_qparams(op, output_scale, output_zero_point, qx.scalar_type());
+  const int64_t N = qx.size(0), C = qx.size(1);
+  at::Tensor m = checks::float_vector(op, "mean", mean, C);
+  at::Tensor v = checks::float_vector(op, "var", var, C);
+  // weight/bias None means 1/0 (as float batch_norm; PyTorch's quantized op rejects None).
+  at::Tensor w = weight.has_value() && weight->defined()
+                     ? checks::float_vector(op, "weight", *weight, C)
+                     : at::Tensor();
+  at::Tensor b = bias.has_value() && bias->defined() ? checks::float_vector(op, "bias", *bias, C)
+                                                     : at::Tensor();
+
+  const float* mp = m.data_ptr<float>();
+  const float* vp = v.data_ptr<float>();
+  const float* wp = w.defined() ? w.data_ptr<float>() : nullptr;
+  const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+  const double in_scale = qx.q_scale();
+  std::vector<float> alpha(C), beta(C);
+  for (int64_t c = 0; c < C; ++c) {
+    const float denom = vp[c] + static_cast<float>(eps);
+    TORCH_CHECK(denom > 0 && std::isfinite(denom) && std::isfinite(mp[c]), "qplugin::", op,
+                ": expected finite mean and var + eps > 0 for every channel, got mean ", mp[c],
+                " and var ", vp[c], " at channel ", c, " (eps ", eps, ")");
+    const float inv_sigma = 1.0 / std::sqrt(denom);
+    const float wv = wp ? wp[c] : 1.0f, bv = bp ? bp[c] : 0.0f;
+    alpha[c] = inv_sigma * wv * (in_scale / output_scale);
+    beta[c] = (bv - mp[c] * inv_sigma * wv) / output_scale;
+  }
+
+  // Output memory format as PyTorch's: channels-last for 4-D/5-D, contiguous otherwise.
+  const bool nhwc_out = dim >= 4;
+  const auto out_fmt = dim == 4   ? at::MemoryFormat::ChannelsLast
+                       : dim == 5 ? at::MemoryFormat::ChannelsLast3d
+                                  : at::MemoryFormat::Contiguous;
+  at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), output_scale,
+                                             output_zero_point, out_fmt);
+  if (qx.numel() == 0) return y;
+  const bool cl_in = nhwc_out && qx.is_contiguous(out_fmt);
+  at::Tensor x = cl_in ? qx : qx.contiguous();
+  const int64_t HW = qx.numel() / (N * C);
+
+  const auto r = qrange(qx.scalar_type());
+  const int64_t out_zp = output_zero_point;
+  AffineParams p{alpha.data(), beta.data(), static_cast<int32_t>(qx.q_zero_point()),
+                 static_cast<int32_t>(out_zp),
+                 static_cast<float>((ReluFused ? std::max<int64_t>(r.first, out_zp) : r.first) -
+                                    out_zp),
+                 static_cast<float>(r.second - out_zp)};
+  const auto& k = kernels::table();
+  switch (qx.scalar_type()) {
+    case at::kQUInt8: run_affine<uint8_t>(k.u8, x, y, N, C, HW, cl_in, !nhwc_out, p); break;
+    case at::kQInt8: run_affine<int8_t>(k.s8, x, y, N, C, HW, cl_in, !nhwc_out, p); break;
+    default: run_affine_i32(x, y, N, C, HW, cl_in, nhwc_out, p, ReluFused); break;
+  }
+  return y;
+}
+
+#define QPLUGIN_BN_OP(fn, opname, rank, relu)                                                  \
+  at::Tensor fn(const at::Tensor& qx, const c10::optional<at::Tensor>& weight,                \
+                const c10::optional<at::Tensor>& bias, const at::Tensor& mean,                \
+                const at::Tensor& var, double eps, double output_scale, int64_t output_zp) {  \
+    return batch_norm_impl<relu>(opname, rank, qx, weight, bias, mean, var, eps, output_scale, \
+                                 output_zp);                                                   \
+  }
+
+QPLUGIN_BN_OP(quantized_batch_norm_quantized_cpu, "quantized_batch_norm", Rank::kAny, false)
+QPLUGIN_BN_OP(batch_norm_quantized_cpu, "batch_norm", Rank::kAny, false)
+QPLUGIN_BN_OP(batch_norm1d_quantized_cpu, "batch_norm1d", Rank::k1d, false)
+QPLUGIN_BN_OP(batch_norm2d_quantized_cpu, "batch_norm2d", Rank::k2d, false)
+QPLUGIN_BN_OP(batch_norm3d_quantized_cpu, "batch_norm3d", Rank::k3d, false)
+QPLUGIN_BN_OP(batch_norm_relu_quantized_cpu, "batch_norm_relu", Rank::kAny, true)
+QPLUGIN_BN_OP(batch_norm1d_relu_quantized_cpu, "batch_norm1d_relu", Rank::k1d, true)
+QPLUGIN_BN_OP(batch_norm2d_relu_quantized_cpu, "batch_norm2d_relu", Rank::k2d, true)
+QPLUGIN_BN_OP(batch_norm3d_relu_quantized_cpu, "batch_norm3d_relu", Rank::k3d, true)
+#undef QPLUGIN_BN_OP
+
+}  // namespace
+}  // namespace ops
+}  // namespace qplugin
+
+// Registered for QuantizedCPU and CPU: on a float tensor the op itself raises a clear
+// "expected a quantized tensor" instead of the dispatcher's "could not run ... CPU backend".
+#define QPLUGIN_REGISTER_BN(m)                                                              \
+  m.impl("quantized_batch_norm", TORCH_FN(qplugin::ops::quantized_batch_norm_quantized_cpu)); \
+  m.impl("batch_norm", TORCH_FN(qplugin::ops::batch_norm_quantized_cpu));                   \
+  m.impl("batch_norm1d", TORCH_FN(qplugin::ops::batch_norm1d_quantized_cpu));               \
+  m.impl("batch_norm2d", TORCH_FN(qplugin::ops::batch_norm2d_quantized_cpu));               \
+  m.impl("batch_norm3d", TORCH_FN(qplugin::ops::batch_norm3d_quantized_cpu));               \
+  m.impl("batch_norm_relu", TORCH_FN(qplugin::ops::batch_norm_relu_quantized_cpu));         \
+  m.impl("batch_norm1d_relu", TORCH_FN(qplugin::ops::batch_norm1d_relu_quantized_cpu));     \
+  m.impl("batch_norm2d_relu", TORCH_FN(qplugin::ops::batch_norm2d_relu_quantized_cpu));     \
+  m.impl("batch_norm3d_relu", TORCH_FN(qplugin::ops::batch_norm3d_relu_quantized_cpu));
+
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_BN(m) }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_BN(m) }

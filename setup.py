@@ -1,0 +1,79 @@
+# Builds qplugin._C: one shared library of operators, loaded with torch.ops.load_library.
+# ISA kernels (csrc/kernels/**/*_avx2.cpp, *_avx512vnni.cpp) are compiled here with explicit
+# per-file flags (never -march=native) and linked into the same library; dispatch.cpp picks one
+# at load. The library has no PyInit and links no libtorch_python, so C++ programs can load it.
+import glob
+import json
+import os
+
+import torch
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+# Flags of each ISA tier.  The token in the file name selects them (STYLE.md section 5).
+ISA_FLAGS = {
+    "avx2": ["-mavx2", "-mfma", "-mf16c", "-mbmi2"],
+    "avx512vnni": ["-mavx2", "-mfma", "-mf16c", "-mbmi2", "-mavx512f", "-mavx512bw",
+                   "-mavx512vl", "-mavx512dq", "-mavx512vnni"],
+}
+COMMON = ["-O3", "-std=c++17", "-fPIC", "-fno-math-errno", "-ffp-contract=off",
+          "-fvisibility=hidden", "-Wall", "-Wno-unused-function", "-Wno-maybe-uninitialized"]
+
+
+def _isa_of(path):
+    base = os.path.basename(path)[:-4]
+    for isa in ISA_FLAGS:
+        if base.endswith("_" + isa):
+            return isa
+    return None
+
+
+all_sources = sorted(glob.glob(os.path.join("csrc", "**", "*.cpp"), recursive=True))
+isa_sources = [s for s in all_sources if _isa_of(s)]
+main_sources = [s for s in all_sources if not _isa_of(s)]
+
+
+class QPluginBuildExt(BuildExtension):
+    """Compiles the torch-free per-ISA kernel files with their own flags, then the rest."""
+
+    def build_extensions(self):
+        for ext in self.extensions:
+            objs = []
+            for isa in ISA_FLAGS:
+                srcs = [s for s in isa_sources if _isa_of(s) == isa]
+                if not srcs:
+                    continue
+                objs += self.compiler.compile(
+                    srcs, output_dir=os.path.join(self.build_temp, "isa_" + isa),
+                    include_dirs=[os.path.join(ROOT, "csrc")],
+                    extra_postargs=COMMON + ISA_FLAGS[isa])
+            ext.extra_objects = list(ext.extra_objects or []) + objs
+        with open(os.path.join(ROOT, "qplugin", "_build_info.json"), "w") as f:
+            json.dump({"torch_version": torch.__version__}, f)
+        super().build_extensions()
+
+
+ext = CppExtension(
+    "qplugin._C",
+    main_sources,
+    include_dirs=[os.path.join(ROOT, "csrc")],
+    extra_compile_args=["-O3", "-fopenmp", "-fno-math-errno", "-ffp-contract=off",
+                        "-Wall", "-Wno-unused-function"],
+    extra_link_args=["-fopenmp"],
+    py_limited_api=True,
+)
+
+setup(
+    name="qplugin",
+    version="0.1.0",
+    description="int8 inference for PyTorch as a self-contained custom-op plugin",
+    packages=["qplugin", "qplugin.nn", "qplugin.nn.modules", "qplugin.nn.intrinsic",
+              "qplugin.quantization"],
+    package_data={"qplugin": ["_build_info.json"]},
+    ext_modules=[ext],
+    cmdclass={"build_ext": QPluginBuildExt.with_options(use_ninja=True)},
+    python_requires=">=3.10",
+    install_requires=["torch==2.13.0"],
+)
