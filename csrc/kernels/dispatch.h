@@ -42,6 +42,16 @@ struct KernelTable {
   Isa isa;
   // y[i] = table[x[i]] on raw 8-bit codes (u8 or the bit pattern of s8); table has 256 entries.
   void (*lut8)(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* table);
+  // One image of raw 8-bit codes: x [C][HW] -> y [HW][C] with y[p][c] = tables[c][x[c][p]],
+  // pixels [p0, p1) only; tables is [C][256]. The per-channel-table form of the affine kernel,
+  // used for large NCHW inputs (each table is built with the scalar affine math, so the result
+  // is byte-identical to affine_nchw_to_nhwc).
+  void (*lut8_nchw_to_nhwc)(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
+                            int64_t p1, const uint8_t* tables);
+  // One image of raw 8-bit codes: x [HW][C] -> y [C][HW] with y[c][p] = table[x[p][c]] (one
+  // 256-entry table), pixels [p0, p1) only. Channels-last input to a contiguous output.
+  void (*lut8_nhwc_to_nchw)(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
+                            int64_t p1, const uint8_t* table);
   TypedKernels<uint8_t> u8;
   TypedKernels<int8_t> s8;
 };

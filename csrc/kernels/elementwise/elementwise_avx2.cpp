@@ -136,6 +136,34 @@ void clamp(const T* x, T* y, int64_t n, T lo, T hi) {
   generic::clamp<T>(x, y, n, lo, hi);  // auto-vectorized with this file's AVX2 flags
 }
 
+// Per-channel table lookups into a 16x16 tile (scalar loads), then an SSE byte transpose.
+void lut8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
+                       const uint8_t* tables) {
+  const int64_t C16 = C - C % 16;
+  int64_t pb = p0;
+  for (; pb + 16 <= p1; pb += 16) {
+    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
+      alignas(16) uint8_t tile[16][16];
+      for (int k = 0; k < 16; ++k) {
+        const uint8_t* t = tables + (c0 + k) * 256;
+        const uint8_t* xc = x + (c0 + k) * HW + pb;
+        for (int j = 0; j < 16; ++j) tile[k][j] = t[xc[j]];
+      }
+      __m128i rows[16], cols[16];
+      for (int k = 0; k < 16; ++k) rows[k] = _mm_load_si128(reinterpret_cast<const __m128i*>(tile[k]));
+      transpose16x16(rows, cols);
+      for (int j = 0; j < 16; ++j) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (pb + j) * C + c0), cols[j]);
+      }
+    }
+    for (int64_t c = C16; c < C; ++c) {
+      const uint8_t* t = tables + c * 256;
+      for (int64_t i = pb; i < pb + 16; ++i) y[i * C + c] = t[x[c * HW + i]];
+    }
+  }
+  if (pb < p1) generic::lut8_nchw_to_nhwc(x, y, C, HW, pb, p1, tables);
+}
+
 }  // namespace
 
 const KernelTable& make_table() {
@@ -143,6 +171,8 @@ const KernelTable& make_table() {
     KernelTable k{};
     k.isa = Isa::kAvx2;
     k.lut8 = &generic::lut8;  // a 256-entry byte LUT has no fast AVX2 form; scalar loads win
+    k.lut8_nhwc_to_nchw = &generic::lut8_nhwc_to_nchw;
+    k.lut8_nchw_to_nhwc = &lut8_nchw_to_nhwc;
     k.u8 = {&affine_rows<uint8_t>, &affine_plane<uint8_t>, &affine_nchw_to_nhwc<uint8_t>,
             &clamp<uint8_t>};
     k.s8 = {&affine_rows<int8_t>, &affine_plane<int8_t>, &affine_nchw_to_nhwc<int8_t>,

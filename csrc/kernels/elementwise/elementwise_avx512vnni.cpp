@@ -149,7 +149,90 @@ void affine_nchw_to_nhwc(const T* x, T* y, int64_t C, int64_t HW, int64_t p0, in
 
 template <typename T>
 void clamp(const T* x, T* y, int64_t n, T lo, T hi) {
-  generic::clamp<T>(x, y, n, lo, hi);  // auto-vectorized with this file's AVX-512 flags
+  constexpr bool kSigned = std::is_signed<T>::value;
+  const __m512i vlo = _mm512_set1_epi8(static_cast<char>(lo));
+  const __m512i vhi = _mm512_set1_epi8(static_cast<char>(hi));
+  auto clamp64 = [&](__m512i v) {
+    return kSigned ? _mm512_min_epi8(_mm512_max_epi8(v, vlo), vhi)
+                   : _mm512_min_epu8(_mm512_max_epu8(v, vlo), vhi);
+  };
+  int64_t i = 0;
+  for (; i + 256 <= n; i += 256) {
+    __m512i a = _mm512_loadu_si512(x + i), b = _mm512_loadu_si512(x + i + 64);
+    __m512i c = _mm512_loadu_si512(x + i + 128), d = _mm512_loadu_si512(x + i + 192);
+    _mm512_storeu_si512(y + i, clamp64(a));
+    _mm512_storeu_si512(y + i + 64, clamp64(b));
+    _mm512_storeu_si512(y + i + 128, clamp64(c));
+    _mm512_storeu_si512(y + i + 192, clamp64(d));
+  }
+  for (; i < n; i += 64) {
+    const __mmask64 m = _bzhi_u64(~0ull, static_cast<unsigned>(n - i < 64 ? n - i : 64));
+    _mm512_mask_storeu_epi8(y + i, m, clamp64(_mm512_maskz_loadu_epi8(m, x + i)));
+  }
+}
+
+// The 16x16 byte-transpose network of transpose16x16, run on four 128-bit lanes at once:
+// in r[k] lane L = channel k, pixels 16L..16L+15; out[j] lane L = pixel 16L+j, channels 0..15.
+inline void transpose16x16x4(const __m512i* r, __m512i* out) {
+  __m512i a[16], b[16];
+  for (int k = 0; k < 8; ++k) {
+    a[2 * k] = _mm512_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
+    a[2 * k + 1] = _mm512_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
+  }
+  for (int m = 0; m < 4; ++m) {
+    b[4 * m + 0] = _mm512_unpacklo_epi16(a[4 * m], a[4 * m + 2]);
+    b[4 * m + 1] = _mm512_unpackhi_epi16(a[4 * m], a[4 * m + 2]);
+    b[4 * m + 2] = _mm512_unpacklo_epi16(a[4 * m + 1], a[4 * m + 3]);
+    b[4 * m + 3] = _mm512_unpackhi_epi16(a[4 * m + 1], a[4 * m + 3]);
+  }
+  for (int q = 0; q < 4; ++q) {
+    __m512i clo = _mm512_unpacklo_epi32(b[q], b[4 + q]);
+    __m512i chi = _mm512_unpackhi_epi32(b[q], b[4 + q]);
+    __m512i dlo = _mm512_unpacklo_epi32(b[8 + q], b[12 + q]);
+    __m512i dhi = _mm512_unpackhi_epi32(b[8 + q], b[12 + q]);
+    out[4 * q + 0] = _mm512_unpacklo_epi64(clo, dlo);
+    out[4 * q + 1] = _mm512_unpackhi_epi64(clo, dlo);
+    out[4 * q + 2] = _mm512_unpacklo_epi64(chi, dhi);
+    out[4 * q + 3] = _mm512_unpackhi_epi64(chi, dhi);
+  }
+}
+
+__attribute__((target("avx512vbmi"))) inline __m512i lut64(const uint8_t* t, __m512i idx) {
+  const __m512i t0 = _mm512_loadu_si512(t), t1 = _mm512_loadu_si512(t + 64);
+  const __m512i t2 = _mm512_loadu_si512(t + 128), t3 = _mm512_loadu_si512(t + 192);
+  __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1);
+  __m512i hi = _mm512_permutex2var_epi8(t2, idx, t3);
+  return _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
+}
+
+// Per-channel 256-entry tables (VPERMI2B) on 16 channels x 64 pixels, then four 16x16 byte
+// transposes in one zmm network.
+__attribute__((target("avx512vbmi"))) void lut8_nchw_to_nhwc_vbmi(
+    const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
+    const uint8_t* tables) {
+  const int64_t C16 = C - C % 16;
+  int64_t pb = p0;
+  for (; pb + 64 <= p1; pb += 64) {
+    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
+      __m512i rows[16], cols[16];
+      for (int k = 0; k < 16; ++k) {
+        rows[k] = lut64(tables + (c0 + k) * 256, _mm512_loadu_si512(x + (c0 + k) * HW + pb));
+      }
+      transpose16x16x4(rows, cols);
+      for (int j = 0; j < 16; ++j) {
+        uint8_t* dst = y + (pb + j) * C + c0;
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_castsi512_si128(cols[j]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16 * C), _mm512_extracti32x4_epi32(cols[j], 1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32 * C), _mm512_extracti32x4_epi32(cols[j], 2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48 * C), _mm512_extracti32x4_epi32(cols[j], 3));
+      }
+    }
+    for (int64_t c = C16; c < C; ++c) {
+      const uint8_t* t = tables + c * 256;
+      for (int64_t i = pb; i < pb + 64; ++i) y[i * C + c] = t[x[c * HW + i]];
+    }
+  }
+  if (pb < p1) generic::lut8_nchw_to_nhwc(x, y, C, HW, pb, p1, tables);
 }
 
 __attribute__((target("avx512vbmi"))) void lut8_vbmi(const uint8_t* x, uint8_t* y, int64_t n,
@@ -174,6 +257,39 @@ __attribute__((target("avx512vbmi"))) void lut8_vbmi(const uint8_t* x, uint8_t* 
   }
 }
 
+// Channels-last to contiguous with one table: for 16 channels x 64 pixels, lane L of row k holds
+// pixel 16L+k's 16 channels; after the lane-wise 16x16 transposes, out[j] holds channel c0+j for
+// 64 consecutive pixels: one 64-byte store.
+__attribute__((target("avx512vbmi"))) void lut8_nhwc_to_nchw_vbmi(
+    const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
+    const uint8_t* table) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  const int64_t C16 = C - C % 16;
+  int64_t pb = p0;
+  for (; pb + 64 <= p1; pb += 64) {
+    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
+      __m512i rows[16], cols[16];
+      for (int k = 0; k < 16; ++k) {
+        const uint8_t* src = x + (pb + k) * C + c0;
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * C)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 32 * C)), 2);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 48 * C)), 3);
+        __m512i lo = _mm512_permutex2var_epi8(t0, v, t1);
+        __m512i hi = _mm512_permutex2var_epi8(t2, v, t3);
+        rows[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi);
+      }
+      transpose16x16x4(rows, cols);
+      for (int j = 0; j < 16; ++j) _mm512_storeu_si512(y + (c0 + j) * HW + pb, cols[j]);
+    }
+    for (int64_t c = C16; c < C; ++c) {
+      for (int64_t i = pb; i < pb + 64; ++i) y[c * HW + i] = table[x[i * C + c]];
+    }
+  }
+  if (pb < p1) generic::lut8_nhwc_to_nchw(x, y, C, HW, pb, p1, table);
+}
+
 }  // namespace
 
 const KernelTable& make_table(bool has_vbmi) {
@@ -181,6 +297,8 @@ const KernelTable& make_table(bool has_vbmi) {
     KernelTable k{};
     k.isa = Isa::kAvx512Vnni;
     k.lut8 = has_vbmi ? &lut8_vbmi : &generic::lut8;
+    k.lut8_nhwc_to_nchw = has_vbmi ? &lut8_nhwc_to_nchw_vbmi : &generic::lut8_nhwc_to_nchw;
+    k.lut8_nchw_to_nhwc = has_vbmi ? &lut8_nchw_to_nhwc_vbmi : &generic::lut8_nchw_to_nhwc;
     k.u8 = {&affine_rows<uint8_t>, &affine_plane<uint8_t>, &affine_nchw_to_nhwc<uint8_t>,
             &clamp<uint8_t>};
     k.s8 = {&affine_rows<int8_t>, &affine_plane<int8_t>, &affine_nchw_to_nhwc<int8_t>,

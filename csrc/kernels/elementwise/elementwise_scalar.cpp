@@ -12,6 +12,8 @@ const KernelTable& make_table() {
     KernelTable k{};
     k.isa = Isa::kScalar;
     k.lut8 = &generic::lut8;
+    k.lut8_nhwc_to_nchw = &generic::lut8_nhwc_to_nchw;
+    k.lut8_nchw_to_nhwc = &generic::lut8_nchw_to_nhwc;
     k.u8 = {&generic::affine_rows<uint8_t>, &generic::affine_plane<uint8_t>,
             &generic::affine_nchw_to_nhwc<uint8_t>, &generic::clamp<uint8_t>};
     k.s8 = {&generic::affine_rows<int8_t>, &generic::affine_plane<int8_t>,

@@ -37,7 +37,12 @@ at::Tensor map_unary(const char* op, const at::Tensor& qx, double out_scale, int
                      at::MemoryFormat fmt, F f) {
   checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
   checks::check_output_qparams(op, out_scale, out_zp, qx.scalar_type());
-  at::Tensor x = qx.contiguous(fmt);
+  // Channels-last 8-bit input to a contiguous output: look up and transpose in one pass.
+  const bool cl_to_nchw = fmt == at::MemoryFormat::Contiguous && !qx.is_contiguous() &&
+                          qx.scalar_type() != at::kQInt32 &&
+                          ((qx.dim() == 4 && qx.is_contiguous(at::MemoryFormat::ChannelsLast)) ||
+                           (qx.dim() == 5 && qx.is_contiguous(at::MemoryFormat::ChannelsLast3d)));
+  at::Tensor x = cl_to_nchw ? qx : qx.contiguous(fmt);
   at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), out_scale, out_zp, fmt);
   const int64_t n = x.numel();
   if (n == 0) return y;
@@ -67,6 +72,21 @@ at::Tensor map_unary(const char* op, const at::Tensor& qx, double out_scale, int
   const uint8_t* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
   uint8_t* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
   const auto& k = kernels::table();
+  if (cl_to_nchw) {
+    const int64_t N = x.size(0), C = x.size(1), HW = n / (N * C);
+    constexpr int64_t kPix = 256;
+    const int64_t nblk = (HW + kPix - 1) / kPix;
+    at::parallel_for(0, N * nblk, std::max<int64_t>(1, kGrain / (kPix * C)),
+                     [&](int64_t b, int64_t e) {
+                       for (int64_t j = b; j < e; ++j) {
+                         const int64_t img = j / nblk, p0 = (j % nblk) * kPix;
+                         const int64_t p1 = std::min(HW, p0 + kPix);
+                         k.lut8_nhwc_to_nchw(xp + img * C * HW, yp + img * C * HW, C, HW, p0, p1,
+                                             table);
+                       }
+                     });
+    return y;
+  }
   at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) { k.lut8(xp + b, yp + b, e - b, table); });
   return y;
 }

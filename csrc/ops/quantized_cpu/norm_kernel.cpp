@@ -23,12 +23,57 @@ constexpr int64_t kGrainBytes = 32 * 1024;
 
 enum class Rank { kAny, k1d, k2d, k3d };
 
+// 8-bit inputs with many pixels per channel: the affine map of channel c is a function of 256
+// codes, so build tables[c][raw] once (exactly the kernels' math) and look bytes up instead.
+// Worth it when there are at least kTablePixels pixels per channel to amortize 256 evaluations.
+constexpr int64_t kTablePixels = 1024;
+
+// The tables are built by the affine kernel itself (over the 256 codes), so they hold exactly
+// the bytes the direct path would write (and every ISA's affine kernel equals the scalar one).
+template <typename T>
+std::vector<uint8_t> build_tables(const kernels::TypedKernels<T>& k, int64_t C,
+                                  const AffineParams& p) {
+  std::vector<uint8_t> t(static_cast<size_t>(C) * 256);
+  uint8_t codes[256];
+  for (int raw = 0; raw < 256; ++raw) codes[raw] = static_cast<uint8_t>(raw);
+  for (int64_t c = 0; c < C; ++c) {
+    k.affine_plane(reinterpret_cast<const T*>(codes), reinterpret_cast<T*>(t.data() + c * 256),
+                   256, c, p);
+  }
+  return t;
+}
+
 template <typename T>
 void run_affine(const kernels::TypedKernels<T>& k, const at::Tensor& x, at::Tensor& y,
                 int64_t N, int64_t C, int64_t HW, bool channels_last_in, bool planes_out,
                 const AffineParams& p) {
   const T* xp = reinterpret_cast<const T*>(x.data_ptr());
   T* yp = reinterpret_cast<T*>(y.data_ptr());
+  const auto& kt = kernels::table();
+  const bool use_tables = !channels_last_in && HW > 1 && N * HW >= kTablePixels;
+  if (use_tables) {
+    const std::vector<uint8_t> tables = build_tables<T>(k, C, p);
+    const uint8_t* tp = tables.data();
+    const uint8_t* xb = reinterpret_cast<const uint8_t*>(xp);
+    uint8_t* yb = reinterpret_cast<uint8_t*>(yp);
+    if (planes_out) {
+      at::parallel_for(0, N * C, std::max<int64_t>(1, kGrainBytes / HW), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) kt.lut8(xb + i * HW, yb + i * HW, HW, tp + (i % C) * 256);
+      });
+    } else {
+      constexpr int64_t kPix = 256;
+      const int64_t nblk = (HW + kPix - 1) / kPix;
+      at::parallel_for(0, N * nblk, std::max<int64_t>(1, kGrainBytes / (kPix * C)),
+                       [&](int64_t b, int64_t e) {
+                         for (int64_t j = b; j < e; ++j) {
+                           const int64_t n = j / nblk, p0 = (j % nblk) * kPix;
+                           const int64_t p1 = std::min(HW, p0 + kPix);
+                           kt.lut8_nchw_to_nhwc(xb + n * C * HW, yb + n * C * HW, C, HW, p0, p1, tp);
+                         }
+                       });
+    }
+    return;
+  }
   if (channels_last_in || HW == 1) {
     // Rows of C: the input already is in the output's (channels-last) order.
     const int64_t rows = N * HW;
