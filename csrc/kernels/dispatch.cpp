@@ -70,7 +70,7 @@ Isa initial_isa() {
 }
 
 std::atomic<int>& current() {
-  static std::atomic<int> isa{static_cast<int>(initial_isa())};
+  static std::atomic<int> isa{static_cast<int>(ceiling_isa())};
   return isa;
 }
 
@@ -83,8 +83,15 @@ Isa detected_isa() {
 
 Isa current_isa() { return static_cast<Isa>(current().load()); }
 
+// QPLUGIN_CPU_ISA is a ceiling for the whole process: set_isa cannot raise above it either, so a
+// scalar-only run (QPLUGIN_CPU_ISA=scalar) really runs only scalar kernels.
+Isa ceiling_isa() {
+  static const Isa isa = initial_isa();
+  return isa;
+}
+
 Isa set_isa(Isa requested) {
-  Isa best = detected_isa();
+  Isa best = ceiling_isa();
   Isa chosen = static_cast<int>(requested) < static_cast<int>(best) ? requested : best;
   current().store(static_cast<int>(chosen));
   return chosen;

@@ -60,8 +60,10 @@ struct KernelTable {
 Isa detected_isa();
 // The ISA in use: detected_isa(), lowered by QPLUGIN_CPU_ISA at load.
 Isa current_isa();
-// Lowers (or restores up to detected_isa()) the ISA in use; returns the ISA actually set.
-// For tests and benchmarks: never raises above what the CPU supports.
+// The most the process may use: detected_isa() lowered by QPLUGIN_CPU_ISA (read once).
+Isa ceiling_isa();
+// Lowers (or restores up to ceiling_isa()) the ISA in use; returns the ISA actually set.
+// For tests and benchmarks: never raises above the CPU or QPLUGIN_CPU_ISA.
 Isa set_isa(Isa requested);
 const KernelTable& table();
 

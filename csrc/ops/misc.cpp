@@ -18,7 +18,7 @@ std::string cpu_isa() { return kernels::isa_name(kernels::current_isa()); }
 std::string set_cpu_isa(const std::string& isa) {
   kernels::Isa want;
   if (isa == "auto") {
-    want = kernels::detected_isa();
+    want = kernels::ceiling_isa();
   } else {
     TORCH_CHECK(kernels::parse_isa(isa.c_str(), &want),
                 "qplugin::_set_cpu_isa: expected one of scalar, avx2, avx512vnni, auto, got '",
