@@ -30,6 +30,11 @@ def _isa_of(path):
     return None
 
 
+# The torch version the library is built against, for the loader's mismatch message. Written
+# before setup() so build_py packages it in wheels too.
+with open(os.path.join(ROOT, "qplugin", "_build_info.json"), "w") as f:
+    json.dump({"torch_version": torch.__version__}, f)
+
 all_sources = sorted(glob.glob(os.path.join("csrc", "**", "*.cpp"), recursive=True))
 isa_sources = [s for s in all_sources if _isa_of(s)]
 main_sources = [s for s in all_sources if not _isa_of(s)]
@@ -50,8 +55,6 @@ class QPluginBuildExt(BuildExtension):
                     include_dirs=[os.path.join(ROOT, "csrc")],
                     extra_postargs=COMMON + ISA_FLAGS[isa])
             ext.extra_objects = list(ext.extra_objects or []) + objs
-        with open(os.path.join(ROOT, "qplugin", "_build_info.json"), "w") as f:
-            json.dump({"torch_version": torch.__version__}, f)
         super().build_extensions()
 
 
