@@ -7,7 +7,7 @@ import json
 import os
 
 import torch
-from setuptools import setup
+from setuptools import find_packages, setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -72,8 +72,7 @@ setup(
     name="qplugin",
     version="0.1.0",
     description="int8 inference for PyTorch as a self-contained custom-op plugin",
-    packages=["qplugin", "qplugin.nn", "qplugin.nn.modules", "qplugin.nn.intrinsic",
-              "qplugin.quantization"],
+    packages=find_packages(include=["qplugin", "qplugin.*"]),
     package_data={"qplugin": ["_build_info.json"]},
     ext_modules=[ext],
     cmdclass={"build_ext": QPluginBuildExt.with_options(use_ninja=True)},
