@@ -12,6 +12,7 @@ _library_path = _loader.load()
 
 from . import ops  # noqa: E402
 from . import nn  # noqa: E402
+from . import quantization  # noqa: E402
 
 
 def cpu_isa() -> str:
@@ -24,4 +25,4 @@ def library_path() -> str:
     return _library_path
 
 
-__all__ = ["cpu_isa", "library_path", "nn", "ops", "__version__"]
+__all__ = ["cpu_isa", "library_path", "nn", "ops", "quantization", "__version__"]

@@ -1,0 +1,74 @@
+"""Fused BatchNorm + ReLU (≙ torch.ao.nn.intrinsic.quantized.BNReLU2d/3d) on
+torch.ops.qplugin.batch_norm{2,3}d_relu. State, from_float and state-dict layout are those of
+qplugin.nn.BatchNorm2d/3d (qplugin/nn/modules/batchnorm.py).
+"""
+import torch
+import torch.ao.nn.intrinsic as nni
+
+from ...modules.batchnorm import BatchNorm2d, BatchNorm3d
+
+__all__ = ["BNReLU2d", "BNReLU3d"]
+
+
+class BNReLU2d(BatchNorm2d):
+    r"""Fused BatchNorm2d and ReLU: the ReLU is applied in the requantization (outputs below the
+    zero point clamp to it). Same interface as :class:`qplugin.nn.BatchNorm2d`; from_float takes a
+    fused, observed :class:`torch.ao.nn.intrinsic.BNReLU2d`."""
+
+    _FLOAT_MODULE = nni.BNReLU2d
+    _QPLUGIN_NAME = "qplugin.nn.intrinsic.BNReLU2d"
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
+        super().__init__(num_features, eps=eps, momentum=momentum, device=device, dtype=dtype)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        # As PyTorch's BNReLU2d, a wrong rank is a ValueError raised here.
+        if input.dim() != 4:
+            raise ValueError(f"qplugin.nn.intrinsic.BNReLU2d: expected a 4-D (N, C, H, W) input,"
+                             f" got {input.dim()}-D")
+        return torch.ops.qplugin.batch_norm2d_relu(input, self.weight, self.bias,
+                                                   self.running_mean, self.running_var, self.eps,
+                                                   float(self.scale), int(self.zero_point))
+
+    def _get_name(self):
+        return "QPluginBNReLU2d"
+
+    @classmethod
+    def from_reference(cls, bn_relu, output_scale, output_zero_point):
+        """From a fused float torch.ao.nn.intrinsic.BNReLU2d and the output qparams."""
+        if type(bn_relu) is not nni.BNReLU2d:
+            raise TypeError("qplugin.nn.intrinsic.BNReLU2d.from_reference: expected a"
+                            " torch.ao.nn.intrinsic.BNReLU2d, got"
+                            f" {type(bn_relu).__module__}.{type(bn_relu).__qualname__}")
+        return super().from_reference(bn_relu[0], output_scale, output_zero_point)
+
+
+class BNReLU3d(BatchNorm3d):
+    r"""Fused BatchNorm3d and ReLU. Same interface as :class:`qplugin.nn.BatchNorm3d`;
+    from_float takes a fused, observed :class:`torch.ao.nn.intrinsic.BNReLU3d`."""
+
+    _FLOAT_MODULE = nni.BNReLU3d
+    _QPLUGIN_NAME = "qplugin.nn.intrinsic.BNReLU3d"
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
+        super().__init__(num_features, eps=eps, momentum=momentum, device=device, dtype=dtype)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if input.dim() != 5:
+            raise ValueError("qplugin.nn.intrinsic.BNReLU3d: expected a 5-D (N, C, D, H, W)"
+                             f" input, got {input.dim()}-D")
+        return torch.ops.qplugin.batch_norm3d_relu(input, self.weight, self.bias,
+                                                   self.running_mean, self.running_var, self.eps,
+                                                   float(self.scale), int(self.zero_point))
+
+    def _get_name(self):
+        return "QPluginBNReLU3d"
+
+    @classmethod
+    def from_reference(cls, bn_relu, output_scale, output_zero_point):
+        """From a fused float torch.ao.nn.intrinsic.BNReLU3d and the output qparams."""
+        if type(bn_relu) is not nni.BNReLU3d:
+            raise TypeError("qplugin.nn.intrinsic.BNReLU3d.from_reference: expected a"
+                            " torch.ao.nn.intrinsic.BNReLU3d, got"
+                            f" {type(bn_relu).__module__}.{type(bn_relu).__qualname__}")
+        return super().from_reference(bn_relu[0], output_scale, output_zero_point)

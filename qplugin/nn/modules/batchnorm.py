@@ -1,0 +1,197 @@
+"""Quantized batch norm modules (≙ torch.ao.nn.quantized.BatchNorm2d/3d) on
+torch.ops.qplugin.batch_norm2d/3d. The fused BN+ReLU subclasses live in
+qplugin/nn/intrinsic/modules/bn_relu.py. Changes with: qplugin/ops.py, tests/fixtures/.
+"""
+from typing import Any, Dict, List
+
+import torch
+import torch.ao.nn.intrinsic as nni
+
+from .utils import (
+    _check_float_dtype,
+    _check_float_module,
+    _check_real,
+    _observer_qparams,
+    _QParamsMixin,
+)
+
+__all__ = ["BatchNorm2d", "BatchNorm3d"]
+
+
+class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
+    # Set by subclasses: the observed float class from_float takes, the float batch norm
+    # from_reference takes, the fused BN+ReLU class (named in the error when it is given to the
+    # plain BN), and the user-facing name used in messages.
+    _FLOAT_MODULE: Any = None
+    _FLOAT_BN_MODULE: Any = None
+    _NNI_BN_RELU_MODULE: Any = None
+    _QPLUGIN_NAME = "qplugin.nn._BatchNorm"
+    _version = 1
+    scale: torch.Tensor
+    zero_point: torch.Tensor
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
+        owner = self._qparam_owner()
+        if isinstance(num_features, bool) or not isinstance(num_features, int):
+            raise TypeError(f"{owner}: expected num_features to be an int, got"
+                            f" {type(num_features).__name__}")
+        if num_features <= 0:
+            raise ValueError(f"{owner}: expected a positive num_features, got {num_features}")
+        eps = _check_real(owner, eps, "eps")
+        if eps < 0:
+            raise ValueError(f"{owner}: expected a non-negative eps, got {eps}")
+        if momentum is not None:
+            momentum = _check_real(owner, momentum, "momentum")
+        _check_float_dtype(owner, dtype)
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__(num_features, eps, momentum, True, True, **factory_kwargs)
+        # Output qparams (PyTorch's defaults): scale takes the factory dtype, zero_point is int64.
+        self.register_buffer("scale", torch.tensor(1.0, **factory_kwargs))
+        self.register_buffer("zero_point", torch.tensor(0, device=device, dtype=torch.long))
+
+    # State-dict layout (same keys as torch.ao.nn.quantized.BatchNorm2d/3d):
+    #
+    #   version 1 (qplugin 0.1)
+    #   |--- weight               : [C] float (factory dtype)
+    #   |--- bias                 : [C] float
+    #   |--- running_mean         : [C] float
+    #   |--- running_var          : [C] float
+    #   |--- num_batches_tracked  : 0-d int64 (unused in inference; kept for torch.nn compat)
+    #   |--- scale                : 0-d float (factory dtype)
+    #   |--- zero_point           : 0-d int64
+    #
+    #   torch.ao.nn.quantized.BatchNorm2d/3d (metadata version 2, from torch.nn's _BatchNorm):
+    #   the same keys; after PyTorch's from_float, scale/zero_point are [1]-shaped (the observer's
+    #   tensors) and zero_point may be int32 -- loading accepts any one-element scale/zero_point
+    #   and a dict without them (the constructor's values are kept).
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+
+    def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, local_metadata,
+                              strict: bool, missing_keys: List[str], unexpected_keys: List[str],
+                              error_msgs: List[str]) -> None:
+        self._load_qparams(state_dict, prefix, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """From an observed torch.nn.BatchNorm{2,3}d (or, for the BNReLU subclasses, a fused
+        torch.ao.nn.intrinsic.BNReLU{2,3}d) as torch.ao.quantization.prepare leaves it: output
+        qparams from its activation_post_process; weight, bias and running statistics shared
+        with the float module (as PyTorch's from_float does)."""
+        owner = f"{cls._QPLUGIN_NAME}.from_float"
+        if cls._FLOAT_MODULE is cls._FLOAT_BN_MODULE:
+            # PyTorch's BatchNorm2d.from_float takes a fused BNReLU2d too and silently drops the
+            # ReLU; qplugin refuses, naming the fused module class to use.
+            hint = {cls._NNI_BN_RELU_MODULE: "a fused BatchNorm + ReLU converts to"
+                    f" qplugin.nn.intrinsic.{cls._NNI_BN_RELU_MODULE.__name__}"}
+        else:
+            # ... and PyTorch's BNReLU2d.from_float takes a plain BatchNorm2d, adding a ReLU.
+            name = cls._FLOAT_BN_MODULE.__name__
+            hint = {cls._FLOAT_BN_MODULE: f"a plain {name} converts to qplugin.nn.{name}; fuse"
+                    " it with its ReLU first (torch.ao.quantization.fuse_modules)"}
+        _check_float_module(owner, mod, (cls._FLOAT_MODULE,), hint)
+        scale, zero_point = _observer_qparams(owner, mod)
+        bn = mod[0] if isinstance(mod, nni._FusedModule) else mod
+        cls._check_running_stats(owner, bn)
+        new_mod = cls(bn.num_features, bn.eps, bn.momentum)
+        cls._copy_params(new_mod, bn)
+        new_mod.scale = scale
+        new_mod.zero_point = zero_point
+        return new_mod
+
+    @staticmethod
+    def _check_running_stats(owner, bn):
+        if bn.running_mean is None or bn.running_var is None:
+            raise ValueError(f"{owner}: expected a batch norm with running statistics"
+                             " (track_running_stats=True), got one without; inference needs"
+                             " running_mean and running_var")
+
+    @staticmethod
+    def _copy_params(new_mod, bn):
+        new_mod.weight = bn.weight
+        new_mod.bias = bn.bias
+        new_mod.running_mean = bn.running_mean
+        new_mod.running_var = bn.running_var
+
+    @classmethod
+    def from_reference(cls, bn, output_scale, output_zero_point):
+        """From a float torch.nn.BatchNorm{2,3}d (the reference lowering path) and the output
+        qparams (floats or one-element tensors)."""
+        owner = f"{cls._QPLUGIN_NAME}.from_reference"
+        _check_float_module(owner, bn, (cls._FLOAT_BN_MODULE,))
+        cls._check_running_stats(owner, bn)
+        like = bn.weight if bn.weight is not None else bn.running_mean
+        qbn = cls(bn.num_features, bn.eps, bn.momentum, device=like.device, dtype=like.dtype)
+        cls._copy_params(qbn, bn)
+        qbn.scale = output_scale
+        qbn.zero_point = output_zero_point
+        return qbn
+
+
+class BatchNorm2d(_BatchNorm):
+    r"""Quantized :class:`~torch.nn.BatchNorm2d` (≙ :class:`torch.ao.nn.quantized.BatchNorm2d`):
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``, requantized to the ``scale`` and
+    ``zero_point`` buffers.
+
+    Args:
+        num_features: C of an :math:`(N, C, H, W)` input
+        eps: added to the variance for numerical stability. Default: 1e-5
+        momentum: kept for torch.nn compatibility (unused in inference). Default: 0.1
+        device, dtype: factory arguments of the floating parameters and buffers
+    """
+
+    _FLOAT_MODULE = torch.nn.BatchNorm2d
+    _FLOAT_BN_MODULE = torch.nn.BatchNorm2d
+    _NNI_BN_RELU_MODULE = nni.BNReLU2d
+    _QPLUGIN_NAME = "qplugin.nn.BatchNorm2d"
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, device=device, dtype=dtype)
+
+    def _get_name(self):
+        return "QPluginBatchNorm2d"
+
+    def _check_input_dim(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"qplugin.nn.BatchNorm2d: expected a 4-D (N, C, H, W) input, got"
+                             f" {input.dim()}-D")
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        # The op checks the input (quantized, 4-D, C channels); no Python-side check, as PyTorch's.
+        return torch.ops.qplugin.batch_norm2d(input, self.weight, self.bias, self.running_mean,
+                                              self.running_var, self.eps, float(self.scale),
+                                              int(self.zero_point))
+
+
+class BatchNorm3d(_BatchNorm):
+    r"""Quantized :class:`~torch.nn.BatchNorm3d` (≙ :class:`torch.ao.nn.quantized.BatchNorm3d`).
+
+    Args:
+        num_features: C of an :math:`(N, C, D, H, W)` input
+        eps: added to the variance for numerical stability. Default: 1e-5
+        momentum: kept for torch.nn compatibility (unused in inference). Default: 0.1
+        device, dtype: factory arguments of the floating parameters and buffers
+    """
+
+    _FLOAT_MODULE = torch.nn.BatchNorm3d
+    _FLOAT_BN_MODULE = torch.nn.BatchNorm3d
+    _NNI_BN_RELU_MODULE = nni.BNReLU3d
+    _QPLUGIN_NAME = "qplugin.nn.BatchNorm3d"
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, device=device, dtype=dtype)
+
+    def _get_name(self):
+        return "QPluginBatchNorm3d"
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"qplugin.nn.BatchNorm3d: expected a 5-D (N, C, D, H, W) input, got"
+                             f" {input.dim()}-D")
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return torch.ops.qplugin.batch_norm3d(input, self.weight, self.bias, self.running_mean,
+                                              self.running_var, self.eps, float(self.scale),
+                                              int(self.zero_point))

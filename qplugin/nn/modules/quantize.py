@@ -1,0 +1,139 @@
+"""Quantize / DeQuantize modules (≙ torch.ao.nn.quantized.Quantize / DeQuantize): the float <->
+quantized boundary that convert() puts in place of QuantStub / DeQuantStub. Quantize creates the
+quantized tensor with torch.quantize_per_tensor (tensor creation, allowed by DESIGN.md).
+Changes with: qplugin/quantization/__init__.py, tests/fixtures/make_fixtures.py.
+"""
+from typing import Any, Dict, List
+
+import torch
+from torch.ao.quantization import QuantStub
+
+from .utils import (
+    _check_quantized_dtype,
+    _check_scale,
+    _check_zero_point,
+    _dtype_names,
+    _observer_qparams,
+    _QParamsMixin,
+    _QUANTIZED_DTYPES,
+    _scale_buffer,
+)
+
+__all__ = ["Quantize", "DeQuantize"]
+
+
+class Quantize(_QParamsMixin, torch.nn.Module):
+    r"""Quantizes an incoming float32 tensor per tensor.
+
+    Args:
+        scale: scale of the output quantized tensor
+        zero_point: zero point of the output quantized tensor
+        dtype: dtype of the output quantized tensor: torch.quint8, torch.qint8 or torch.qint32
+        factory_kwargs: ``device`` and ``dtype`` of the internal buffers (dtype applies to the
+            floating ``scale`` buffer only), e.g. ``{'dtype': torch.float64}``
+
+    Same interface as :class:`torch.ao.nn.quantized.Quantize`; ``scale`` and ``zero_point`` are
+    [1]-shaped buffers as there, ``dtype`` is a constructor argument (not in the state dict).
+    """
+
+    _version = 1
+    _FLOAT_MODULE = QuantStub
+    scale: torch.Tensor
+    zero_point: torch.Tensor
+
+    def __init__(self, scale, zero_point, dtype, factory_kwargs=None) -> None:
+        owner = "qplugin.nn.Quantize"
+        scale = _check_scale(owner, scale)
+        zero_point = _check_zero_point(owner, zero_point)
+        dtype = _check_quantized_dtype(owner, dtype)
+        info = torch.iinfo(dtype)
+        if not info.min <= zero_point <= info.max:
+            raise ValueError(f"{owner}: expected zero_point in [{info.min}, {info.max}] for"
+                             f" {dtype}, got {zero_point}")
+        if factory_kwargs is not None and not isinstance(factory_kwargs, dict):
+            raise TypeError(f"{owner}: expected factory_kwargs to be a dict or None, got"
+                            f" {type(factory_kwargs).__name__}")
+        factory_kwargs = torch.nn.factory_kwargs(factory_kwargs)
+        buf_dtype = factory_kwargs.get("dtype")
+        if buf_dtype is not None and not buf_dtype.is_floating_point:
+            raise TypeError(f"{owner}: expected factory_kwargs['dtype'] to be a floating-point"
+                            f" torch.dtype, got {buf_dtype}")
+        super().__init__()
+        self.register_buffer("scale", _scale_buffer(owner, scale, (1,), **factory_kwargs))
+        self.register_buffer(
+            "zero_point",
+            torch.tensor([zero_point], dtype=torch.long,
+                         **{k: v for k, v in factory_kwargs.items() if k != "dtype"}))
+        self.dtype = dtype
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        if X.is_quantized:
+            raise ValueError("qplugin.nn.Quantize: expected a torch.float32 input tensor, got a"
+                             " quantized tensor (it is quantized already)")
+        if X.dtype != torch.float32:
+            raise ValueError("qplugin.nn.Quantize: expected a torch.float32 input tensor, got"
+                             " another dtype; convert it with .float() first")
+        return torch.quantize_per_tensor(X, float(self.scale), int(self.zero_point), self.dtype)
+
+    def _get_name(self):
+        return "QPluginQuantize"
+
+    def extra_repr(self):
+        return f"scale={self.scale}, zero_point={self.zero_point}, dtype={self.dtype}"
+
+    # State-dict layout (same keys and shapes as torch.ao.nn.quantized.Quantize):
+    #
+    #   version 1 (qplugin 0.1)
+    #   |--- scale       : [1] float32 tensor (factory_kwargs dtype)
+    #   |--- zero_point  : [1] int64 tensor
+    #
+    # dtype is not state. Loading accepts one-element scale/zero_point of any shape and a dict
+    # without them (the constructor's values are kept).
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+
+    def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, local_metadata,
+                              strict: bool, missing_keys: List[str], unexpected_keys: List[str],
+                              error_msgs: List[str]) -> None:
+        self._load_qparams(state_dict, prefix, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """From an observed QuantStub (or any module with an activation_post_process, as PyTorch's
+        Quantize.from_float): qparams and dtype from the observer."""
+        owner = "qplugin.nn.Quantize.from_float"
+        if not isinstance(mod, torch.nn.Module):
+            raise TypeError(f"{owner}: expected an observed torch.ao.quantization.QuantStub, got"
+                            f" {type(mod).__name__}")
+        scale, zero_point = _observer_qparams(owner, mod)
+        dtype = mod.activation_post_process.dtype
+        if dtype not in _QUANTIZED_DTYPES:
+            raise ValueError(f"{owner}: expected an observer of dtype"
+                             f" {_dtype_names(_QUANTIZED_DTYPES)}, got {dtype}")
+        return cls(scale, zero_point, dtype)
+
+
+class DeQuantize(torch.nn.Module):
+    r"""Dequantizes an incoming quantized tensor to float32 (``(q - zero_point) * scale``).
+
+    As :class:`torch.ao.nn.quantized.DeQuantize`, a float input passes through unchanged
+    (``Tensor.dequantize`` of a float tensor is the tensor itself).
+    """
+
+    _version = 1
+
+    def forward(self, Xq: torch.Tensor) -> torch.Tensor:
+        return Xq.dequantize()
+
+    def _get_name(self):
+        return "QPluginDeQuantize"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """From a DeQuantStub (it has no state; any module is accepted, as PyTorch's)."""
+        if not isinstance(mod, torch.nn.Module):
+            raise TypeError("qplugin.nn.DeQuantize.from_float: expected a"
+                            f" torch.ao.quantization.DeQuantStub, got {type(mod).__name__}")
+        return cls()

@@ -1,0 +1,183 @@
+"""Shared helpers of the qplugin.nn modules: argument checks, from_float checks, and the
+scale/zero_point buffer handling (assignment + state-dict loading) used by every module that
+carries output qparams. Changes with: every file in qplugin/nn/modules and qplugin/nn/intrinsic.
+"""
+import math
+import numbers
+from typing import Any, Dict, List, Tuple, Type
+
+import torch
+from torch.nn.utils.parametrize import type_before_parametrizations
+
+__all__: List[str] = []
+
+# Activation dtypes the qplugin ops accept (the order is the one used in messages).
+_QUANTIZED_DTYPES = (torch.quint8, torch.qint8, torch.qint32)
+_QPARAM_NAMES = ("scale", "zero_point")
+
+
+def _dtype_names(dtypes) -> str:
+    names = [str(d) for d in dtypes]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _class_names(classes) -> str:
+    names = [f"{c.__module__}.{c.__qualname__}" for c in classes]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _check_scale(owner: str, scale: Any, name: str = "scale") -> float:
+    """A finite, positive real (or one-element tensor) -> float; else TypeError/ValueError."""
+    if isinstance(scale, torch.Tensor):
+        if scale.is_quantized or scale.numel() != 1 or scale.is_complex():
+            raise TypeError(f"{owner}: expected {name} to be a float or a one-element real tensor,"
+                            f" got a tensor of dtype {scale.dtype} and shape {list(scale.shape)}")
+        value = float(scale.item())
+    elif isinstance(scale, numbers.Real) and not isinstance(scale, bool):
+        value = float(scale)
+    else:
+        raise TypeError(f"{owner}: expected {name} to be a float, got {type(scale).__name__}")
+    if not (math.isfinite(value) and value > 0.0):
+        raise ValueError(f"{owner}: expected a finite, positive {name}, got {value}")
+    return value
+
+
+def _scale_buffer(owner: str, scale: float, shape=(), **factory_kwargs) -> torch.Tensor:
+    """The `scale` buffer: a checked scale stored as a tensor (factory device/dtype), which must
+    stay positive and finite in that dtype (1e-50 underflows float32)."""
+    t = torch.full(shape, _check_scale(owner, scale), **factory_kwargs)
+    if not bool((t > 0).all() and torch.isfinite(t).all()):
+        raise ValueError(f"{owner}: expected a scale representable as a positive, finite"
+                         f" {t.dtype}, got {scale}")
+    return t
+
+
+def _check_zero_point(owner: str, zero_point: Any, name: str = "zero_point") -> int:
+    """An integer (Python/NumPy int or one-element integer tensor) -> int; else TypeError."""
+    if isinstance(zero_point, torch.Tensor):
+        if (zero_point.is_quantized or zero_point.numel() != 1
+                or zero_point.is_floating_point() or zero_point.is_complex()
+                or zero_point.dtype == torch.bool):
+            raise TypeError(f"{owner}: expected {name} to be an int or a one-element integer"
+                            f" tensor, got a tensor of dtype {zero_point.dtype} and shape"
+                            f" {list(zero_point.shape)}")
+        return int(zero_point.item())
+    if isinstance(zero_point, numbers.Integral) and not isinstance(zero_point, bool):
+        return int(zero_point)
+    raise TypeError(f"{owner}: expected {name} to be an int, got {type(zero_point).__name__}"
+                    f" {zero_point!r}")
+
+
+def _check_real(owner: str, value: Any, name: str) -> float:
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = float(value)
+        if math.isfinite(value):
+            return value
+        raise ValueError(f"{owner}: expected a finite {name}, got {value}")
+    raise TypeError(f"{owner}: expected {name} to be a float, got {type(value).__name__}")
+
+
+def _check_bool(owner: str, value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{owner}: expected {name} to be a bool, got {type(value).__name__}")
+    return value
+
+
+def _check_float_dtype(owner: str, dtype: Any) -> None:
+    """The factory dtype of floating buffers/parameters: None or a floating torch.dtype."""
+    if dtype is None:
+        return
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"{owner}: expected dtype to be None or a floating-point torch.dtype"
+                        f" (torch.float32, torch.float64, ...), got {dtype!r}")
+
+
+def _check_quantized_dtype(owner: str, dtype: Any) -> torch.dtype:
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{owner}: expected dtype to be a torch.dtype"
+                        f" ({_dtype_names(_QUANTIZED_DTYPES)}), got {type(dtype).__name__}")
+    if dtype not in _QUANTIZED_DTYPES:
+        raise ValueError(f"{owner}: expected dtype {_dtype_names(_QUANTIZED_DTYPES)}, got {dtype}")
+    return dtype
+
+
+def _check_float_module(owner: str, mod: Any, float_classes: Tuple[Type, ...],
+                        hint: Dict[Type, str] = None) -> None:
+    """from_float/from_reference input: exactly one of `float_classes` (parametrized ok)."""
+    if not isinstance(mod, torch.nn.Module):
+        raise TypeError(f"{owner}: expected an observed {_class_names(float_classes)}, got"
+                        f" {type(mod).__name__}")
+    t = type_before_parametrizations(mod)
+    if t not in float_classes:
+        extra = ""
+        if hint:
+            for cls, text in hint.items():
+                if t is cls:
+                    extra = f"; {text}"
+        raise TypeError(f"{owner}: expected an observed {_class_names(float_classes)}, got"
+                        f" {t.__module__}.{t.__qualname__}{extra}")
+
+
+def _observer_qparams(owner: str, mod: torch.nn.Module) -> Tuple[float, int]:
+    """(scale, zero_point) of the output observer that torch.ao.quantization.prepare attached."""
+    obs = getattr(mod, "activation_post_process", None)
+    if obs is None or not hasattr(obs, "calculate_qparams"):
+        raise ValueError(f"{owner}: expected a module with an output observer"
+                         " (activation_post_process), got one without; run"
+                         " torch.ao.quantization.prepare and calibrate it first")
+    scale, zero_point = obs.calculate_qparams()
+    return _check_scale(owner, scale), _check_zero_point(owner, zero_point)
+
+
+class _QParamsMixin:
+    """Modules whose output qparams live in the buffers `scale` and `zero_point`.
+
+    - Assigning `module.scale = 0.5` (or a tensor of one element, e.g. an observer's qparams)
+      writes the value into the buffer, keeping its dtype, device and shape, so code written for
+      PyTorch's modules (plain float attributes, or buffers replaced by [1]-shaped tensors) keeps
+      working and the state dict keeps one layout.
+    - `_load_qparams` (called from `_load_from_state_dict`) accepts any one-element scale and
+      zero_point, and a state dict without them (older PyTorch-style layouts), in which case the
+      constructor values are kept.
+    """
+
+    def _qparam_owner(self) -> str:
+        # The user-facing name in messages, e.g. "qplugin.nn.intrinsic.BNReLU2d".
+        return getattr(type(self), "_QPLUGIN_NAME", None) or f"qplugin.nn.{type(self).__name__}"
+
+    def _coerce_qparam(self, name: str, value: Any, current: torch.Tensor) -> torch.Tensor:
+        owner = self._qparam_owner()
+        if name == "scale":
+            v = _check_scale(owner, value)
+        else:
+            if (isinstance(value, torch.Tensor) and value.is_floating_point()
+                    and value.numel() == 1 and float(value.item()).is_integer()):
+                value = int(value.item())  # an integral float zero_point (old PyTorch buffers)
+            v = _check_zero_point(owner, value)
+        t = torch.tensor(v, dtype=current.dtype, device=current.device).reshape(current.shape)
+        if name == "scale" and not (torch.isfinite(t).all() and (t > 0).all()):
+            raise ValueError(f"{owner}: expected a scale representable as a positive, finite"
+                             f" {current.dtype}, got {v}")
+        return t
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        buffers = self.__dict__.get("_buffers")
+        if name in _QPARAM_NAMES and buffers is not None and buffers.get(name) is not None:
+            value = self._coerce_qparam(name, value, buffers[name])
+        super().__setattr__(name, value)
+
+    def _load_qparams(self, state_dict: Dict[str, Any], prefix: str,
+                      error_msgs: List[str]) -> None:
+        for name in _QPARAM_NAMES:
+            key = prefix + name
+            current = self._buffers[name]
+            if key not in state_dict:
+                # A state dict written before qplugin stored qparams (PyTorch-style ELU): keep the
+                # constructor's value, and do not report the key as missing.
+                state_dict[key] = current.detach().clone()
+                continue
+            try:
+                state_dict[key] = self._coerce_qparam(name, state_dict[key], current)
+            except (TypeError, ValueError) as e:
+                error_msgs.append(f"While loading {key!r}: {e}")
+                state_dict[key] = current.detach().clone()

@@ -1,0 +1,853 @@
+"""Tests of the foundation qplugin.nn modules (Quantize, DeQuantize, ReLU6, Hardswish, ELU,
+BatchNorm2d/3d, intrinsic.BNReLU2d/3d), qplugin.nn.functional and the qplugin.ops wrappers:
+oracle = torch.ao.nn.quantized on the x86 engine; from_float through torch.ao prepare;
+state_dict / fixtures (tests/fixtures/make_fixtures.py); TorchScript; pickling; bad input.
+"""
+import copy
+import io
+import os
+import re
+import sys
+import warnings
+
+import pytest
+import torch
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import expecttest  # noqa: E402
+import torch.ao.nn.intrinsic as nni  # noqa: E402
+import torch.ao.nn.intrinsic.quantized as nniq  # noqa: E402
+import torch.ao.nn.quantized as nnq  # noqa: E402
+import torch.ao.nn.quantized.functional as tqF  # noqa: E402
+import torch.ao.quantization as tq  # noqa: E402
+from torch import nn  # noqa: E402
+
+import qplugin  # noqa: E402
+from qplugin import nn as qnn  # noqa: E402
+from qplugin.nn import functional as qF  # noqa: E402
+from qplugin.nn import intrinsic as qnni  # noqa: E402
+
+FIXTURES = os.path.join(_ROOT, "tests", "fixtures")
+
+# torch.ao.quantization and the quantized dtypes are deprecated in torch 2.13: silence that noise.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def x86_engine():
+    old = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "x86"
+    yield
+    torch.backends.quantized.engine = old
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def assert_qclose(actual, expected, exact=False):
+    """Same dtype/shape/qparams; int_repr at most 1 apart with >= 99% identical (or identical)."""
+    assert actual.is_quantized and expected.is_quantized
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert actual.q_scale() == expected.q_scale(), (actual.q_scale(), expected.q_scale())
+    assert actual.q_zero_point() == expected.q_zero_point(), (
+        actual.q_zero_point(), expected.q_zero_point())
+    d = (actual.int_repr().long() - expected.int_repr().long()).abs()
+    if d.numel() == 0:
+        return
+    worst = int(d.argmax())
+    share = float((d != 0).double().mean())
+    msg = (f"max |diff| {int(d.max())} at flat index {worst} (got"
+           f" {int(actual.int_repr().flatten()[worst])}, expected"
+           f" {int(expected.int_repr().flatten()[worst])}); mismatch share {share:.4%}")
+    if exact:
+        assert int(d.max()) == 0, msg
+    else:
+        assert int(d.max()) <= 1 and share <= 0.01, msg
+
+
+def assert_same_output(a, b):
+    if a.is_quantized:
+        assert_qclose(a, b, exact=True)
+        assert a.stride() == b.stride()
+    else:
+        assert a.dtype == b.dtype and torch.equal(a, b)
+
+
+def qinput(shape, dtype=torch.quint8, scale=0.0437, zero_point=None, seed=0):
+    """A quantized tensor whose codes are uniform over the dtype's range ([-3000, 3000] for
+    qint32): every code appears about equally often, so one input code on a rounding boundary
+    (where PyTorch's float32 math and qplugin's double math may differ by 1) weighs 1/256 of the
+    elements -- not the share of a crowded code of a gaussian input.
+
+    Test scales are "generic" (0.0437, 0.0271, ...): with round decimal pairs such as 0.05 in and
+    0.03 out, hardswish hits many exact .5 ties in real arithmetic, which float32 (PyTorch) and
+    double (qplugin) break differently -- about 1.3% of the codes then differ by 1."""
+    g = torch.Generator().manual_seed(seed)
+    if zero_point is None:
+        zero_point = {torch.quint8: 120, torch.qint8: -5, torch.qint32: 17}[dtype]
+    lo, hi, int_dtype = {torch.quint8: (0, 255, torch.uint8), torch.qint8: (-128, 127, torch.int8),
+                         torch.qint32: (-3000, 3000, torch.int32)}[dtype]
+    codes = torch.randint(lo, hi + 1, shape, generator=g).to(int_dtype)
+    return torch._make_per_tensor_quantized_tensor(codes, scale, zero_point)
+
+
+def with_codes_of(x, seed=0):
+    """qinput with the shape, dtype and qparams of the quantized tensor x."""
+    return qinput(tuple(x.shape), x.dtype, x.q_scale(), x.q_zero_point(), seed)
+
+
+def _randomize_bn(m, seed):
+    g = torch.Generator().manual_seed(seed)
+    c = m.num_features
+    with torch.no_grad():
+        m.weight.copy_(torch.rand(c, generator=g) + 0.5)
+        m.bias.copy_(torch.randn(c, generator=g))
+        m.running_mean.copy_(torch.randn(c, generator=g))
+        m.running_var.copy_(torch.rand(c, generator=g) + 0.5)
+    return m
+
+
+def _out_zp(dtype):
+    return {torch.quint8: 110, torch.qint8: 4, torch.qint32: -40}[dtype]
+
+
+# Every module: (qplugin class, torch.ao class, build(dtype) -> (qplugin module, torch module,
+# input), exact?). The torch module gets the same state (and qparams) as the qplugin one.
+def _build_quantize(dtype):
+    zp = _out_zp(dtype)
+    x = torch.randn(4, 3, 64, generator=torch.Generator().manual_seed(1)) * 3
+    return qnn.Quantize(0.05, zp, dtype), nnq.Quantize(0.05, zp, dtype), x
+
+
+def _build_dequantize(dtype):
+    return qnn.DeQuantize(), nnq.DeQuantize(), qinput((4, 3, 64), dtype)
+
+
+def _build_relu6(dtype):
+    return qnn.ReLU6(), nnq.ReLU6(), qinput((4, 3, 8, 8), dtype)
+
+
+def _build_hardswish(dtype):
+    zp = _out_zp(dtype)
+    return qnn.Hardswish(0.0271, zp), nnq.Hardswish(0.0271, zp), qinput((4, 3, 8, 8), dtype)
+
+
+def _build_elu(dtype):
+    zp = _out_zp(dtype)
+    return qnn.ELU(0.0271, zp, 0.8), nnq.ELU(0.0271, zp, 0.8), qinput((4, 3, 8, 8), dtype)
+
+
+def _bn_builder(qcls, tcls, shape):
+    def build(dtype):
+        t = _randomize_bn(tcls(3), seed=7)
+        t.scale = torch.tensor(0.0413)
+        t.zero_point = torch.tensor(_out_zp(dtype))
+        q = qcls(3)
+        q.load_state_dict(t.state_dict())
+        return q, t, qinput(shape, dtype)
+    return build
+
+
+MODULES = {
+    "Quantize": (_build_quantize, True),
+    "DeQuantize": (_build_dequantize, True),
+    "ReLU6": (_build_relu6, True),
+    "Hardswish": (_build_hardswish, False),
+    "ELU": (_build_elu, False),
+    "BatchNorm2d": (_bn_builder(qnn.BatchNorm2d, nnq.BatchNorm2d, (4, 3, 8, 8)), False),
+    "BatchNorm3d": (_bn_builder(qnn.BatchNorm3d, nnq.BatchNorm3d, (2, 3, 4, 4, 8)), False),
+    "BNReLU2d": (_bn_builder(qnni.BNReLU2d, nniq.BNReLU2d, (4, 3, 8, 8)), False),
+    "BNReLU3d": (_bn_builder(qnni.BNReLU3d, nniq.BNReLU3d, (2, 3, 4, 4, 8)), False),
+}
+QUANTIZED_INPUT_MODULES = [n for n in MODULES if n != "Quantize"]
+DTYPES = [torch.quint8, torch.qint8, torch.qint32]
+
+
+def _dtype_id(d):
+    return str(d).replace("torch.", "")
+
+
+# --------------------------------------------------------------------------------------------
+# numerics against torch.ao.nn.quantized
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=_dtype_id)
+@pytest.mark.parametrize("name", list(MODULES))
+def test_matches_torch_ao(name, dtype, isa):
+    """`isa` (tests/conftest.py): every kernel ISA the CPU has."""
+    build, exact = MODULES[name]
+    q, t, x = build(dtype)
+    yq, yt = q(x), t(x)
+    if yt.is_quantized:
+        assert_qclose(yq, yt, exact=exact)
+    else:
+        assert torch.equal(yq, yt)
+
+
+@pytest.mark.parametrize("name", ["ReLU6", "Hardswish", "ELU", "BatchNorm2d", "BatchNorm3d",
+                                  "BNReLU2d", "BNReLU3d"])
+def test_matches_torch_ao_channels_last(name):
+    build, exact = MODULES[name]
+    q, t, x = build(torch.quint8)
+    x = x.contiguous(memory_format=torch.channels_last if x.dim() == 4
+                     else torch.channels_last_3d)
+    yq, yt = q(x), t(x)
+    assert_qclose(yq, yt, exact=exact)
+    # Output memory format follows PyTorch's (channels-last for batch norm, kept for
+    # relu6/hardswish, contiguous for elu).
+    assert yq.stride() == yt.stride()
+
+
+def test_relu6_inplace_matches_torch_ao():
+    x = qinput((4, 3, 8, 8))
+    xq, xt = x.clone(), x.clone()
+    yq = qnn.ReLU6(inplace=True)(xq)
+    yt = nnq.ReLU6(inplace=True)(xt)
+    assert yq.data_ptr() == xq.data_ptr()
+    assert_qclose(yq, yt, exact=True)
+    assert_qclose(xq, xt, exact=True)
+
+
+# --------------------------------------------------------------------------------------------
+# from_float through torch.ao.quantization.prepare, against torch.ao.quantization.convert
+
+
+class _Chain2d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant = tq.QuantStub()
+        self.bn = nn.BatchNorm2d(4)
+        self.relu6 = nn.ReLU6()
+        self.hardswish = nn.Hardswish()
+        self.elu = nn.ELU(alpha=0.7)
+        self.bn2 = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU()
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, x):
+        x = self.elu(self.hardswish(self.relu6(self.bn(self.quant(x)))))
+        return self.dequant(self.relu(self.bn2(x)))
+
+
+class _Chain3d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant = tq.QuantStub()
+        self.bn = nn.BatchNorm3d(3)
+        self.bn2 = nn.BatchNorm3d(3)
+        self.relu = nn.ReLU()
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, x):
+        return self.dequant(self.relu(self.bn2(self.bn(self.quant(x)))))
+
+
+def _prepare(model, shape, seed):
+    model.eval()
+    for i, m in enumerate(model.modules()):
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            _randomize_bn(m, seed + i)
+    model = tq.fuse_modules(model, [["bn2", "relu"]])
+    model.qconfig = tq.get_default_qconfig("x86")
+    prepared = tq.prepare(model)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _ in range(3):
+            prepared(torch.randn(shape, generator=g) * 2 + 0.3)
+    return prepared
+
+
+@pytest.fixture(scope="module")
+def prepared_models():
+    """(prepared model, torch.ao.quantization.convert of it, input shape) for 2-D and 3-D."""
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, cls, shape in (("2d", _Chain2d, (4, 4, 8, 8)), ("3d", _Chain3d, (2, 3, 4, 4, 8))):
+            prepared = _prepare(cls(), shape, seed=11)
+            out[key] = (prepared, tq.convert(prepared), shape)
+    return out
+
+
+# (model, submodule name, qplugin class, torch.ao quantized class)
+FROM_FLOAT_CASES = [
+    ("2d", "quant", qnn.Quantize, nnq.Quantize),
+    ("2d", "bn", qnn.BatchNorm2d, nnq.BatchNorm2d),
+    ("2d", "relu6", qnn.ReLU6, nnq.ReLU6),
+    ("2d", "hardswish", qnn.Hardswish, nnq.Hardswish),
+    ("2d", "elu", qnn.ELU, nnq.ELU),
+    ("2d", "bn2", qnni.BNReLU2d, nniq.BNReLU2d),
+    ("2d", "dequant", qnn.DeQuantize, nnq.DeQuantize),
+    ("3d", "bn", qnn.BatchNorm3d, nnq.BatchNorm3d),
+    ("3d", "bn2", qnni.BNReLU3d, nniq.BNReLU3d),
+]
+
+
+def _qparams(m):
+    """(scale, zero_point) as Python numbers whatever their storage (buffer, [1] buffer, float)."""
+    if not hasattr(m, "scale"):
+        return None
+    return float(m.scale), int(m.zero_point)
+
+
+@pytest.mark.parametrize("model,name,qcls,tcls", FROM_FLOAT_CASES,
+                         ids=[f"{c[0]}-{c[2].__name__}" for c in FROM_FLOAT_CASES])
+def test_from_float_matches_torch_convert(prepared_models, model, name, qcls, tcls):
+    prepared, converted, shape = prepared_models[model]
+    observed = getattr(prepared, name)
+    ref = getattr(converted, name)
+    assert type(ref) is tcls
+    q = qcls.from_float(observed)
+    assert type(q) is qcls
+    assert _qparams(q) == _qparams(ref)
+    if isinstance(q, qnn.Quantize):
+        assert q.dtype == ref.dtype
+    if isinstance(q, qnn.ELU):
+        assert q.alpha == ref.alpha == 0.7
+    if isinstance(q, qnn.BatchNorm2d) or isinstance(q, qnn.BatchNorm3d):
+        for k in ("weight", "bias", "running_mean", "running_var"):
+            assert torch.equal(getattr(q, k), getattr(ref, k))
+        assert q.eps == ref.eps
+    # Same output as torch's converted module on an input with the qparams it sees in the model
+    # (those of the previous module's output) and uniform codes.
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(3)) * 2
+    if isinstance(q, qnn.Quantize):
+        assert_qclose(q(x), ref(x), exact=True)
+        return
+    xq = converted.quant(x)
+    for prev in ("bn", "relu6", "hardswish", "elu", "bn2"):
+        if prev == name:
+            break
+        if hasattr(converted, prev):
+            xq = getattr(converted, prev)(xq)
+    xq = with_codes_of(xq, seed=4)
+    if name == "dequant":
+        assert torch.equal(q(xq), ref(xq))
+        return
+    assert_qclose(q(xq), ref(xq), exact=isinstance(q, qnn.ReLU6))
+
+
+def test_from_float_use_precomputed_fake_quant_accepted(prepared_models):
+    prepared, converted, _ = prepared_models["2d"]
+    q = qnn.Hardswish.from_float(prepared.hardswish, use_precomputed_fake_quant=True)
+    assert _qparams(q) == _qparams(converted.hardswish)
+
+
+def test_from_float_shares_bn_parameters(prepared_models):
+    prepared, _, _ = prepared_models["2d"]
+    q = qnn.BatchNorm2d.from_float(prepared.bn)
+    assert q.weight is prepared.bn.weight and q.running_var is prepared.bn.running_var
+    # qparams are stored 0-d whatever the observer returns ([1]-shaped float32 / int32)
+    assert q.scale.shape == () and q.scale.dtype == torch.float32
+    assert q.zero_point.shape == () and q.zero_point.dtype == torch.int64
+
+
+def test_from_reference_matches_torch():
+    t_bn = _randomize_bn(nn.BatchNorm2d(3), seed=5)
+    scale, zp = torch.tensor(0.04), torch.tensor(100)
+    q = qnn.BatchNorm2d.from_reference(t_bn, scale, zp)
+    r = nnq.BatchNorm2d.from_reference(t_bn, scale, zp)
+    x = qinput((4, 3, 8, 8))
+    assert_qclose(q(x), r(x))
+    fused = nni.BNReLU2d(_randomize_bn(nn.BatchNorm2d(3), seed=6), nn.ReLU())
+    q = qnni.BNReLU2d.from_reference(fused, scale, zp)
+    r = nniq.BNReLU2d.from_reference(fused, scale, zp)
+    assert_qclose(q(x), r(x))
+    # Python numbers work too (PyTorch's BatchNorm from_reference needs tensors).
+    q = qnn.BatchNorm3d.from_reference(_randomize_bn(nn.BatchNorm3d(3), seed=8), 0.04, 100)
+    assert _qparams(q) == (pytest.approx(0.04), 100)
+    for qcls, tcls, fcls in ((qnn.Hardswish, nnq.Hardswish, nn.Hardswish),
+                             (qnn.ELU, nnq.ELU, lambda: nn.ELU(0.5))):
+        f = fcls()
+        q, r = qcls.from_reference(f, 0.0271, 7), tcls.from_reference(f, 0.0271, 7)
+        assert_qclose(q(x), r(x))
+
+
+# --------------------------------------------------------------------------------------------
+# reprs (pinned)
+
+
+class TestRepr(expecttest.TestCase):
+    def test_reprs(self):
+        self.assertExpectedInline(repr(qnn.Quantize(0.05, 7, torch.quint8)), """\
+QPluginQuantize(scale=tensor([0.0500]), zero_point=tensor([7]), dtype=torch.quint8)""")
+        self.assertExpectedInline(repr(qnn.DeQuantize()), """QPluginDeQuantize()""")
+        self.assertExpectedInline(repr(qnn.ReLU6()), """QPluginReLU6()""")
+        self.assertExpectedInline(repr(qnn.ReLU6(inplace=True)), """QPluginReLU6(inplace=True)""")
+        self.assertExpectedInline(repr(qnn.Hardswish(0.05, 7)), """QPluginHardswish()""")
+        self.assertExpectedInline(repr(qnn.ELU(0.05, 7, alpha=0.5)), """QPluginELU(alpha=0.5)""")
+        self.assertExpectedInline(repr(qnn.BatchNorm2d(4)), """\
+QPluginBatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)""")
+        self.assertExpectedInline(repr(qnn.BatchNorm3d(2, eps=1e-3, momentum=None)), """\
+QPluginBatchNorm3d(2, eps=0.001, momentum=None, affine=True, bias=True, track_running_stats=True)""")
+        self.assertExpectedInline(repr(qnni.BNReLU2d(4)), """\
+QPluginBNReLU2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)""")
+        self.assertExpectedInline(repr(qnni.BNReLU3d(4)), """\
+QPluginBNReLU3d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)""")
+
+    def test_repr_matches_torch_ao_modulo_name(self):
+        pairs = [(qnn.Quantize(0.05, 7, torch.qint8), nnq.Quantize(0.05, 7, torch.qint8)),
+                 (qnn.ReLU6(True), nnq.ReLU6(True)),
+                 (qnn.Hardswish(0.05, 7), nnq.Hardswish(0.05, 7)),
+                 (qnn.ELU(0.05, 7, 0.5), nnq.ELU(0.05, 7, 0.5)),
+                 (qnn.BatchNorm2d(4), nnq.BatchNorm2d(4)), (qnn.BatchNorm3d(4), nnq.BatchNorm3d(4)),
+                 (qnni.BNReLU2d(4), nniq.BNReLU2d(4)), (qnni.BNReLU3d(4), nniq.BNReLU3d(4))]
+        for q, t in pairs:
+            self.assertEqual(re.sub(r"^\w+\(", "(", repr(q)), re.sub(r"^\w+\(", "(", repr(t)))
+            self.assertTrue(q._get_name().startswith("QPlugin"))
+
+
+# --------------------------------------------------------------------------------------------
+# state_dict
+
+
+def _fresh(name):
+    """A module of the same class as MODULES[name]'s, with other constructor qparams."""
+    return {
+        "Quantize": lambda: qnn.Quantize(1.0, 0, torch.quint8),
+        "DeQuantize": qnn.DeQuantize,
+        "ReLU6": qnn.ReLU6,
+        "Hardswish": lambda: qnn.Hardswish(1.0, 0),
+        "ELU": lambda: qnn.ELU(1.0, 0, 0.8),
+        "BatchNorm2d": lambda: qnn.BatchNorm2d(3),
+        "BatchNorm3d": lambda: qnn.BatchNorm3d(3),
+        "BNReLU2d": lambda: qnni.BNReLU2d(3),
+        "BNReLU3d": lambda: qnni.BNReLU3d(3),
+    }[name]()
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_state_dict_round_trip(name):
+    q, _, x = MODULES[name][0](torch.quint8)
+    sd = q.state_dict()
+    assert sd._metadata[""]["version"] == 1 == type(q)._version
+    if hasattr(q, "scale"):
+        assert "scale" in sd and "zero_point" in sd
+    fresh = _fresh(name)
+    result = fresh.load_state_dict(sd)
+    assert not result.missing_keys and not result.unexpected_keys
+    assert _qparams(fresh) == _qparams(q)
+    assert_same_output(fresh(x), q(x))
+    # buffers keep their own dtype and shape
+    for k, v in fresh.state_dict().items():
+        assert v.dtype == sd[k].dtype and v.shape == sd[k].shape, k
+
+
+def test_state_dict_layouts():
+    def layout(m):
+        return {k: (tuple(v.shape), str(v.dtype).replace("torch.", ""))
+                for k, v in m.state_dict().items()}
+    assert layout(qnn.Quantize(0.1, 1, torch.qint8)) == {
+        "scale": ((1,), "float32"), "zero_point": ((1,), "int64")}
+    assert layout(qnn.Hardswish(0.1, 1)) == {"scale": ((), "float32"), "zero_point": ((), "int64")}
+    assert layout(qnn.Hardswish(0.1, 1, dtype=torch.float64)) == {
+        "scale": ((), "float64"), "zero_point": ((), "int64")}
+    assert layout(qnn.ELU(0.1, 1)) == {"scale": ((), "float64"), "zero_point": ((), "int64")}
+    assert layout(qnn.BatchNorm2d(2)) == {
+        "weight": ((2,), "float32"), "bias": ((2,), "float32"),
+        "running_mean": ((2,), "float32"), "running_var": ((2,), "float32"),
+        "num_batches_tracked": ((), "int64"), "scale": ((), "float32"),
+        "zero_point": ((), "int64")}
+    assert layout(qnn.DeQuantize()) == {} and layout(qnn.ReLU6()) == {}
+
+
+def test_elu_keeps_scale_exactly():
+    # PyTorch's ELU keeps the Python float; qplugin's float64 buffer keeps it too.
+    y = qnn.ELU(0.1, 3)(qinput((4,)))
+    assert y.q_scale() == 0.1 == nnq.ELU(0.1, 3)(qinput((4,))).q_scale()
+
+
+@pytest.mark.parametrize("name", ["Quantize", "Hardswish", "ELU", "BatchNorm2d", "BatchNorm3d",
+                                  "BNReLU2d", "BNReLU3d"])
+def test_load_torch_ao_state_dict(name):
+    """PyTorch-style state dicts load: ELU's has no scale/zero_point (the constructor values are
+    kept, no missing keys); BatchNorm's after PyTorch's from_float has [1]-shaped qparams with an
+    int32 zero_point."""
+    q, t, x = MODULES[name][0](torch.quint8)
+    sd = t.state_dict()
+    fresh = _fresh(name)
+    before = _qparams(fresh)
+    result = fresh.load_state_dict(sd, strict=True)
+    assert not result.missing_keys and not result.unexpected_keys
+    if name == "ELU":
+        assert "scale" not in sd
+        assert _qparams(fresh) == before
+    else:
+        assert _qparams(fresh) == _qparams(q)
+        assert_same_output(fresh(x), q(x))
+    if name.startswith("B"):
+        sd = dict(sd)
+        sd["scale"] = torch.tensor([0.125])
+        sd["zero_point"] = torch.tensor([9], dtype=torch.int32)
+        fresh.load_state_dict(sd)
+        assert _qparams(fresh) == (0.125, 9)
+        assert fresh.scale.shape == () and fresh.zero_point.dtype == torch.int64
+
+
+def test_load_torch_ao_hardswish_with_float_zero_point():
+    # PyTorch's Hardswish applies its dtype argument to zero_point too (a float64 zero_point).
+    t = nnq.Hardswish(0.0271, 9, dtype=torch.float64)
+    assert t.zero_point.dtype == torch.float64
+    m = qnn.Hardswish(1.0, 0)
+    m.load_state_dict(t.state_dict())
+    assert _qparams(m) == (float(torch.tensor(0.0271)), 9)
+    assert m.zero_point.dtype == torch.int64 and m.scale.dtype == torch.float32
+
+
+def test_load_state_dict_without_qparams_keeps_constructor_values():
+    m = qnn.Hardswish(0.25, 3)
+    result = m.load_state_dict({}, strict=True)
+    assert not result.missing_keys and _qparams(m) == (0.25, 3)
+    bn = qnn.BatchNorm2d(2)
+    bn.scale, bn.zero_point = 0.5, 4
+    sd = {k: v for k, v in qnn.BatchNorm2d(2).state_dict().items()
+          if k not in ("scale", "zero_point")}
+    bn.load_state_dict(sd)
+    assert _qparams(bn) == (0.5, 4)
+
+
+def test_load_state_dict_rejects_bad_qparams():
+    # As torch.nn loading, the valid entries load and the errors are raised together at the end.
+    m = qnn.Hardswish(0.25, 3)
+    with pytest.raises(RuntimeError, match=r"'scale'.*expected a finite, positive scale, got -1"):
+        m.load_state_dict({"scale": torch.tensor(-1.0), "zero_point": torch.tensor(5)})
+    assert _qparams(m) == (0.25, 5)
+    with pytest.raises(RuntimeError, match=r"'zero_point'.*one-element integer tensor"):
+        m.load_state_dict({"scale": torch.tensor(1.0), "zero_point": torch.tensor([1, 2])})
+    assert _qparams(m) == (1.0, 5)
+
+
+def test_qparam_assignment_writes_the_buffer():
+    # PyTorch code assigns floats (ELU's plain attributes) or observer tensors (BatchNorm).
+    m = qnn.ELU(0.25, 3)
+    m.scale = 0.5
+    m.zero_point = torch.tensor([7], dtype=torch.int32)
+    assert m.scale.dtype == torch.float64 and m.scale.shape == () and _qparams(m) == (0.5, 7)
+    assert "scale" in m._buffers and m.state_dict()["zero_point"].dtype == torch.int64
+    with pytest.raises(ValueError, match="expected a finite, positive scale"):
+        m.scale = 0.0
+    with pytest.raises(TypeError, match="expected zero_point to be an int"):
+        m.zero_point = 1.5
+
+
+@pytest.mark.parametrize("fname", sorted(f for f in os.listdir(FIXTURES) if f.endswith(".pt")))
+def test_fixture_checkpoint(fname, isa):
+    """Exact bytes under every ISA (DESIGN.md: every ISA path gives the scalar path's bytes)."""
+    entry = torch.load(os.path.join(FIXTURES, fname), weights_only=True)
+    assert entry["fixture_format"] == 1
+    cls_path = entry["class"]
+    cls = {"qplugin.nn": qnn, "qplugin.nn.intrinsic": qnni}[cls_path.rsplit(".", 1)[0]]
+    cls = getattr(cls, cls_path.rsplit(".", 1)[1])
+    sd = entry["state_dict"]
+    assert sd._metadata[""]["version"] == entry["version"]
+    assert entry["version"] <= cls._version
+    args = [getattr(torch, a) if isinstance(a, str) else a for a in entry["init_args"]]
+    # A fresh module with other constructor qparams: the checkpoint's must win.
+    if cls is qnn.Quantize:
+        args[0], args[1] = 1.0, 0
+    elif cls in (qnn.Hardswish, qnn.ELU):
+        args[0], args[1] = 1.0, 0
+    m = cls(*args, **entry["init_kwargs"])
+    result = m.load_state_dict(sd, strict=True)
+    assert not result.missing_keys and not result.unexpected_keys
+    for k, v in sd.items():
+        assert torch.equal(m.state_dict()[k], v), k
+    inp = entry["input"]
+    if "values" in inp:
+        x = inp["values"]
+    else:
+        x = torch._make_per_tensor_quantized_tensor(inp["int_repr"], inp["scale"],
+                                                    inp["zero_point"])
+        assert x.dtype == getattr(torch, inp["dtype"])
+    y = m(x)
+    out = entry["output"]
+    if "values" in out:
+        assert torch.equal(y, out["values"])
+    else:
+        assert y.dtype == getattr(torch, out["dtype"])
+        assert (y.q_scale(), y.q_zero_point()) == (out["scale"], out["zero_point"])
+        assert torch.equal(y.int_repr(), out["int_repr"])
+
+
+def test_every_module_has_a_fixture():
+    names = {f.rsplit("_v", 1)[0] for f in os.listdir(FIXTURES) if f.endswith(".pt")}
+    assert names == {"quantize", "dequantize", "relu6", "hardswish", "elu", "batchnorm2d",
+                     "batchnorm3d", "bnrelu2d", "bnrelu3d"}
+
+
+# --------------------------------------------------------------------------------------------
+# TorchScript, pickling, deepcopy
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_torchscript_save_load(name, tmp_path):
+    q, _, x = MODULES[name][0](torch.quint8)
+    expected = q(x)
+    scripted = torch.jit.script(q)
+    assert_same_output(scripted(x), expected)
+    path = str(tmp_path / f"{name}.pt")
+    torch.jit.save(scripted, path)
+    loaded = torch.jit.load(path)
+    assert_same_output(loaded(x), expected)
+    # the buffers travel with the scripted module
+    if hasattr(q, "scale"):
+        assert _qparams(loaded) == _qparams(q)
+
+
+def test_torchscript_relu6_inplace():
+    scripted = torch.jit.script(qnn.ReLU6(inplace=True))
+    x = qinput((2, 3, 4))
+    x2 = x.clone()
+    y = scripted(x2)
+    assert y.data_ptr() == x2.data_ptr()
+    assert_qclose(y, nnq.ReLU6()(x), exact=True)
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_torch_save_load_and_deepcopy(name):
+    q, _, x = MODULES[name][0](torch.quint8)
+    expected = q(x)
+    buf = io.BytesIO()
+    torch.save(q, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    assert type(loaded) is type(q)
+    assert_same_output(loaded(x), expected)
+    dup = copy.deepcopy(q)
+    assert_same_output(dup(x), expected)
+    if hasattr(q, "scale"):
+        assert dup.scale is not q.scale and _qparams(dup) == _qparams(q)
+        # deepcopy / unpickling keep the buffers (no __setattr__ detour)
+        assert "scale" in dup._buffers and "scale" in loaded._buffers
+
+
+# --------------------------------------------------------------------------------------------
+# bad input
+
+
+@pytest.mark.parametrize("name", QUANTIZED_INPUT_MODULES)
+def test_forward_rejects_float_input(name):
+    q, _, x = MODULES[name][0](torch.quint8)
+    xf = x.dequantize()
+    if name == "DeQuantize":
+        # as torch.ao.nn.quantized.DeQuantize: a float tensor passes through
+        assert q(xf) is xf
+        return
+    with pytest.raises(RuntimeError, match=r"qplugin::\w+: expected (input|qx) to be a quantized"
+                                           r" tensor"):
+        q(xf)
+    with pytest.raises(RuntimeError, match=r"expected (input|qx) to be a quantized tensor"):
+        torch.jit.script(q)(xf)
+
+
+def test_forward_bad_input_messages():
+    with pytest.raises(ValueError, match=r"qplugin.nn.Quantize: expected a torch.float32 input"
+                                         r" tensor, got a quantized tensor"):
+        qnn.Quantize(0.1, 0, torch.quint8)(qinput((3,)))
+    with pytest.raises(ValueError, match=r"expected a torch.float32 input tensor, got another"):
+        qnn.Quantize(0.1, 0, torch.quint8)(torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"BNReLU2d: expected a 4-D \(N, C, H, W\) input, got 3-D"):
+        qnni.BNReLU2d(3)(qinput((2, 3, 4)))
+    with pytest.raises(ValueError, match=r"BNReLU3d: expected a 5-D .* got 4-D"):
+        qnni.BNReLU3d(3)(qinput((2, 3, 4, 4)))
+    with pytest.raises(RuntimeError, match=r"qplugin::batch_norm2d: expected a 4-D"):
+        qnn.BatchNorm2d(3)(qinput((2, 3, 4)))
+    with pytest.raises(RuntimeError, match=r"qplugin::batch_norm3d: expected .*\[4\]"):
+        qnn.BatchNorm3d(4)(qinput((2, 3, 2, 2, 2)))
+    with pytest.raises(RuntimeError, match=r"qplugin::hardswish: expected output_zero_point in"
+                                           r" \[0, 255\]"):
+        qnn.Hardswish(0.1, -3)(qinput((3,)))
+
+
+BAD_CONSTRUCTORS = [
+    (lambda: qnn.Quantize(0.1, 0, torch.float32), ValueError,
+     r"qplugin.nn.Quantize: expected dtype torch.quint8, torch.qint8 or torch.qint32, got"
+     r" torch.float32"),
+    (lambda: qnn.Quantize(0.1, 0, "quint8"), TypeError, r"expected dtype to be a torch.dtype"),
+    (lambda: qnn.Quantize(0.1, 300, torch.quint8), ValueError,
+     r"expected zero_point in \[0, 255\] for torch.quint8, got 300"),
+    (lambda: qnn.Quantize(-0.1, 0, torch.quint8), ValueError,
+     r"expected a finite, positive scale, got -0.1"),
+    (lambda: qnn.Quantize(0.1, 0, torch.quint8, factory_kwargs={"dtype": torch.int32}),
+     TypeError, r"factory_kwargs\['dtype'\] to be a floating-point"),
+    (lambda: qnn.ReLU6(inplace=1), TypeError, r"qplugin.nn.ReLU6: expected inplace to be a bool"),
+    (lambda: qnn.Hardswish("0.1", 0), TypeError,
+     r"qplugin.nn.Hardswish: expected scale to be a float, got str"),
+    (lambda: qnn.Hardswish(float("nan"), 0), ValueError, r"expected a finite, positive scale"),
+    (lambda: qnn.Hardswish(0.1, 0.5), TypeError, r"expected zero_point to be an int, got float"),
+    (lambda: qnn.Hardswish(0.1, 0, dtype=torch.int8), TypeError,
+     r"expected dtype to be None or a floating-point torch.dtype"),
+    (lambda: qnn.Hardswish(1e-50, 0), ValueError, r"representable as a positive, finite"),
+    (lambda: qnn.ELU(0.1, 0, alpha="1"), TypeError, r"qplugin.nn.ELU: expected alpha to be a"
+                                                    r" float"),
+    (lambda: qnn.ELU(0.1, torch.tensor([1, 2])), TypeError, r"one-element integer tensor"),
+    (lambda: qnn.BatchNorm2d(0), ValueError, r"qplugin.nn.BatchNorm2d: expected a positive"
+                                             r" num_features, got 0"),
+    (lambda: qnn.BatchNorm3d(2.0), TypeError, r"qplugin.nn.BatchNorm3d: expected num_features"
+                                              r" to be an int, got float"),
+    (lambda: qnni.BNReLU2d(2, eps=-1.0), ValueError, r"qplugin.nn.intrinsic.BNReLU2d: expected a"
+                                                     r" non-negative eps"),
+    (lambda: qnn.BatchNorm2d(2, dtype=torch.qint8), TypeError, r"floating-point torch.dtype"),
+]
+
+
+@pytest.mark.parametrize("make,exc,pattern", BAD_CONSTRUCTORS,
+                         ids=[f"bad{i}" for i in range(len(BAD_CONSTRUCTORS))])
+def test_constructor_rejects_bad_arguments(make, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        make()
+
+
+def _observed(mod, example):
+    """mod with a calibrated output observer, as prepare leaves it."""
+    mod.eval()
+    mod.qconfig = tq.default_qconfig
+    wrapper = nn.Sequential(mod)
+    wrapper.qconfig = tq.default_qconfig
+    prepared = tq.prepare(wrapper)
+    prepared(example)
+    return prepared[0]
+
+
+def test_from_float_rejects_wrong_modules():
+    x4 = torch.randn(2, 3, 4, 4)
+    fused = _observed(nni.BNReLU2d(nn.BatchNorm2d(3), nn.ReLU()), x4)
+    plain = _observed(nn.BatchNorm2d(3), x4)
+    # PyTorch's BatchNorm2d.from_float takes the fused module and silently drops its ReLU.
+    with pytest.raises(TypeError, match=r"qplugin.nn.BatchNorm2d.from_float: expected an observed"
+                       r" torch.nn.modules.batchnorm.BatchNorm2d, got .*BNReLU2d; a fused"
+                       r" BatchNorm \+ ReLU converts to qplugin.nn.intrinsic.BNReLU2d"):
+        qnn.BatchNorm2d.from_float(fused)
+    with pytest.raises(TypeError, match=r"qplugin.nn.intrinsic.BNReLU2d.from_float: expected an"
+                       r" observed .*BNReLU2d, got .*BatchNorm2d; a plain BatchNorm2d converts to"
+                       r" qplugin.nn.BatchNorm2d"):
+        qnni.BNReLU2d.from_float(plain)
+    with pytest.raises(TypeError, match=r"BatchNorm3d.from_float: expected an observed"
+                       r" .*BatchNorm3d, got .*BatchNorm2d"):
+        qnn.BatchNorm3d.from_float(plain)
+    with pytest.raises(ValueError, match=r"qplugin.nn.Hardswish.from_float: expected a module with"
+                       r" an output observer .*torch.ao.quantization.prepare"):
+        qnn.Hardswish.from_float(nn.Hardswish())
+    with pytest.raises(TypeError, match=r"qplugin.nn.ELU.from_float: expected an observed"
+                       r" torch.nn.modules.activation.ELU, got .*Hardswish"):
+        qnn.ELU.from_float(nn.Hardswish())
+    with pytest.raises(TypeError, match=r"qplugin.nn.ReLU6.from_float: expected an observed"):
+        qnn.ReLU6.from_float(nn.ReLU())
+    with pytest.raises(ValueError, match=r"Quantize.from_float: expected a module with an output"
+                       r" observer"):
+        qnn.Quantize.from_float(tq.QuantStub())
+    no_stats = nn.BatchNorm2d(3, track_running_stats=False)
+    no_stats.activation_post_process = plain.activation_post_process
+    with pytest.raises(ValueError, match=r"track_running_stats=True"):
+        qnn.BatchNorm2d.from_float(no_stats)
+    with pytest.raises(TypeError, match=r"BNReLU2d.from_reference: expected a"
+                       r" torch.ao.nn.intrinsic.BNReLU2d"):
+        qnni.BNReLU2d.from_reference(nn.BatchNorm2d(3), 0.1, 0)
+
+
+def test_from_float_affine_false_batch_norm():
+    """A float BatchNorm without weight/bias converts (the op treats None as 1/0; PyTorch's
+    quantized batch norm op rejects None)."""
+    x = torch.randn(2, 3, 4, 4)
+    obs = _observed(_randomize_bn_stats(nn.BatchNorm2d(3, affine=False)), x)
+    q = qnn.BatchNorm2d.from_float(obs)
+    assert q.weight is None and q.bias is None
+    xq = torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)
+    ref = torch.quantize_per_tensor(
+        torch.nn.functional.batch_norm(xq.dequantize(), obs.running_mean, obs.running_var,
+                                       eps=obs.eps), float(q.scale), int(q.zero_point),
+        torch.quint8)
+    assert_qclose(q(xq), ref)
+    assert_same_output(torch.jit.script(q)(xq), q(xq))
+
+
+def _randomize_bn_stats(m):
+    with torch.no_grad():
+        m.running_mean.uniform_(-1, 1)
+        m.running_var.uniform_(0.5, 2)
+    return m
+
+
+# --------------------------------------------------------------------------------------------
+# functional and ops wrappers
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=_dtype_id)
+def test_functional_matches_torch_ao(dtype):
+    x = qinput((4, 3, 8, 8), dtype)
+    zp = _out_zp(dtype)
+    assert_qclose(qF.hardswish(x, 0.0271, zp), tqF.hardswish(x, 0.0271, zp))
+    assert_qclose(qF.elu(x, 0.0271, zp, 0.6), tqF.elu(x, 0.0271, zp, 0.6))
+    assert_qclose(qF.elu(x, 0.0271, zp), tqF.elu(x, 0.0271, zp))
+    # relu6 is an extension: the oracle is torch.ops.quantized.relu6 (what nnq.ReLU6 calls).
+    assert_qclose(qF.relu6(x), nnq.ReLU6()(x), exact=True)
+    x2 = x.clone()
+    assert qF.relu6(x2, inplace=True).data_ptr() == x2.data_ptr()
+
+
+def test_functional_rejects_float_input_and_scripts():
+    xf = torch.randn(3)
+    for fn, args in ((qF.hardswish, (0.1, 0)), (qF.elu, (0.1, 0)), (qF.relu6, ())):
+        name = fn.__name__
+        with pytest.raises(ValueError, match=rf"qplugin.nn.functional.{name}: expected a"
+                                             r" quantized input tensor \(torch.quint8,"
+                                             r" torch.qint8 or torch.qint32\), got a"
+                                             r" non-quantized tensor"):
+            fn(xf, *args)
+        scripted = torch.jit.script(fn)
+        x = qinput((2, 5))
+        assert_same_output(scripted(x, *args), fn(x, *args))
+        with pytest.raises(torch.jit.Error, match=rf"qplugin.nn.functional.{name}: expected"):
+            scripted(xf, *args)
+
+
+def test_ops_wrappers():
+    x = qinput((4, 3, 8, 8))
+    w, b = torch.rand(3) + 0.5, torch.randn(3)
+    mean, var = torch.randn(3), torch.rand(3) + 0.5
+    for name in ("quantized_batch_norm", "batch_norm", "batch_norm2d", "batch_norm_relu",
+                 "batch_norm2d_relu"):
+        fn = getattr(qplugin.ops, name)
+        got = fn(x, w, b, mean, var, 1e-5, 0.0413, 100)
+        assert_same_output(got, getattr(torch.ops.qplugin, name)(x, w, b, mean, var, 1e-5,
+                                                                 0.0413, 100))
+        ref = (torch.quantized_batch_norm if name == "quantized_batch_norm"
+               else getattr(torch.ops.quantized, name))(x, w, b, mean, var, 1e-5, 0.0413, 100)
+        assert_qclose(got, ref)
+    x3, x5 = qinput((4, 3, 64)), qinput((2, 3, 4, 4, 8))
+    for name, xx in (("batch_norm1d", x3), ("batch_norm1d_relu", x3), ("batch_norm3d", x5),
+                     ("batch_norm3d_relu", x5)):
+        got = getattr(qplugin.ops, name)(xx, w, b, mean, var, 1e-5, 0.0413, 100)
+        assert_qclose(got, getattr(torch.ops.quantized, name)(xx, w, b, mean, var, 1e-5, 0.0413,
+                                                              100))
+    assert_qclose(qplugin.ops.relu6(x), torch.ops.quantized.relu6(x), exact=True)
+    assert_qclose(qplugin.ops.hardswish(x, 0.0271, 7), torch.ops.quantized.hardswish(x, 0.0271, 7))
+    assert_qclose(qplugin.ops.elu(x, 0.0271, 7, 0.5), torch.ops.quantized.elu(x, 0.0271, 7, 0.5))
+    assert_qclose(qplugin.ops.elu(x, 0.0271, 7, 0.5, 1.5, 0.75),
+                  torch.ops.quantized.elu(x, 0.0271, 7, 0.5, 1.5, 0.75))
+    assert qplugin.ops.cpu_isa() in ("scalar", "avx2", "avx512vnni")
+    assert qplugin.ops.cpu_isa() == qplugin.cpu_isa()
+    for name in qplugin.ops.__all__:
+        fn = getattr(qplugin.ops, name)
+        assert "Returns:" in fn.__doc__, name
+        assert name == "cpu_isa" or "Args:" in fn.__doc__, name
+        torch.jit.script(fn)  # every wrapper is TorchScript-compatible
+
+
+def test_public_names():
+    assert set(qnn.__all__) >= {"Quantize", "DeQuantize", "ReLU6", "Hardswish", "ELU",
+                                "BatchNorm2d", "BatchNorm3d", "functional", "intrinsic"}
+    assert qnni.BNReLU2d.__mro__[1] is qnn.BatchNorm2d
+    for cls in (qnn.Quantize, qnn.DeQuantize, qnn.ReLU6, qnn.Hardswish, qnn.ELU,
+                qnn.BatchNorm2d, qnn.BatchNorm3d, qnni.BNReLU2d, qnni.BNReLU3d):
+        assert cls._version == 1
+        assert cls.__doc__ and cls.from_float.__doc__
