@@ -20,17 +20,9 @@ namespace {
 
 constexpr int64_t kGrain = 64 * 1024;
 
-// Output memory format rule of PyTorch's elementwise quantized ops: keep channels-last inputs,
-// make everything else contiguous.
-at::MemoryFormat keep_format(const at::Tensor& x) {
-  if (x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast)) {
-    return at::MemoryFormat::ChannelsLast;
-  }
-  if (x.dim() == 5 && x.is_contiguous(at::MemoryFormat::ChannelsLast3d)) {
-    return at::MemoryFormat::ChannelsLast3d;
-  }
-  return x.suggest_memory_format();
-}
+// Output memory format rule of PyTorch's elementwise quantized ops (relu6, hardswish):
+// qx.contiguous(qx.suggest_memory_format()).
+at::MemoryFormat keep_format(const at::Tensor& x) { return x.suggest_memory_format(); }
 
 template <typename F>
 at::Tensor map_unary(const char* op, const at::Tensor& qx, double out_scale, int64_t out_zp,
