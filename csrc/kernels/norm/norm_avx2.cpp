@@ -104,7 +104,8 @@ inline void col_chunk(const uint8_t* x, int64_t rows, int64_t C, int64_t c0, __m
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* xr = x + r * C + c0;
     for (int k = 0; k < NV; ++k) {
-      __m128i b = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(xr + 8 * k)), flip);
+      __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(xr + 8 * k));
+      if (kFlip<T>) b = _mm_xor_si128(b, flip);
       __m256i v = _mm256_cvtepu8_epi32(b);
       a[k] = _mm256_add_epi32(a[k], v);
       q[k] = _mm256_add_epi32(q[k], _mm256_madd_epi16(v, v));
@@ -165,40 +166,89 @@ void col_stats(const T* xt, int64_t rows, int64_t C, int64_t* s1, int64_t* s2) {
 }
 
 template <typename T>
-inline __m256i norm8(const T* x, __m256 mean, __m256 rstd, const float* g, const float* b,
-                     __m256 lo, __m256 hi, __m256i out_zp) {
+inline __m256 to_float8(const T* x) {
   __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x));
-  __m256i w = std::is_signed<T>::value ? _mm256_cvtepi8_epi32(raw) : _mm256_cvtepu8_epi32(raw);
-  __m256 v = _mm256_sub_ps(_mm256_cvtepi32_ps(w), mean);
-  v = _mm256_mul_ps(v, rstd);
-  v = _mm256_fmadd_ps(v, _mm256_loadu_ps(g), _mm256_loadu_ps(b));
-  v = _mm256_max_ps(v, lo);
-  v = _mm256_min_ps(v, hi);
-  return _mm256_add_epi32(_mm256_cvtps_epi32(v), out_zp);
+  return _mm256_cvtepi32_ps(std::is_signed<T>::value ? _mm256_cvtepi8_epi32(raw)
+                                                     : _mm256_cvtepu8_epi32(raw));
 }
 
-// Two int32 x8 vectors, already within the 8-bit range, to 16 bytes in order.
+// Round half to even (MXCSR default) after clamping the top in float (NaN and +overflow -> hi);
+// the packs' saturation clamps the bottom (-overflow converts to INT_MIN, which saturates too).
+inline __m256i round_top8(__m256 v, __m256 hi) {
+  return _mm256_cvtps_epi32(_mm256_min_ps(v, hi));
+}
+
+// Four int32 x8 vectors to 32 bytes in order, saturating to T's range: VPACKSSDW, then
+// VPACKSSWB / VPACKUSWB interleave 128-bit lanes; VPERMD puts the dwords back in order.
 template <typename T>
-inline __m128i narrow16(__m256i q0, __m256i q1) {
-  __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xD8);
-  __m128i lo = _mm256_castsi256_si128(w), hi = _mm256_extracti128_si256(w, 1);
-  return std::is_signed<T>::value ? _mm_packs_epi16(lo, hi) : _mm_packus_epi16(lo, hi);
+inline __m256i pack32(__m256i i0, __m256i i1, __m256i i2, __m256i i3) {
+  const __m256i w01 = _mm256_packs_epi32(i0, i1), w23 = _mm256_packs_epi32(i2, i3);
+  const __m256i b = std::is_signed<T>::value ? _mm256_packs_epi16(w01, w23)
+                                             : _mm256_packus_epi16(w01, w23);
+  return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+template <typename T>
+inline __m256i norm8(const T* x, __m256 rstd, __m256 shift, const float* g, const float* b,
+                     __m256 hi) {
+  const __m256 v = _mm256_fmadd_ps(to_float8<T>(x), rstd, shift);
+  return round_top8(_mm256_fmadd_ps(v, _mm256_loadu_ps(g), _mm256_loadu_ps(b)), hi);
 }
 
 template <typename T>
 void norm_row(const T* x, T* y, int64_t n, const RowNormParams& p) {
-  const __m256 mean = _mm256_set1_ps(p.mean), rstd = _mm256_set1_ps(p.rstd);
-  const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
-  const __m256i out_zp = _mm256_set1_epi32(p.out_zp);
+  const __m256 rstd = _mm256_set1_ps(p.rstd), shift = _mm256_set1_ps(p.shift);
+  const __m256 hi = _mm256_set1_ps(p.hi);
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    __m256i q0 = norm8<T>(x + j, mean, rstd, p.g + j, p.b + j, lo, hi, out_zp);
-    __m256i q1 = norm8<T>(x + j + 8, mean, rstd, p.g + j + 8, p.b + j + 8, lo, hi, out_zp);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + j), narrow16<T>(q0, q1));
+  for (; j + 32 <= n; j += 32) {
+    __m256i i[4];
+    for (int k = 0; k < 4; ++k) {
+      i[k] = norm8<T>(x + j + 8 * k, rstd, shift, p.g + j + 8 * k, p.b + j + 8 * k, hi);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + j), pack32<T>(i[0], i[1], i[2], i[3]));
   }
   for (; j < n; ++j) {
-    y[j] = norm_generic::norm_one<T>(x[j], p.mean, p.rstd, p.g[j], p.b[j], p.out_zp, p.lo, p.hi);
+    y[j] = norm_generic::norm_one<T>(x[j], p.rstd, p.shift, p.g[j], p.b[j], p.lo, p.hi);
   }
+}
+
+template <typename T>
+inline __m256i affine8(const T* x, __m256 a, __m256 b, __m256 hi) {
+  return round_top8(_mm256_fmadd_ps(a, to_float8<T>(x), b), hi);
+}
+
+template <typename T>
+void affine_rows(const T* x, T* y, int64_t rows, int64_t C, const ChannelAffineParams& p) {
+  const __m256 hi = _mm256_set1_ps(p.hi);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * C;
+    T* yr = y + r * C;
+    int64_t c = 0;
+    for (; c + 32 <= C; c += 32) {
+      __m256i i[4];
+      for (int k = 0; k < 4; ++k) {
+        i[k] = affine8<T>(xr + c + 8 * k, _mm256_loadu_ps(p.alpha + c + 8 * k),
+                          _mm256_loadu_ps(p.beta + c + 8 * k), hi);
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(yr + c), pack32<T>(i[0], i[1], i[2], i[3]));
+    }
+    for (; c < C; ++c) {
+      yr[c] = norm_generic::affine_one<T>(xr[c], p.alpha[c], p.beta[c], p.lo, p.hi);
+    }
+  }
+}
+
+template <typename T>
+void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const ChannelAffineParams& p) {
+  const __m256 hi = _mm256_set1_ps(p.hi);
+  const __m256 a = _mm256_set1_ps(p.alpha[ch]), b = _mm256_set1_ps(p.beta[ch]);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i q[4];
+    for (int k = 0; k < 4; ++k) q[k] = affine8<T>(x + i + 8 * k, a, b, hi);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), pack32<T>(q[0], q[1], q[2], q[3]));
+  }
+  for (; i < n; ++i) y[i] = norm_generic::affine_one<T>(x[i], p.alpha[ch], p.beta[ch], p.lo, p.hi);
 }
 
 }  // namespace
@@ -207,8 +257,10 @@ const NormKernelTable& make_norm_table() {
   static const NormKernelTable t = [] {
     NormKernelTable k{};
     k.isa = Isa::kAvx2;
-    k.u8 = {&row_stats<uint8_t>, &col_stats<uint8_t>, &norm_row<uint8_t>};
-    k.s8 = {&row_stats<int8_t>, &col_stats<int8_t>, &norm_row<int8_t>};
+    k.u8 = {&row_stats<uint8_t>, &col_stats<uint8_t>, &norm_row<uint8_t>, &affine_rows<uint8_t>,
+            &affine_plane<uint8_t>};
+    k.s8 = {&row_stats<int8_t>, &col_stats<int8_t>, &norm_row<int8_t>, &affine_rows<int8_t>,
+            &affine_plane<int8_t>};
     return k;
   }();
   return t;

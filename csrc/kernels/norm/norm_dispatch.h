@@ -11,18 +11,30 @@
 namespace qplugin {
 namespace kernels {
 
-// Layer-norm row: y[j] = out_zp + nearbyint(clamp(fma((x[j] - mean) * rstd, g[j], b[j]), lo, hi)),
-// every step rounded to float in that order (sub, mul, fma), clamped with (v > lo ? v : lo) and
-// (v < hi ? v : hi) (MAXPS/MINPS: NaN -> lo), round half to even. mean is the row mean of the raw
-// codes, rstd = in_scale / sqrt(var + eps), g = gamma / out_scale, b = beta / out_scale; lo/hi are
-// the output range relative to out_zp (qmin - out_zp, qmax - out_zp), so clamping before rounding
-// equals clamping after.
+// All normalize kernels map a code x (as float, exact) through fused multiply-adds, clamp with
+// (v < hi ? v : hi) then (v > lo ? v : lo) to the dtype's range [lo, hi] = [qmin, qmax] (NaN and
+// +overflow -> hi, -overflow -> lo), and round half to even; the zero points are folded into the
+// bias, and lo/hi are integers, so clamping before rounding equals clamping after. (The vector
+// kernels clamp the top in float and let saturating packs clamp the bottom: the same bytes.)
+// Every step is one float rounding in the order written, so every ISA gives the scalar bytes.
+
+// Layer-norm row:  v = fma(x, rstd, shift);  y[j] = nearbyint(clamp(fma(v, g[j], b[j])))
+// with rstd = s_in / sqrt(var + eps), shift = -mean * rstd (mean of the raw codes),
+// g = gamma / s_out, b = beta / s_out + zp_out.
 struct RowNormParams {
-  float mean;
   float rstd;
+  float shift;
   const float* g;  // [n]
   const float* b;  // [n]
-  int32_t out_zp;
+  float lo;
+  float hi;
+};
+
+// Per-channel affine: y = nearbyint(clamp(fma(alpha[c], x, beta[c]))), beta including both
+// zero points (group/instance norm once the statistics are known).
+struct ChannelAffineParams {
+  const float* alpha;  // [C]
+  const float* beta;   // [C]
   float lo;
   float hi;
 };
@@ -37,6 +49,10 @@ struct TypedNormKernels {
   void (*col_stats)(const T* x, int64_t rows, int64_t C, int64_t* s1, int64_t* s2);
   // One layer-norm row of n codes (see RowNormParams).
   void (*norm_row)(const T* x, T* y, int64_t n, const RowNormParams& p);
+  // x, y: [rows][C] (channels last), channel c uses alpha[c], beta[c].
+  void (*affine_rows)(const T* x, T* y, int64_t rows, int64_t C, const ChannelAffineParams& p);
+  // n codes of one channel c (an NCHW plane): alpha[c], beta[c].
+  void (*affine_plane)(const T* x, T* y, int64_t n, int64_t c, const ChannelAffineParams& p);
 };
 
 struct NormKernelTable {

@@ -1,7 +1,8 @@
-// Portable reference forms of the normalization kernels (statistics and layer-norm rows).
-// Included by every kernels/norm/norm_<isa>.cpp inside its own namespace (QPLUGIN_ISA_NS), so code
-// built with different flags never shares an inline definition (ODR). Vector kernels call these
-// for tails, so tails and bodies round the same way. Changes with: norm_dispatch.h.
+// Portable reference forms of the normalization kernels (statistics, layer-norm rows, per-channel
+// affine). Included by every kernels/norm/norm_<isa>.cpp inside its own namespace
+// (QPLUGIN_ISA_NS), so code built with different flags never shares an inline definition (ODR).
+// Vector kernels call these for tails, so tails and bodies round the same way.
+// Changes with: norm_dispatch.h.
 #ifndef QPLUGIN_ISA_NS
 #error "define QPLUGIN_ISA_NS before including norm_generic_impl.h"
 #endif
@@ -42,21 +43,43 @@ void col_stats(const T* x, int64_t rows, int64_t C, int64_t* s1, int64_t* s2) {
 }
 
 template <typename T>
-inline T norm_one(T x, float mean, float rstd, float g, float b, int32_t out_zp, float lo,
-                  float hi) {
-  float v = static_cast<float>(static_cast<int32_t>(x)) - mean;
-  v = v * rstd;
-  v = std::fma(v, g, b);
+inline T clamp_round(float v, float lo, float hi) {
+  v = v < hi ? v : hi;  // NaN -> hi
   v = v > lo ? v : lo;
-  v = v < hi ? v : hi;
-  return static_cast<T>(static_cast<int32_t>(std::nearbyint(v)) + out_zp);
+  return static_cast<T>(static_cast<int32_t>(std::nearbyint(v)));
+}
+
+template <typename T>
+inline T norm_one(T x, float rstd, float shift, float g, float b, float lo, float hi) {
+  const float v = std::fma(static_cast<float>(x), rstd, shift);
+  return clamp_round<T>(std::fma(v, g, b), lo, hi);
 }
 
 template <typename T>
 void norm_row(const T* x, T* y, int64_t n, const RowNormParams& p) {
   for (int64_t j = 0; j < n; ++j) {
-    y[j] = norm_one<T>(x[j], p.mean, p.rstd, p.g[j], p.b[j], p.out_zp, p.lo, p.hi);
+    y[j] = norm_one<T>(x[j], p.rstd, p.shift, p.g[j], p.b[j], p.lo, p.hi);
   }
+}
+
+template <typename T>
+inline T affine_one(T x, float a, float b, float lo, float hi) {
+  return clamp_round<T>(std::fma(a, static_cast<float>(x), b), lo, hi);
+}
+
+template <typename T>
+void affine_rows(const T* x, T* y, int64_t rows, int64_t C, const ChannelAffineParams& p) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * C;
+    T* yr = y + r * C;
+    for (int64_t c = 0; c < C; ++c) yr[c] = affine_one<T>(xr[c], p.alpha[c], p.beta[c], p.lo, p.hi);
+  }
+}
+
+template <typename T>
+void affine_plane(const T* x, T* y, int64_t n, int64_t c, const ChannelAffineParams& p) {
+  const float a = p.alpha[c], b = p.beta[c];
+  for (int64_t i = 0; i < n; ++i) y[i] = affine_one<T>(x[i], a, b, p.lo, p.hi);
 }
 
 }  // namespace norm_generic

@@ -12,9 +12,11 @@ const NormKernelTable& make_norm_table() {
     NormKernelTable k{};
     k.isa = Isa::kScalar;
     k.u8 = {&norm_generic::row_stats<uint8_t>, &norm_generic::col_stats<uint8_t>,
-            &norm_generic::norm_row<uint8_t>};
+            &norm_generic::norm_row<uint8_t>, &norm_generic::affine_rows<uint8_t>,
+            &norm_generic::affine_plane<uint8_t>};
     k.s8 = {&norm_generic::row_stats<int8_t>, &norm_generic::col_stats<int8_t>,
-            &norm_generic::norm_row<int8_t>};
+            &norm_generic::norm_row<int8_t>, &norm_generic::affine_rows<int8_t>,
+            &norm_generic::affine_plane<int8_t>};
     return k;
   }();
   return t;

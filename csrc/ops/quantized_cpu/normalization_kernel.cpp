@@ -1,17 +1,20 @@
 // QuantizedCPU (and CPU, for a clear error on float input) kernels of layer_norm, group_norm and
-// instance_norm. Schemas: ops/normalization.cpp. Microkernels: kernels/norm/* (statistics and
-// layer-norm rows) and the per-channel affine kernels of kernels/dispatch.h (group/instance norm).
+// instance_norm. Schemas: ops/normalization.cpp. Microkernels: kernels/norm/* (statistics,
+// layer-norm rows, per-channel affine) and kernels/dispatch.h's lut8 (large NCHW planes).
 // Numerics: exact int64 sums of the codes and of their squares give mean and variance of the
 // dequantized values in double (n*sum(x^2) - sum(x)^2 is formed exactly in 128-bit integers, so a
 // large reduction has no cancellation or ordering error, and any split of the sums across threads
-// gives the same result). With rstd = s_in / sqrt(var_dq + eps), the normalize step runs in float:
-//   layer norm:   y = zp_out + nearbyint(fma((x - mean) * rstd, gamma[j]/s_out, beta[j]/s_out))
+// gives the same result). With rstd = s_in / sqrt(var_dq + eps) and mean in raw code units, the
+// normalize step runs in float (kernels/norm/norm_dispatch.h):
+//   layer norm:   v = fma(x, rstd, -mean*rstd),  y = nearbyint(fma(v, gamma[j]/s_out,
+//                 beta[j]/s_out + zp_out))
 //   group/instance norm, per (n, c): alpha = rstd*gamma[c]/s_out,
-//                 beta = (bias[c] - (mean - zp_in)*rstd*gamma[c])/s_out,
-//                 y = zp_out + nearbyint(fma(alpha, x - zp_in, beta))
-// clamped to the dtype, round half to even (mean in raw code units). qint32 runs a scalar double
-// path. Output layout as PyTorch's: layer_norm contiguous; group/instance norm keep a
-// channels-last input's layout (also channels_last_3d, where PyTorch returns contiguous).
+//                 beta = (bias[c] - mean*rstd*gamma[c])/s_out + zp_out,
+//                 y = nearbyint(fma(alpha, x, beta))
+// clamped to the dtype, round half to even; per-row/per-channel constants are formed in double and
+// rounded to float once. qint32 runs a scalar double path. Output layout as PyTorch's: layer_norm
+// contiguous; group/instance norm keep a channels-last input's layout (also channels_last_3d,
+// where PyTorch returns contiguous).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -29,7 +32,7 @@ namespace qplugin {
 namespace ops {
 namespace {
 
-using kernels::AffineParams;
+using kernels::ChannelAffineParams;
 using kernels::RowNormParams;
 
 // Work per parallel_for grain, and the chunk of one reduction (or of one plane) a task handles
@@ -62,22 +65,22 @@ Moments moments(int64_t n, int64_t s1, int64_t s2, double in_scale, double eps) 
   return {static_cast<double>(s1) / nd, rstd};
 }
 
+// The output dtype's range [lo, hi]: the kernels clamp to it before rounding (zero points are
+// folded into their float biases).
 struct OutRange {
-  int32_t zp;
   float lo;
   float hi;
 };
 
-OutRange out_range(at::ScalarType t, int64_t zp) {
+OutRange out_range(at::ScalarType t) {
   const auto r = qrange(t);
-  return {static_cast<int32_t>(zp), static_cast<float>(r.first - zp),
-          static_cast<float>(r.second - zp)};
+  return {static_cast<float>(r.first), static_cast<float>(r.second)};
 }
 
 bool fused(int64_t units) { return units >= kFusedUnitsPerThread * at::get_num_threads(); }
 
 // ---------------------------------------------------------------------------------------------
-// layer norm, 8-bit: M rows of N codes; g/b are gamma/s_out and beta/s_out ([N]).
+// layer norm, 8-bit: M rows of N codes; g/b are gamma/s_out and beta/s_out + zp_out ([N]).
 
 template <typename T>
 void layer_norm_8bit(const kernels::TypedNormKernels<T>& k, const T* x, T* y, int64_t M,
@@ -85,8 +88,8 @@ void layer_norm_8bit(const kernels::TypedNormKernels<T>& k, const T* x, T* y, in
                      const OutRange& o) {
   auto params = [&](int64_t s1, int64_t s2) {
     const Moments mo = moments(N, s1, s2, in_scale, eps);
-    return RowNormParams{static_cast<float>(mo.mean), static_cast<float>(mo.rstd), g, b, o.zp,
-                         o.lo, o.hi};
+    return RowNormParams{static_cast<float>(mo.rstd), static_cast<float>(-mo.mean * mo.rstd), g,
+                         b, o.lo, o.hi};
   };
   if (fused(M) || N <= kChunkBytes) {
     at::parallel_for(0, M, std::max<int64_t>(1, kGrainBytes / N), [&](int64_t begin, int64_t end) {
@@ -139,8 +142,8 @@ struct ChannelAffine {
   const float* gamma;  // [C] or null (1)
   const float* beta;   // [C] or null (0)
   double in_scale;
-  int64_t in_zp;
   double out_scale;
+  double out_zp;
   double eps;
 };
 
@@ -152,37 +155,36 @@ void group_params(const GroupShape& s, const ChannelAffine& a, int64_t n, int64_
     const double gm = a.gamma ? a.gamma[c] : 1.0, bt = a.beta ? a.beta[c] : 0.0;
     const double r = mo.rstd * gm;
     alpha[n * s.C + c] = static_cast<float>(r / a.out_scale);
-    beta[n * s.C + c] = static_cast<float>((bt - (mo.mean - a.in_zp) * r) / a.out_scale);
+    beta[n * s.C + c] = static_cast<float>((bt - mo.mean * r) / a.out_scale + a.out_zp);
   }
 }
 
 // Pixels [p0, p1) of plane `plane` (= n*C + c) of an NCHW tensor; alpha/beta indexed by plane.
 template <typename T>
-void normalize_plane(const kernels::TypedKernels<T>& ak, const kernels::KernelTable& kt,
+void normalize_plane(const kernels::TypedNormKernels<T>& nk, const kernels::KernelTable& kt,
                      const T* x, T* y, int64_t HW, int64_t plane, int64_t p0, int64_t p1,
-                     const AffineParams& p) {
+                     const ChannelAffineParams& p) {
   const T* xp = x + plane * HW + p0;
   T* yp = y + plane * HW + p0;
   if (p1 - p0 >= kTablePixels) {
     // The table holds exactly the bytes the affine kernel writes for each of the 256 codes.
     alignas(64) uint8_t codes[256], table[256];
     for (int raw = 0; raw < 256; ++raw) codes[raw] = static_cast<uint8_t>(raw);
-    ak.affine_plane(reinterpret_cast<const T*>(codes), reinterpret_cast<T*>(table), 256, plane, p);
+    nk.affine_plane(reinterpret_cast<const T*>(codes), reinterpret_cast<T*>(table), 256, plane, p);
     kt.lut8(reinterpret_cast<const uint8_t*>(xp), reinterpret_cast<uint8_t*>(yp), p1 - p0, table);
   } else {
-    ak.affine_plane(xp, yp, p1 - p0, plane, p);
+    nk.affine_plane(xp, yp, p1 - p0, plane, p);
   }
 }
 
 // x, y: [N][C][HW] contiguous. A group (n, g) is the contiguous block of D*HW codes.
 template <typename T>
-void group_norm_nchw_8bit(const kernels::TypedNormKernels<T>& nk,
-                          const kernels::TypedKernels<T>& ak, const T* x, T* y,
+void group_norm_nchw_8bit(const kernels::TypedNormKernels<T>& nk, const T* x, T* y,
                           const GroupShape& s, const ChannelAffine& a, const OutRange& o) {
   const kernels::KernelTable& kt = kernels::table();
   const int64_t D = s.D(), L = D * s.HW, M = s.N * s.G;
   std::vector<float> alpha(s.N * s.C), beta(s.N * s.C);
-  const AffineParams p{alpha.data(), beta.data(), static_cast<int32_t>(a.in_zp), o.zp, o.lo, o.hi};
+  const ChannelAffineParams p{alpha.data(), beta.data(), o.lo, o.hi};
   if (fused(M)) {
     at::parallel_for(0, M, std::max<int64_t>(1, kGrainBytes / L), [&](int64_t begin, int64_t end) {
       for (int64_t m = begin; m < end; ++m) {
@@ -190,7 +192,7 @@ void group_norm_nchw_8bit(const kernels::TypedNormKernels<T>& nk,
         nk.row_stats(x + m * L, L, &s1, &s2);
         group_params(s, a, m / s.G, m % s.G, s1, s2, alpha.data(), beta.data());
         for (int64_t plane = m * D; plane < (m + 1) * D; ++plane) {
-          normalize_plane<T>(ak, kt, x, y, s.HW, plane, 0, s.HW, p);
+          normalize_plane<T>(nk, kt, x, y, s.HW, plane, 0, s.HW, p);
         }
       }
     });
@@ -220,7 +222,7 @@ void group_norm_nchw_8bit(const kernels::TypedNormKernels<T>& nk,
                    [&](int64_t begin, int64_t end) {
                      for (int64_t t = begin; t < end; ++t) {
                        const int64_t plane = t / pch, p0 = (t % pch) * kChunkBytes;
-                       normalize_plane<T>(ak, kt, x, y, s.HW, plane, p0,
+                       normalize_plane<T>(nk, kt, x, y, s.HW, plane, p0,
                                           std::min(s.HW, p0 + kChunkBytes), p);
                      }
                    });
@@ -237,8 +239,7 @@ void reduce_groups(const GroupShape& s, const int64_t* c1, const int64_t* c2, in
 
 // x, y: [N][HW][C] (channels last). Statistics per channel (column sums), then per group.
 template <typename T>
-void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk,
-                          const kernels::TypedKernels<T>& ak, const T* x, T* y,
+void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk, const T* x, T* y,
                           const GroupShape& s, const ChannelAffine& a, const OutRange& o) {
   const int64_t C = s.C, HW = s.HW;
   std::vector<float> alpha(s.N * C), beta(s.N * C);
@@ -250,8 +251,7 @@ void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk,
     }
   };
   auto params_of = [&](int64_t n) {
-    return AffineParams{alpha.data() + n * C, beta.data() + n * C, static_cast<int32_t>(a.in_zp),
-                        o.zp, o.lo, o.hi};
+    return ChannelAffineParams{alpha.data() + n * C, beta.data() + n * C, o.lo, o.hi};
   };
   if (fused(s.N)) {
     at::parallel_for(0, s.N, std::max<int64_t>(1, kGrainBytes / (HW * C)),
@@ -262,7 +262,7 @@ void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk,
                          std::fill(c2.begin(), c2.end(), 0);
                          nk.col_stats(x + n * HW * C, HW, C, c1.data(), c2.data());
                          image_params(n, c1.data(), c2.data());
-                         ak.affine_rows(x + n * HW * C, y + n * HW * C, HW, C, params_of(n));
+                         nk.affine_rows(x + n * HW * C, y + n * HW * C, HW, C, params_of(n));
                        }
                      });
     return;
@@ -294,7 +294,7 @@ void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk,
   at::parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t n = t / nblk, r0 = (t % nblk) * rows;
-      ak.affine_rows(x + (n * HW + r0) * C, y + (n * HW + r0) * C, std::min(HW - r0, rows), C,
+      nk.affine_rows(x + (n * HW + r0) * C, y + (n * HW + r0) * C, std::min(HW - r0, rows), C,
                      params_of(n));
     }
   });
@@ -307,7 +307,7 @@ void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk,
 // x, y: M units of L values; the affine index of element j of unit m is aff(m, j) (or none).
 template <typename AffIdx>
 void normalize_i32(const int32_t* x, int32_t* y, int64_t M, int64_t L, const float* gamma,
-                   const float* beta, double in_scale, int64_t in_zp, double out_scale,
+                   const float* beta, double in_scale, double out_scale,
                    int64_t out_zp, double eps, AffIdx aff) {
   at::parallel_for(0, M, std::max<int64_t>(1, kGrainBytes / (4 * L)), [&](int64_t begin,
                                                                            int64_t end) {
@@ -336,7 +336,6 @@ void normalize_i32(const int32_t* x, int32_t* y, int64_t M, int64_t L, const flo
       }
     }
   });
-  (void)in_zp;  // the mean is taken over raw values; zp cancels in x - mean.
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -396,7 +395,7 @@ at::Tensor layer_norm_quantized_cpu(const at::Tensor& qx, at::IntArrayRef normal
   if (qx.scalar_type() == at::kQInt32) {
     normalize_i32(reinterpret_cast<const int32_t*>(x.data_ptr()),
                   reinterpret_cast<int32_t*>(y.data_ptr()), M, N, ptr_or_null(w), ptr_or_null(b),
-                  in_scale, qx.q_zero_point(), output_scale, output_zero_point, eps,
+                  in_scale, output_scale, output_zero_point, eps,
                   [](int64_t, int64_t j) { return j; });
     return y;
   }
@@ -406,9 +405,9 @@ at::Tensor layer_norm_quantized_cpu(const at::Tensor& qx, at::IntArrayRef normal
   const float* bp = ptr_or_null(b);
   for (int64_t j = 0; j < N; ++j) {
     g[j] = static_cast<float>((wp ? wp[j] : 1.0) / output_scale);
-    bb[j] = static_cast<float>((bp ? bp[j] : 0.0) / output_scale);
+    bb[j] = static_cast<float>((bp ? bp[j] : 0.0) / output_scale + output_zero_point);
   }
-  const OutRange o = out_range(qx.scalar_type(), output_zero_point);
+  const OutRange o = out_range(qx.scalar_type());
   const auto& nk = kernels::norm_table();
   if (qx.scalar_type() == at::kQUInt8) {
     layer_norm_8bit<uint8_t>(nk.u8, reinterpret_cast<const uint8_t*>(x.data_ptr()),
@@ -446,8 +445,8 @@ at::Tensor group_norm_impl(const char* op, const at::Tensor& qx, int64_t num_gro
   if (qx.numel() == 0) return y;
   const at::Tensor x = nhwc ? qx : qx.contiguous();
   const GroupShape s{qx.size(0), C, qx.numel() / (qx.size(0) * C), num_groups};
-  const ChannelAffine a{ptr_or_null(w), ptr_or_null(b), qx.q_scale(), qx.q_zero_point(),
-                        output_scale, eps};
+  const ChannelAffine a{ptr_or_null(w), ptr_or_null(b), qx.q_scale(), output_scale,
+                        static_cast<double>(output_zero_point), eps};
 
   if (qx.scalar_type() == at::kQInt32) {
     // Scalar double path on the NCHW-contiguous form.
@@ -458,29 +457,28 @@ at::Tensor group_norm_impl(const char* op, const at::Tensor& qx, int64_t num_gro
     const int64_t D = s.D(), HW = s.HW;
     normalize_i32(reinterpret_cast<const int32_t*>(xc.data_ptr()),
                   reinterpret_cast<int32_t*>(yc.data_ptr()), s.N * s.G, D * HW, a.gamma, a.beta,
-                  a.in_scale, a.in_zp, output_scale, output_zero_point, eps,
+                  a.in_scale, output_scale, output_zero_point, eps,
                   [&](int64_t m, int64_t j) { return (m % s.G) * D + j / HW; });
     if (nhwc) y.copy_(yc);
     return y;
   }
-  const OutRange o = out_range(qx.scalar_type(), output_zero_point);
+  const OutRange o = out_range(qx.scalar_type());
   const auto& nk = kernels::norm_table();
-  const auto& kt = kernels::table();
   if (qx.scalar_type() == at::kQUInt8) {
     const auto* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
     auto* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
     if (nhwc) {
-      group_norm_nhwc_8bit<uint8_t>(nk.u8, kt.u8, xp, yp, s, a, o);
+      group_norm_nhwc_8bit<uint8_t>(nk.u8, xp, yp, s, a, o);
     } else {
-      group_norm_nchw_8bit<uint8_t>(nk.u8, kt.u8, xp, yp, s, a, o);
+      group_norm_nchw_8bit<uint8_t>(nk.u8, xp, yp, s, a, o);
     }
   } else {
     const auto* xp = reinterpret_cast<const int8_t*>(x.data_ptr());
     auto* yp = reinterpret_cast<int8_t*>(y.data_ptr());
     if (nhwc) {
-      group_norm_nhwc_8bit<int8_t>(nk.s8, kt.s8, xp, yp, s, a, o);
+      group_norm_nhwc_8bit<int8_t>(nk.s8, xp, yp, s, a, o);
     } else {
-      group_norm_nchw_8bit<int8_t>(nk.s8, kt.s8, xp, yp, s, a, o);
+      group_norm_nchw_8bit<int8_t>(nk.s8, xp, yp, s, a, o);
     }
   }
   return y;
