@@ -257,6 +257,8 @@ const NormKernelTable& make_norm_table() {
   static const NormKernelTable t = [] {
     NormKernelTable k{};
     k.isa = Isa::kAvx2;
+    k.plane_tables = false;  // the scalar lut8 is slower than affine_plane here
+    k.row_tables = false;
     k.u8 = {&row_stats<uint8_t>, &col_stats<uint8_t>, &norm_row<uint8_t>, &affine_rows<uint8_t>,
             &affine_plane<uint8_t>};
     k.s8 = {&row_stats<int8_t>, &col_stats<int8_t>, &norm_row<int8_t>, &affine_rows<int8_t>,

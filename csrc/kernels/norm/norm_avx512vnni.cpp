@@ -286,10 +286,12 @@ void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const ChannelAffinePa
 
 }  // namespace
 
-const NormKernelTable& make_norm_table() {
-  static const NormKernelTable t = [] {
+const NormKernelTable& make_norm_table(bool has_vbmi) {
+  static const NormKernelTable t = [has_vbmi] {
     NormKernelTable k{};
     k.isa = Isa::kAvx512Vnni;
+    k.plane_tables = has_vbmi;  // kernels::table().lut8 is VPERMI2B only with VBMI
+    k.row_tables = false;
     k.u8 = {&row_stats<uint8_t>, &col_stats<uint8_t>, &norm_row<uint8_t>, &affine_rows<uint8_t>,
             &affine_plane<uint8_t>};
     k.s8 = {&row_stats<int8_t>, &col_stats<int8_t>, &norm_row<int8_t>, &affine_rows<int8_t>,

@@ -55,8 +55,18 @@ struct TypedNormKernels {
   void (*affine_plane)(const T* x, T* y, int64_t n, int64_t c, const ChannelAffineParams& p);
 };
 
+// Raw 8-bit codes x, y: [rows][C] (channels last); y[r][c] = tables[c][x[r][c]], tables [C][256].
+// (The ops build each table with affine_plane over the 256 codes, so it equals the direct path.)
+void lut_rows_scalar(const uint8_t* x, uint8_t* y, int64_t rows, int64_t C, const uint8_t* tables);
+
 struct NormKernelTable {
   Isa isa;
+  // Policy: whether 256-entry per-channel tables beat the arithmetic kernels on large inputs.
+  // plane_tables: NCHW planes through kernels::table().lut8 (VBMI's VPERMI2B, or the scalar path
+  // where each element would otherwise cost two libm fma calls); row_tables: channels-last rows
+  // through lut_rows_scalar (scalar only: gathers never beat AVX2/AVX-512 arithmetic).
+  bool plane_tables;
+  bool row_tables;
   TypedNormKernels<uint8_t> u8;
   TypedNormKernels<int8_t> s8;
 };
@@ -66,7 +76,7 @@ const NormKernelTable& norm_table();
 
 namespace scalar { const NormKernelTable& make_norm_table(); }
 namespace avx2 { const NormKernelTable& make_norm_table(); }
-namespace avx512vnni { const NormKernelTable& make_norm_table(); }
+namespace avx512vnni { const NormKernelTable& make_norm_table(bool has_vbmi); }
 
 }  // namespace kernels
 }  // namespace qplugin

@@ -11,6 +11,8 @@ const NormKernelTable& make_norm_table() {
   static const NormKernelTable t = [] {
     NormKernelTable k{};
     k.isa = Isa::kScalar;
+    k.plane_tables = true;
+    k.row_tables = true;
     k.u8 = {&norm_generic::row_stats<uint8_t>, &norm_generic::col_stats<uint8_t>,
             &norm_generic::norm_row<uint8_t>, &norm_generic::affine_rows<uint8_t>,
             &norm_generic::affine_plane<uint8_t>};

@@ -42,8 +42,9 @@ constexpr int64_t kChunkBytes = 64 * 1024;
 // Fused (statistics then normalize, per row/group, while it is in cache) when there are at least
 // this many rows/groups per thread; otherwise both passes are split into chunks.
 constexpr int64_t kFusedUnitsPerThread = 4;
-// NCHW planes of at least this many pixels normalize through a 256-entry table built with the
-// affine kernel itself (byte-identical to the direct path), a byte lookup per element after.
+// Where the kernel table says lookups are faster (NormKernelTable::plane_tables / row_tables),
+// planes (NCHW) or images (channels last) of at least this many pixels normalize through 256-entry
+// per-channel tables built with the affine kernel itself (byte-identical to the direct path).
 constexpr int64_t kTablePixels = 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -160,17 +161,24 @@ void group_params(const GroupShape& s, const ChannelAffine& a, int64_t n, int64_
 }
 
 // Pixels [p0, p1) of plane `plane` (= n*C + c) of an NCHW tensor; alpha/beta indexed by plane.
+// The 256-entry table of channel c: exactly the bytes the affine kernel writes for each code.
+template <typename T>
+void build_table(const kernels::TypedNormKernels<T>& nk, int64_t c, const ChannelAffineParams& p,
+                 uint8_t* table) {
+  alignas(64) uint8_t codes[256];
+  for (int raw = 0; raw < 256; ++raw) codes[raw] = static_cast<uint8_t>(raw);
+  nk.affine_plane(reinterpret_cast<const T*>(codes), reinterpret_cast<T*>(table), 256, c, p);
+}
+
 template <typename T>
 void normalize_plane(const kernels::TypedNormKernels<T>& nk, const kernels::KernelTable& kt,
-                     const T* x, T* y, int64_t HW, int64_t plane, int64_t p0, int64_t p1,
-                     const ChannelAffineParams& p) {
+                     bool tables, const T* x, T* y, int64_t HW, int64_t plane, int64_t p0,
+                     int64_t p1, const ChannelAffineParams& p) {
   const T* xp = x + plane * HW + p0;
   T* yp = y + plane * HW + p0;
-  if (p1 - p0 >= kTablePixels) {
-    // The table holds exactly the bytes the affine kernel writes for each of the 256 codes.
-    alignas(64) uint8_t codes[256], table[256];
-    for (int raw = 0; raw < 256; ++raw) codes[raw] = static_cast<uint8_t>(raw);
-    nk.affine_plane(reinterpret_cast<const T*>(codes), reinterpret_cast<T*>(table), 256, plane, p);
+  if (tables && p1 - p0 >= kTablePixels) {
+    alignas(64) uint8_t table[256];
+    build_table<T>(nk, plane, p, table);
     kt.lut8(reinterpret_cast<const uint8_t*>(xp), reinterpret_cast<uint8_t*>(yp), p1 - p0, table);
   } else {
     nk.affine_plane(xp, yp, p1 - p0, plane, p);
@@ -179,7 +187,7 @@ void normalize_plane(const kernels::TypedNormKernels<T>& nk, const kernels::Kern
 
 // x, y: [N][C][HW] contiguous. A group (n, g) is the contiguous block of D*HW codes.
 template <typename T>
-void group_norm_nchw_8bit(const kernels::TypedNormKernels<T>& nk, const T* x, T* y,
+void group_norm_nchw_8bit(const kernels::TypedNormKernels<T>& nk, bool tables, const T* x, T* y,
                           const GroupShape& s, const ChannelAffine& a, const OutRange& o) {
   const kernels::KernelTable& kt = kernels::table();
   const int64_t D = s.D(), L = D * s.HW, M = s.N * s.G;
@@ -192,7 +200,7 @@ void group_norm_nchw_8bit(const kernels::TypedNormKernels<T>& nk, const T* x, T*
         nk.row_stats(x + m * L, L, &s1, &s2);
         group_params(s, a, m / s.G, m % s.G, s1, s2, alpha.data(), beta.data());
         for (int64_t plane = m * D; plane < (m + 1) * D; ++plane) {
-          normalize_plane<T>(nk, kt, x, y, s.HW, plane, 0, s.HW, p);
+          normalize_plane<T>(nk, kt, tables, x, y, s.HW, plane, 0, s.HW, p);
         }
       }
     });
@@ -222,7 +230,7 @@ void group_norm_nchw_8bit(const kernels::TypedNormKernels<T>& nk, const T* x, T*
                    [&](int64_t begin, int64_t end) {
                      for (int64_t t = begin; t < end; ++t) {
                        const int64_t plane = t / pch, p0 = (t % pch) * kChunkBytes;
-                       normalize_plane<T>(nk, kt, x, y, s.HW, plane, p0,
+                       normalize_plane<T>(nk, kt, tables, x, y, s.HW, plane, p0,
                                           std::min(s.HW, p0 + kChunkBytes), p);
                      }
                    });
@@ -239,19 +247,34 @@ void reduce_groups(const GroupShape& s, const int64_t* c1, const int64_t* c2, in
 
 // x, y: [N][HW][C] (channels last). Statistics per channel (column sums), then per group.
 template <typename T>
-void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk, const T* x, T* y,
+void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk, bool tables, const T* x, T* y,
                           const GroupShape& s, const ChannelAffine& a, const OutRange& o) {
   const int64_t C = s.C, HW = s.HW;
   std::vector<float> alpha(s.N * C), beta(s.N * C);
+  // Per-image tables [N][C][256] when lookups pay off (scalar ISA), built with the params.
+  const bool use_tables = tables && HW >= kTablePixels;
+  std::vector<uint8_t> lut(use_tables ? s.N * C * 256 : 0);
+  auto build_tables = [&](int64_t n) {
+    const ChannelAffineParams p{alpha.data() + n * C, beta.data() + n * C, o.lo, o.hi};
+    for (int64_t c = 0; c < C; ++c) build_table<T>(nk, c, p, lut.data() + (n * C + c) * 256);
+  };
+  auto normalize_rows = [&](int64_t n, int64_t r0, int64_t nr) {
+    const int64_t off = (n * HW + r0) * C;
+    if (use_tables) {
+      kernels::lut_rows_scalar(reinterpret_cast<const uint8_t*>(x) + off,
+                               reinterpret_cast<uint8_t*>(y) + off, nr, C,
+                               lut.data() + n * C * 256);
+    } else {
+      const ChannelAffineParams p{alpha.data() + n * C, beta.data() + n * C, o.lo, o.hi};
+      nk.affine_rows(x + off, y + off, nr, C, p);
+    }
+  };
   auto image_params = [&](int64_t n, const int64_t* c1, const int64_t* c2) {
     for (int64_t g = 0; g < s.G; ++g) {
       int64_t s1 = 0, s2 = 0;
       reduce_groups(s, c1, c2, g, &s1, &s2);
       group_params(s, a, n, g, s1, s2, alpha.data(), beta.data());
     }
-  };
-  auto params_of = [&](int64_t n) {
-    return ChannelAffineParams{alpha.data() + n * C, beta.data() + n * C, o.lo, o.hi};
   };
   if (fused(s.N)) {
     at::parallel_for(0, s.N, std::max<int64_t>(1, kGrainBytes / (HW * C)),
@@ -262,7 +285,8 @@ void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk, const T* x, T*
                          std::fill(c2.begin(), c2.end(), 0);
                          nk.col_stats(x + n * HW * C, HW, C, c1.data(), c2.data());
                          image_params(n, c1.data(), c2.data());
-                         nk.affine_rows(x + n * HW * C, y + n * HW * C, HW, C, params_of(n));
+                         if (use_tables) build_tables(n);
+                         normalize_rows(n, 0, HW);
                        }
                      });
     return;
@@ -290,12 +314,12 @@ void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk, const T* x, T*
       }
     }
     image_params(n, c1.data(), c2.data());
+    if (use_tables) build_tables(n);
   }
   at::parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t n = t / nblk, r0 = (t % nblk) * rows;
-      nk.affine_rows(x + (n * HW + r0) * C, y + (n * HW + r0) * C, std::min(HW - r0, rows), C,
-                     params_of(n));
+      normalize_rows(n, r0, std::min(HW - r0, rows));
     }
   });
 }
@@ -468,17 +492,17 @@ at::Tensor group_norm_impl(const char* op, const at::Tensor& qx, int64_t num_gro
     const auto* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
     auto* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
     if (nhwc) {
-      group_norm_nhwc_8bit<uint8_t>(nk.u8, xp, yp, s, a, o);
+      group_norm_nhwc_8bit<uint8_t>(nk.u8, nk.row_tables, xp, yp, s, a, o);
     } else {
-      group_norm_nchw_8bit<uint8_t>(nk.u8, xp, yp, s, a, o);
+      group_norm_nchw_8bit<uint8_t>(nk.u8, nk.plane_tables, xp, yp, s, a, o);
     }
   } else {
     const auto* xp = reinterpret_cast<const int8_t*>(x.data_ptr());
     auto* yp = reinterpret_cast<int8_t*>(y.data_ptr());
     if (nhwc) {
-      group_norm_nhwc_8bit<int8_t>(nk.s8, xp, yp, s, a, o);
+      group_norm_nhwc_8bit<int8_t>(nk.s8, nk.row_tables, xp, yp, s, a, o);
     } else {
-      group_norm_nchw_8bit<int8_t>(nk.s8, xp, yp, s, a, o);
+      group_norm_nchw_8bit<int8_t>(nk.s8, nk.plane_tables, xp, yp, s, a, o);
     }
   }
   return y;
