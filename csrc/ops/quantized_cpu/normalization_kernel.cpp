@@ -291,8 +291,11 @@ void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk, bool tables, c
                      });
     return;
   }
-  // Both passes over blocks of pixels (rows of C codes) of about kChunkBytes.
-  const int64_t rows = std::max<int64_t>(1, kChunkBytes / C);
+  // Both passes over blocks of pixels (rows of C codes) of at least kChunkBytes, and at most
+  // kFusedUnitsPerThread blocks per thread, which bounds the partial sums (2 x C per block).
+  const int64_t max_blk = kFusedUnitsPerThread * at::get_num_threads();
+  const int64_t min_rows = std::max<int64_t>(1, kChunkBytes / C);
+  const int64_t rows = std::max(min_rows, ceil_div(HW, max_blk));
   const int64_t nblk = ceil_div(HW, rows), tasks = s.N * nblk;
   std::vector<int64_t> part(2 * tasks * C, 0);
   at::parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
