@@ -35,19 +35,30 @@ namespace {
 using kernels::ChannelAffineParams;
 using kernels::RowNormParams;
 
-// Work per parallel_for grain, and the chunk of one reduction (or of one plane) a task handles
-// when there are too few rows/groups to keep every thread busy.
+// Work per parallel_for grain.
 constexpr int64_t kGrainBytes = 32 * 1024;
-constexpr int64_t kChunkBytes = 64 * 1024;
 // Fused (statistics then normalize, per row/group, while it is in cache) when there are at least
-// this many rows/groups per thread; otherwise both passes are split into chunks.
+// this many rows/groups per thread; otherwise both passes split every row/group/plane into about
+// that many pieces per thread (at least kMinPieceBytes each; a piece is one task), so batch 1
+// uses every thread too. Integer sums are exact, so any split gives the same bytes.
 constexpr int64_t kFusedUnitsPerThread = 4;
+constexpr int64_t kMinPieceBytes = 4096;
 // Where the kernel table says lookups are faster (NormKernelTable::plane_tables / row_tables),
 // planes (NCHW) or images (channels last) of at least this many pixels normalize through 256-entry
 // per-channel tables built with the affine kernel itself (byte-identical to the direct path).
 constexpr int64_t kTablePixels = 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool fused(int64_t units) { return units >= kFusedUnitsPerThread * at::get_num_threads(); }
+
+// Piece length for splitting `units` ranges of `len` elements (see kFusedUnitsPerThread).
+int64_t piece_len(int64_t units, int64_t len) {
+  const int64_t per_unit = ceil_div(kFusedUnitsPerThread * at::get_num_threads(),
+                                    std::max<int64_t>(1, units));
+  const int64_t piece = std::max(kMinPieceBytes, ceil_div(len, per_unit));
+  return std::min(len, ceil_div(piece, 64) * 64);
+}
 
 // Mean (raw code units) and rstd (multiplies x - mean to give the normalized value) of n codes
 // from their exact sums.
@@ -78,8 +89,6 @@ OutRange out_range(at::ScalarType t) {
   return {static_cast<float>(r.first), static_cast<float>(r.second)};
 }
 
-bool fused(int64_t units) { return units >= kFusedUnitsPerThread * at::get_num_threads(); }
-
 // ---------------------------------------------------------------------------------------------
 // layer norm, 8-bit: M rows of N codes; g/b are gamma/s_out and beta/s_out + zp_out ([N]).
 
@@ -92,7 +101,8 @@ void layer_norm_8bit(const kernels::TypedNormKernels<T>& k, const T* x, T* y, in
     return RowNormParams{static_cast<float>(mo.rstd), static_cast<float>(-mo.mean * mo.rstd), g,
                          b, o.lo, o.hi};
   };
-  if (fused(M) || N <= kChunkBytes) {
+  const int64_t piece = fused(M) ? N : piece_len(M, N);
+  if (piece >= N) {
     at::parallel_for(0, M, std::max<int64_t>(1, kGrainBytes / N), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         int64_t s1 = 0, s2 = 0;
@@ -102,13 +112,13 @@ void layer_norm_8bit(const kernels::TypedNormKernels<T>& k, const T* x, T* y, in
     });
     return;
   }
-  // Few long rows: both passes split into chunks of kChunkBytes.
-  const int64_t nch = ceil_div(N, kChunkBytes);
+  // Few long rows: both passes split into pieces.
+  const int64_t nch = ceil_div(N, piece);
   std::vector<int64_t> part(2 * M * nch, 0);
   at::parallel_for(0, M * nch, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t i = t / nch, j0 = (t % nch) * kChunkBytes;
-      k.row_stats(x + i * N + j0, std::min(N - j0, kChunkBytes), &part[2 * t], &part[2 * t + 1]);
+      const int64_t i = t / nch, j0 = (t % nch) * piece;
+      k.row_stats(x + i * N + j0, std::min(N - j0, piece), &part[2 * t], &part[2 * t + 1]);
     }
   });
   std::vector<RowNormParams> rows(M);
@@ -122,11 +132,11 @@ void layer_norm_8bit(const kernels::TypedNormKernels<T>& k, const T* x, T* y, in
   }
   at::parallel_for(0, M * nch, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t i = t / nch, j0 = (t % nch) * kChunkBytes;
+      const int64_t i = t / nch, j0 = (t % nch) * piece;
       RowNormParams p = rows[i];
       p.g = g + j0;
       p.b = b + j0;
-      k.norm_row(x + i * N + j0, y + i * N + j0, std::min(N - j0, kChunkBytes), p);
+      k.norm_row(x + i * N + j0, y + i * N + j0, std::min(N - j0, piece), p);
     }
   });
 }
@@ -206,13 +216,13 @@ void group_norm_nchw_8bit(const kernels::TypedNormKernels<T>& nk, bool tables, c
     });
     return;
   }
-  // Statistics: every group split into chunks of kChunkBytes.
-  const int64_t nch = ceil_div(L, kChunkBytes);
+  // Statistics: every group split into pieces.
+  const int64_t piece = piece_len(M, L), nch = ceil_div(L, piece);
   std::vector<int64_t> part(2 * M * nch, 0);
   at::parallel_for(0, M * nch, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t m = t / nch, j0 = (t % nch) * kChunkBytes;
-      nk.row_stats(x + m * L + j0, std::min(L - j0, kChunkBytes), &part[2 * t], &part[2 * t + 1]);
+      const int64_t m = t / nch, j0 = (t % nch) * piece;
+      nk.row_stats(x + m * L + j0, std::min(L - j0, piece), &part[2 * t], &part[2 * t + 1]);
     }
   });
   for (int64_t m = 0; m < M; ++m) {
@@ -223,15 +233,15 @@ void group_norm_nchw_8bit(const kernels::TypedNormKernels<T>& nk, bool tables, c
     }
     group_params(s, a, m / s.G, m % s.G, s1, s2, alpha.data(), beta.data());
   }
-  // Normalize: planes, each split into chunks of kChunkBytes.
-  const int64_t pch = ceil_div(s.HW, kChunkBytes), tasks = s.N * s.C * pch;
-  const int64_t task_bytes = std::min(s.HW, kChunkBytes);
-  at::parallel_for(0, tasks, std::max<int64_t>(1, kGrainBytes / task_bytes),
+  // Normalize: planes, each split into pieces.
+  const int64_t ppiece = piece_len(s.N * s.C, s.HW), pch = ceil_div(s.HW, ppiece);
+  const int64_t tasks = s.N * s.C * pch;
+  at::parallel_for(0, tasks, std::max<int64_t>(1, kGrainBytes / ppiece),
                    [&](int64_t begin, int64_t end) {
                      for (int64_t t = begin; t < end; ++t) {
-                       const int64_t plane = t / pch, p0 = (t % pch) * kChunkBytes;
+                       const int64_t plane = t / pch, p0 = (t % pch) * ppiece;
                        normalize_plane<T>(nk, kt, tables, x, y, s.HW, plane, p0,
-                                          std::min(s.HW, p0 + kChunkBytes), p);
+                                          std::min(s.HW, p0 + ppiece), p);
                      }
                    });
 }
@@ -291,11 +301,9 @@ void group_norm_nhwc_8bit(const kernels::TypedNormKernels<T>& nk, bool tables, c
                      });
     return;
   }
-  // Both passes over blocks of pixels (rows of C codes) of at least kChunkBytes, and at most
-  // kFusedUnitsPerThread blocks per thread, which bounds the partial sums (2 x C per block).
-  const int64_t max_blk = kFusedUnitsPerThread * at::get_num_threads();
-  const int64_t min_rows = std::max<int64_t>(1, kChunkBytes / C);
-  const int64_t rows = std::max(min_rows, ceil_div(HW, max_blk));
+  // Both passes over blocks of pixels (rows of C codes): pieces as for planes, which also bounds
+  // the partial sums (2 x C per block) to kFusedUnitsPerThread blocks per thread.
+  const int64_t rows = ceil_div(piece_len(s.N, HW * C), C);
   const int64_t nblk = ceil_div(HW, rows), tasks = s.N * nblk;
   std::vector<int64_t> part(2 * tasks * C, 0);
   at::parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
