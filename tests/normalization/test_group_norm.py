@@ -165,6 +165,14 @@ def test_schema_mirrors_torch():
     assert ours == theirs
 
 
+def test_opcheck_schema():
+    # Quantized tensors cannot go through FakeTensor in torch 2.13 ("quantized nyi in meta
+    # tensors"), so opcheck is limited to the schema check (STYLE.md section 8).
+    x = qtensor((2, 8, 6, 6), channels_last=True)
+    w, b = _affine(True, 8)
+    torch.library.opcheck(OP.default, (x, 2, w, b, 1e-5, 0.1, 3), test_utils=("test_schema",))
+
+
 def _bad_cases():
     x = qtensor((2, 6, 4, 4))
     return [

@@ -31,6 +31,10 @@ inline void unflip(int64_t n, int64_t u1, int64_t u2, int64_t* s1, int64_t* s2) 
   }
 }
 
+inline __m256i load32_u(const uint8_t* p, __m256i flip) {
+  return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), flip);
+}
+
 inline int64_t hsum_epi64(__m256i v) {
   __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   return _mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1);
@@ -59,8 +63,7 @@ void row_stats(const T* xt, int64_t n, int64_t* s1, int64_t* s2) {
     const int64_t end = nv - i < kBlock ? nv : i + kBlock;
     __m256i a0 = zero, a1 = zero, q0 = zero, q1 = zero, q2 = zero, q3 = zero;
     for (; i + 64 <= end; i += 64) {
-      __m256i v0 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), flip);
-      __m256i v1 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 32)), flip);
+      __m256i v0 = load32_u(x + i, flip), v1 = load32_u(x + i + 32, flip);
       a0 = _mm256_add_epi64(a0, _mm256_sad_epu8(v0, zero));
       a1 = _mm256_add_epi64(a1, _mm256_sad_epu8(v1, zero));
       __m256i w0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(v0));
@@ -73,7 +76,7 @@ void row_stats(const T* xt, int64_t n, int64_t* s1, int64_t* s2) {
       q3 = _mm256_add_epi32(q3, _mm256_madd_epi16(w3, w3));
     }
     for (; i < end; i += 32) {
-      __m256i v0 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), flip);
+      __m256i v0 = load32_u(x + i, flip);
       a0 = _mm256_add_epi64(a0, _mm256_sad_epu8(v0, zero));
       __m256i w0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(v0));
       __m256i w1 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(v0, 1));

@@ -71,7 +71,8 @@ void row_stats(const T* xt, int64_t n, int64_t* s1, int64_t* s2) {
       const int64_t left = end - i;
       const __mmask64 m = left >= 64 ? ~0ull : _bzhi_u64(~0ull, static_cast<unsigned>(left));
       // Masked-off bytes must be 0 after the flip.
-      __m512i v0 = _mm512_maskz_mov_epi8(m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + i), flip));
+      __m512i v0 = _mm512_maskz_loadu_epi8(m, x + i);
+      v0 = _mm512_maskz_mov_epi8(m, _mm512_xor_si512(v0, flip));
       a0 = _mm512_add_epi64(a0, _mm512_sad_epu8(v0, zero));
       __m512i w0 = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(v0));
       __m512i w1 = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v0, 1));

@@ -389,7 +389,9 @@ at::Tensor optional_vector(const char* op, const char* arg, const c10::optional<
   return t.has_value() && t->defined() ? checks::float_vector(op, arg, *t, C) : at::Tensor();
 }
 
-const float* ptr_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+const float* ptr_or_null(const at::Tensor& t) {
+  return t.defined() ? t.data_ptr<float>() : nullptr;
+}
 
 // ---------------------------------------------------------------------------------------------
 // layer_norm
