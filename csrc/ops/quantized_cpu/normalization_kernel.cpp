@@ -170,7 +170,6 @@ void group_params(const GroupShape& s, const ChannelAffine& a, int64_t n, int64_
   }
 }
 
-// Pixels [p0, p1) of plane `plane` (= n*C + c) of an NCHW tensor; alpha/beta indexed by plane.
 // The 256-entry table of channel c: exactly the bytes the affine kernel writes for each code.
 template <typename T>
 void build_table(const kernels::TypedNormKernels<T>& nk, int64_t c, const ChannelAffineParams& p,
@@ -180,6 +179,7 @@ void build_table(const kernels::TypedNormKernels<T>& nk, int64_t c, const Channe
   nk.affine_plane(reinterpret_cast<const T*>(codes), reinterpret_cast<T*>(table), 256, c, p);
 }
 
+// Pixels [p0, p1) of plane `plane` (= n*C + c) of an NCHW tensor; alpha/beta indexed by plane.
 template <typename T>
 void normalize_plane(const kernels::TypedNormKernels<T>& nk, const kernels::KernelTable& kt,
                      bool tables, const T* x, T* y, int64_t HW, int64_t plane, int64_t p0,
