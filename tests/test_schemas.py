@@ -25,12 +25,24 @@ MIRRORS = {
     "relu6": torch.ops.quantized.relu6,
     "hardswish": torch.ops.quantized.hardswish,
     "elu": torch.ops.quantized.elu,
+    "layer_norm": torch.ops.quantized.layer_norm,
+    "group_norm": torch.ops.quantized.group_norm,
+    "instance_norm": torch.ops.quantized.instance_norm,
 }
 # Library-level ops with no PyTorch counterpart (leading underscore: private).
 PRIVATE = ("_cpu_isa", "_detected_cpu_isa", "_set_cpu_isa", "_build_torch_version")
 
 
 class TestSchemas(expecttest.TestCase):
+    def test_layer_norm(self):
+        self.assertExpectedInline(schema("layer_norm"), """qplugin::layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_group_norm(self):
+        self.assertExpectedInline(schema("group_norm"), """qplugin::group_norm(Tensor input, int num_groups, Tensor? weight, Tensor? bias, float eps, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_instance_norm(self):
+        self.assertExpectedInline(schema("instance_norm"), """qplugin::instance_norm(Tensor input, Tensor? weight, Tensor? bias, float eps, float output_scale, int output_zero_point) -> Tensor""")
+
     def test_quantized_batch_norm(self):
         self.assertExpectedInline(schema("quantized_batch_norm"), """qplugin::quantized_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, float output_scale, int output_zero_point) -> Tensor""")
 

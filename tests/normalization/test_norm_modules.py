@@ -29,7 +29,7 @@ from qplugin.nn.modules import normalization as qnn  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated")
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
-                       "normalization_modules_v1.pt")
+                       "normalization", "normalization_modules_v1.pt")
 
 # The float -> qplugin module mapping the lead adds to qplugin.quantization.
 QPLUGIN_MAPPING = {nn.LayerNorm: qnn.LayerNorm, nn.GroupNorm: qnn.GroupNorm,
