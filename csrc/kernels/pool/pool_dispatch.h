@@ -43,14 +43,16 @@ struct TypedPoolKernels {
   // Channels-last average of one output pixel: out[c] = avg(sum_r rows[r][c] - zp, div).
   void (*avg_rows)(const T* const* rows, int64_t nrows, T* out, int64_t C, double div,
                    const AvgQ& q);
-  // Horizontal max over a padded row: out[o] = max_k<K tmp[o*S + k*D], o < OW.
-  void (*hmax)(const T* tmp, T* out, int64_t OW, int64_t K, int64_t S, int64_t D);
-  // Horizontal average over a padded row of sums: out[o] = avg(sum_k<K acc[o*S + k], div[o]).
-  void (*havg)(const Acc* acc, T* out, int64_t OW, int64_t K, int64_t S, const double* div,
-               const AvgQ& q);
-  // Horizontal average over windows [ws[o], we[o]) (adaptive pooling).
-  void (*havg_win)(const Acc* acc, T* out, int64_t OW, const int64_t* ws, const int64_t* we,
-                   const double* div, const AvgQ& q);
+  // Horizontal passes over a padded row of pixels of C codes (C = 1: NCHW rows; C > 1:
+  // channels-last rows), c < C:
+  // max: out[o*C + c] = max_k<K tmp[(o*S + k*D)*C + c], o < OW.
+  void (*hmax)(const T* tmp, T* out, int64_t OW, int64_t K, int64_t S, int64_t D, int64_t C);
+  // average of sums: out[o*C + c] = avg(sum_k<K acc[(o*S + k)*C + c], div[o]).
+  void (*havg)(const Acc* acc, T* out, int64_t OW, int64_t K, int64_t S, int64_t C,
+               const double* div, const AvgQ& q);
+  // average over windows of pixels [ws[o], we[o]) (adaptive pooling).
+  void (*havg_win)(const Acc* acc, T* out, int64_t OW, int64_t C, const int64_t* ws,
+                   const int64_t* we, const double* div, const AvgQ& q);
   // Global average of P contiguous planes of HW codes: out[p] = avg(sum_i x[p*HW+i] - zp, div).
   void (*plane_avg)(const T* x, T* out, int64_t P, int64_t HW, double div, const AvgQ& q);
   // Nearest gather of one row: out[o] = in[idx[o]]; dup2: out[2i] = out[2i+1] = in[i], i < W.

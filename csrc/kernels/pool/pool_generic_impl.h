@@ -96,27 +96,62 @@ void avg_rows(const T* const* rows, int64_t nrows, T* __restrict out, int64_t C,
 
 template <typename T, int S>
 void hmax_s(const T* __restrict tmp, T* __restrict out, int64_t OW, int64_t K, int64_t s_rt,
-            int64_t D) {
+            int64_t D, int64_t C) {
   const int64_t st = S > 0 ? S : s_rt;
-  for (int64_t o = 0; o < OW; ++o) out[o] = tmp[o * st];
-  for (int64_t k = 1; k < K; ++k) {
-    const T* __restrict t = tmp + k * D;
-    for (int64_t o = 0; o < OW; ++o) out[o] = tmax(out[o], t[o * st]);
+  if (C == 1) {
+    for (int64_t o = 0; o < OW; ++o) out[o] = tmp[o * st];
+    for (int64_t k = 1; k < K; ++k) {
+      const T* __restrict t = tmp + k * D;
+      for (int64_t o = 0; o < OW; ++o) out[o] = tmax(out[o], t[o * st]);
+    }
+    return;
+  }
+  for (int64_t o = 0; o < OW; ++o) {
+    T* __restrict y = out + o * C;
+    const T* __restrict t0 = tmp + o * st * C;
+    for (int64_t c = 0; c < C; ++c) y[c] = t0[c];
+    for (int64_t k = 1; k < K; ++k) {
+      const T* __restrict t = t0 + k * D * C;
+      for (int64_t c = 0; c < C; ++c) y[c] = tmax(y[c], t[c]);
+    }
   }
 }
 
 template <typename T>
-void hmax(const T* tmp, T* out, int64_t OW, int64_t K, int64_t S, int64_t D) {
-  if (S == 1) return hmax_s<T, 1>(tmp, out, OW, K, S, D);
-  if (S == 2) return hmax_s<T, 2>(tmp, out, OW, K, S, D);
-  hmax_s<T, 0>(tmp, out, OW, K, S, D);
+void hmax(const T* tmp, T* out, int64_t OW, int64_t K, int64_t S, int64_t D, int64_t C) {
+  if (S == 1) return hmax_s<T, 1>(tmp, out, OW, K, S, D, C);
+  if (S == 2) return hmax_s<T, 2>(tmp, out, OW, K, S, D, C);
+  hmax_s<T, 0>(tmp, out, OW, K, S, D, C);
+}
+
+// Channels-last horizontal average of output pixel o: taps t0 + k*C for k < n, C channels.
+template <typename T>
+inline void havg_pixel(const Acc<T>* __restrict t0, int64_t n, T* __restrict y, int64_t C,
+                       float div, const AvgQ& q) {
+  constexpr int64_t kBlock = 256;
+  Acc<T> s[kBlock];
+  for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
+    const int64_t m = C - c0 < kBlock ? C - c0 : kBlock;
+    const Acc<T>* __restrict a = t0 + c0;
+    for (int64_t j = 0; j < m; ++j) s[j] = a[j];
+    for (int64_t k = 1; k < n; ++k) {
+      const Acc<T>* __restrict t = a + k * C;
+      for (int64_t j = 0; j < m; ++j) s[j] += t[j];
+    }
+    for (int64_t j = 0; j < m; ++j) y[c0 + j] = avg_one<T>(s[j], div, q);
+  }
 }
 
 template <typename T, int S>
 void havg_s(const Acc<T>* __restrict acc, T* __restrict out, int64_t OW, int64_t K, int64_t s_rt,
-            const double* div, const AvgQ& q) {
+            int64_t C, const double* div, const AvgQ& q) {
   constexpr int64_t kBlock = 256;
   const int64_t st = S > 0 ? S : s_rt;
+  if (C > 1) {
+    for (int64_t o = 0; o < OW; ++o)
+      havg_pixel<T>(acc + o * st * C, K, out + o * C, C, static_cast<float>(div[o]), q);
+    return;
+  }
   Acc<T> s[kBlock];
   for (int64_t o0 = 0; o0 < OW; o0 += kBlock) {
     const int64_t n = OW - o0 < kBlock ? OW - o0 : kBlock;
@@ -131,16 +166,21 @@ void havg_s(const Acc<T>* __restrict acc, T* __restrict out, int64_t OW, int64_t
 }
 
 template <typename T>
-void havg(const Acc<T>* acc, T* out, int64_t OW, int64_t K, int64_t S, const double* div,
-          const AvgQ& q) {
-  if (S == 1) return havg_s<T, 1>(acc, out, OW, K, S, div, q);
-  if (S == 2) return havg_s<T, 2>(acc, out, OW, K, S, div, q);
-  havg_s<T, 0>(acc, out, OW, K, S, div, q);
+void havg(const Acc<T>* acc, T* out, int64_t OW, int64_t K, int64_t S, int64_t C,
+          const double* div, const AvgQ& q) {
+  if (S == 1) return havg_s<T, 1>(acc, out, OW, K, S, C, div, q);
+  if (S == 2) return havg_s<T, 2>(acc, out, OW, K, S, C, div, q);
+  havg_s<T, 0>(acc, out, OW, K, S, C, div, q);
 }
 
 template <typename T>
-void havg_win(const Acc<T>* acc, T* out, int64_t OW, const int64_t* ws, const int64_t* we,
-              const double* div, const AvgQ& q) {
+void havg_win(const Acc<T>* acc, T* out, int64_t OW, int64_t C, const int64_t* ws,
+              const int64_t* we, const double* div, const AvgQ& q) {
+  if (C > 1) {
+    for (int64_t o = 0; o < OW; ++o)
+      havg_pixel<T>(acc + ws[o] * C, we[o] - ws[o], out + o * C, C, static_cast<float>(div[o]), q);
+    return;
+  }
   for (int64_t o = 0; o < OW; ++o) {
     Acc<T> s = 0;
     for (int64_t i = ws[o]; i < we[o]; ++i) s += acc[i];

@@ -128,17 +128,20 @@ DimPlan plan_adaptive(int64_t in, int64_t out) {
 
 bool is_max(Kind k) { return k == Kind::kMax || k == Kind::kAdaptiveMax; }
 
-// x: [N][C][D][H][W] codes, contiguous; y likewise (output dims).
+// x: `planes` planes of [D][H][W] pixels of C codes each (NCHW: planes = N*C, C = 1;
+// channels last: planes = N, C channels); y likewise with the output dims. Per output row
+// (plane, od, oh): vertical pass over the window's input rows into a padded row, then the
+// horizontal pass.
 template <typename T>
-void run_nchw(const TypedPoolKernels<T>& K, Kind kind, const T* x, T* y, int64_t planes,
-              const DimPlan& pd, const DimPlan& ph, const DimPlan& pw, const AvgQ& q,
+void run_rows(const TypedPoolKernels<T>& K, Kind kind, const T* x, T* y, int64_t planes,
+              int64_t C, const DimPlan& pd, const DimPlan& ph, const DimPlan& pw, const AvgQ& q,
               c10::optional<int64_t> divisor_override, bool regular) {
   using Acc = typename kernels::PoolAcc<T>::type;
   const int64_t D = pd.in, H = ph.in, W = pw.in, OD = pd.out, OH = ph.out, OW = pw.out;
-  const int64_t in_plane = D * H * W, out_plane = OD * OH * OW;
+  const int64_t in_plane = D * H * W * C, out_plane = OD * OH * OW * C;
   const bool maxk = is_max(kind);
-  // Global average: one window covering the whole plane.
-  if (!maxk && out_plane == 1 && pd.off[1] == D && ph.off[1] == H && pw.off[1] == W) {
+  // NCHW global average: one window covering the whole plane.
+  if (!maxk && C == 1 && out_plane == 1 && pd.off[1] == D && ph.off[1] == H && pw.off[1] == W) {
     const double div = divisor_override ? static_cast<double>(*divisor_override)
                                         : static_cast<double>(pd.div[0] * ph.div[0] * pw.div[0]);
     at::parallel_for(0, planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, in_plane)),
@@ -146,60 +149,63 @@ void run_nchw(const TypedPoolKernels<T>& K, Kind kind, const T* x, T* y, int64_t
                                                              in_plane, div, q); });
     return;
   }
-  // Padded row: tap k of output o at o * stride + k * dilation (regular) or windows (adaptive).
-  const bool reg = regular;
-  const int64_t padl = reg ? pw.pad : 0;
-  const int64_t need = reg ? (OW - 1) * pw.stride + (pw.kernel - 1) * pw.dilation + 1 : W;
+  // Padded row (in pixels): tap k of output o at o * stride + k * dilation (regular), or the
+  // adaptive windows [ws, we) of the unpadded row.
+  const int64_t padl = regular ? pw.pad : 0;
+  const int64_t need = regular ? (OW - 1) * pw.stride + (pw.kernel - 1) * pw.dilation + 1 : W;
   const int64_t L = std::max(need, padl + W) + 1;
   std::vector<int64_t> ws, we;
-  if (!reg) {
+  if (!regular) {
     for (int64_t o = 0; o < OW; ++o) {
       ws.push_back(pw.taps[pw.off[o]]);
       we.push_back(pw.taps[pw.off[o + 1] - 1] + 1);
     }
   }
   const int64_t rows_out = planes * OD * OH;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, OW * 4));
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, W * C * 4));
   at::parallel_for(0, rows_out, grain, [&](int64_t b, int64_t e) {
     std::vector<const T*> rows;
     std::vector<T> tmax;
     std::vector<Acc> tsum;
     std::vector<double> divs(OW);
-    if (maxk) tmax.assign(L, std::numeric_limits<T>::lowest());
-    else tsum.assign(L, 0);
+    if (maxk) tmax.assign(L * C, std::numeric_limits<T>::lowest());
+    else tsum.assign(L * C, 0);
     for (int64_t r = b; r < e; ++r) {
       const int64_t oh = r % OH, od = (r / OH) % OD, pl = r / (OH * OD);
       const T* xp = x + pl * in_plane;
       rows.clear();
       for (int64_t i = pd.off[od]; i < pd.off[od + 1]; ++i)
         for (int64_t j = ph.off[oh]; j < ph.off[oh + 1]; ++j)
-          rows.push_back(xp + (pd.taps[i] * H + ph.taps[j]) * W);
-      T* yp = y + r * OW;
+          rows.push_back(xp + (pd.taps[i] * H + ph.taps[j]) * W * C);
+      T* yp = y + r * OW * C;
       if (maxk) {
-        K.max_rows(rows.data(), static_cast<int64_t>(rows.size()), tmax.data() + padl, W);
-        if (reg) {
-          K.hmax(tmax.data(), yp, OW, pw.kernel, pw.stride, pw.dilation);
+        K.max_rows(rows.data(), static_cast<int64_t>(rows.size()), tmax.data() + padl * C, W * C);
+        if (regular) {
+          K.hmax(tmax.data(), yp, OW, pw.kernel, pw.stride, pw.dilation, C);
         } else {
           for (int64_t o = 0; o < OW; ++o) {
-            T m = tmax[ws[o]];
-            for (int64_t t = ws[o] + 1; t < we[o]; ++t) m = std::max(m, tmax[t]);
-            yp[o] = m;
+            T* yo = yp + o * C;
+            for (int64_t c = 0; c < C; ++c) yo[c] = tmax[ws[o] * C + c];
+            for (int64_t t = ws[o] + 1; t < we[o]; ++t)
+              for (int64_t c = 0; c < C; ++c) yo[c] = std::max(yo[c], tmax[t * C + c]);
           }
         }
       } else {
-        K.sum_rows(rows.data(), static_cast<int64_t>(rows.size()), q.zp, tsum.data() + padl, W);
+        K.sum_rows(rows.data(), static_cast<int64_t>(rows.size()), q.zp, tsum.data() + padl * C,
+                   W * C);
         const int64_t dv = pd.div[od] * ph.div[oh];
         for (int64_t o = 0; o < OW; ++o)
           divs[o] = divisor_override ? static_cast<double>(*divisor_override)
                                      : static_cast<double>(dv * pw.div[o]);
-        if (reg) K.havg(tsum.data(), yp, OW, pw.kernel, pw.stride, divs.data(), q);
-        else K.havg_win(tsum.data(), yp, OW, ws.data(), we.data(), divs.data(), q);
+        if (regular) K.havg(tsum.data(), yp, OW, pw.kernel, pw.stride, C, divs.data(), q);
+        else K.havg_win(tsum.data(), yp, OW, C, ws.data(), we.data(), divs.data(), q);
       }
     }
   });
 }
 
-// x: [N][D][H][W][C] codes (channels last); y likewise.
+// Channels-last averages: per output pixel, the window's input pixels are rows of C codes
+// summed in registers (avg_rows): cheaper than int32 row buffers. x: [N][D][H][W][C].
 template <typename T>
 void run_cl(const TypedPoolKernels<T>& K, Kind kind, const T* x, T* y, int64_t N, int64_t C,
             const DimPlan& pd, const DimPlan& ph, const DimPlan& pw, const AvgQ& q,
@@ -254,8 +260,9 @@ void run(Kind kind, const at::Tensor& x5, at::Tensor& y5, bool cl, const DimPlan
   const int64_t N = x5.size(0), C = x5.size(1);
   const T* xp = reinterpret_cast<const T*>(x5.data_ptr());
   T* yp = reinterpret_cast<T*>(y5.data_ptr());
-  if (cl) run_cl<T>(K, kind, xp, yp, N, C, pd, ph, pw, q, dov);
-  else run_nchw<T>(K, kind, xp, yp, N * C, pd, ph, pw, q, dov, regular);
+  if (cl && !is_max(kind)) run_cl<T>(K, kind, xp, yp, N, C, pd, ph, pw, q, dov);
+  else if (cl) run_rows<T>(K, kind, xp, yp, N, C, pd, ph, pw, q, dov, regular);
+  else run_rows<T>(K, kind, xp, yp, N * C, 1, pd, ph, pw, q, dov, regular);
 }
 
 // nd: pooled dims (1, 2, 3). Accepts (C, *) unbatched or (N, C, *) input.
