@@ -234,12 +234,14 @@ void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const L
       tmp0.resize(rowlen);
       tmp1.resize(rowlen);
     }
-    auto hrow = [&](int64_t pl, int64_t d, int64_t h) -> const float* {
+    // `keep`: a row fetched just before and still needed; never evicted by this fetch.
+    auto hrow = [&](int64_t pl, int64_t d, int64_t h, const float* keep) -> const float* {
       const int64_t k = (pl * D + d) * H + h;
       for (int s = 0; s < 4; ++s)
         if (key[s] == k) return buf.data() + s * rowlen;
-      const int s = next;
-      next = (next + 1) & 3;
+      int s = next;
+      if (buf.data() + s * rowlen == keep) s = (s + 1) & 3;
+      next = (s + 1) & 3;
       key[s] = k;
       K.lerp_h(x + k * W * C, buf.data() + s * rowlen, OW, C, lw.i0.data(), lw.i1.data(),
                lw.w0.data(), lw.w1.data());
@@ -250,23 +252,22 @@ void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const L
       T* yr = y + rr * rowlen;
       const int64_t h0 = lh.i0[oh], h1 = lh.i1[oh];
       if (D == 1 && OD == 1) {
-        // Fetch both rows before blending (the cache has 4 slots, so neither evicts the other).
-        const float* A = hrow(pl, 0, h0);
-        const float* B = hrow(pl, 0, h1);
+        const float* A = hrow(pl, 0, h0, nullptr);
+        const float* B = hrow(pl, 0, h1, A);
         K.lerp_v(A, B, yr, rowlen, lh.w0[oh], lh.w1[oh], q);
       } else {
         // Trilinear: c0 * (b0 * H[d0][h0] + b1 * H[d0][h1]) + c1 * (b0 * H[d1][h0] + b1 * H[d1][h1]).
         const int64_t d0 = ld.i0[od], d1 = ld.i1[od];
         const float b0 = lh.w0[oh], b1 = lh.w1[oh], c0 = ld.w0[od], c1 = ld.w1[od];
-        const float* A = hrow(pl, d0, h0);
-        const float* B = hrow(pl, d0, h1);
+        const float* A = hrow(pl, d0, h0, nullptr);
+        const float* B = hrow(pl, d0, h1, A);
         for (int64_t j = 0; j < rowlen; ++j) {
           const float u = b0 * A[j];
           const float v = b1 * B[j];
           tmp0[j] = u + v;
         }
-        const float* Cc = hrow(pl, d1, h0);
-        const float* Dd = hrow(pl, d1, h1);
+        const float* Cc = hrow(pl, d1, h0, nullptr);
+        const float* Dd = hrow(pl, d1, h1, Cc);
         for (int64_t j = 0; j < rowlen; ++j) {
           const float u = b0 * Cc[j];
           const float v = b1 * Dd[j];
