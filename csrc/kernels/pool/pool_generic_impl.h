@@ -1,0 +1,274 @@
+// Portable forms of the pooling/resampling kernels (see pool_dispatch.h for the math). Included
+// by every kernels/pool/pool_<isa>.cpp inside its own namespace (QPLUGIN_ISA_NS), so code built
+// with different flags never shares an inline definition (ODR). The loops are written for the
+// compiler's vectorizer: integer max/sum are exact in any order, and the float/double steps are
+// element-wise IEEE operations in a fixed order (-ffp-contract=off, no fast-math), so every ISA's
+// compilation gives the scalar bytes. Hand-written intrinsics in pool_<isa>.cpp replace the few
+// entries where the vectorizer falls short. Changes with: pool_dispatch.h.
+#ifndef QPLUGIN_ISA_NS
+#error "define QPLUGIN_ISA_NS before including pool_generic_impl.h"
+#endif
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/pool/pool_dispatch.h"
+
+namespace qplugin {
+namespace kernels {
+namespace QPLUGIN_ISA_NS {
+namespace pool_generic {
+
+template <typename T>
+using Acc = typename PoolAcc<T>::type;
+
+template <typename T>
+inline T tmax(T a, T b) { return a > b ? a : b; }
+
+// One average: clamp(zp + nearbyint(s / div)). 8-bit codes: |s| < 2^23 (checked by the ops), so
+// the correctly rounded float quotient rounds exactly like the rational (see pool_dispatch.h);
+// qint32 codes use double.
+template <typename T>
+inline T avg_one(Acc<T> s, float div, const AvgQ& q) {
+  if (std::is_same<T, int32_t>::value) {
+    double v = std::nearbyint(static_cast<double>(s) / static_cast<double>(div)) + q.zp;
+    v = v < q.qmin ? q.qmin : v;
+    v = v > q.qmax ? q.qmax : v;
+    return static_cast<T>(static_cast<int64_t>(v));
+  } else {
+    int32_t r = static_cast<int32_t>(std::nearbyint(static_cast<float>(s) / div)) + q.zp;
+    r = r < q.qmin ? q.qmin : r;
+    r = r > q.qmax ? q.qmax : r;
+    return static_cast<T>(r);
+  }
+}
+
+template <typename T>
+void max_rows(const T* const* rows, int64_t nrows, T* __restrict out, int64_t n) {
+  const T* __restrict r0 = rows[0];
+  if (nrows == 1) {
+    std::memcpy(out, r0, n * sizeof(T));
+    return;
+  }
+  const T* __restrict r1 = rows[1];
+  for (int64_t j = 0; j < n; ++j) out[j] = tmax(r0[j], r1[j]);
+  int64_t r = 2;
+  for (; r + 1 < nrows; r += 2) {
+    const T* __restrict a = rows[r];
+    const T* __restrict b = rows[r + 1];
+    for (int64_t j = 0; j < n; ++j) out[j] = tmax(out[j], tmax(a[j], b[j]));
+  }
+  if (r < nrows) {
+    const T* __restrict a = rows[r];
+    for (int64_t j = 0; j < n; ++j) out[j] = tmax(out[j], a[j]);
+  }
+}
+
+template <typename T>
+void sum_rows(const T* const* rows, int64_t nrows, int32_t zp, Acc<T>* __restrict acc, int64_t n) {
+  const Acc<T> bias = -static_cast<Acc<T>>(zp) * static_cast<Acc<T>>(nrows);
+  for (int64_t j = 0; j < n; ++j) acc[j] = bias;
+  for (int64_t r = 0; r < nrows; ++r) {
+    const T* __restrict a = rows[r];
+    for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<Acc<T>>(a[j]);
+  }
+}
+
+template <typename T>
+void avg_rows(const T* const* rows, int64_t nrows, T* __restrict out, int64_t C, double div,
+              const AvgQ& q) {
+  constexpr int64_t kBlock = 256;
+  Acc<T> s[kBlock];
+  const float d = static_cast<float>(div);
+  const Acc<T> bias = -static_cast<Acc<T>>(q.zp) * static_cast<Acc<T>>(nrows);
+  for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
+    const int64_t n = C - c0 < kBlock ? C - c0 : kBlock;
+    for (int64_t j = 0; j < n; ++j) s[j] = bias;
+    for (int64_t r = 0; r < nrows; ++r) {
+      const T* __restrict a = rows[r] + c0;
+      for (int64_t j = 0; j < n; ++j) s[j] += static_cast<Acc<T>>(a[j]);
+    }
+    T* __restrict o = out + c0;
+    for (int64_t j = 0; j < n; ++j) o[j] = avg_one<T>(s[j], d, q);
+  }
+}
+
+template <typename T, int S>
+void hmax_s(const T* __restrict tmp, T* __restrict out, int64_t OW, int64_t K, int64_t s_rt,
+            int64_t D, int64_t C) {
+  const int64_t st = S > 0 ? S : s_rt;
+  if (C == 1) {
+    for (int64_t o = 0; o < OW; ++o) out[o] = tmp[o * st];
+    for (int64_t k = 1; k < K; ++k) {
+      const T* __restrict t = tmp + k * D;
+      for (int64_t o = 0; o < OW; ++o) out[o] = tmax(out[o], t[o * st]);
+    }
+    return;
+  }
+  for (int64_t o = 0; o < OW; ++o) {
+    T* __restrict y = out + o * C;
+    const T* __restrict t0 = tmp + o * st * C;
+    for (int64_t c = 0; c < C; ++c) y[c] = t0[c];
+    for (int64_t k = 1; k < K; ++k) {
+      const T* __restrict t = t0 + k * D * C;
+      for (int64_t c = 0; c < C; ++c) y[c] = tmax(y[c], t[c]);
+    }
+  }
+}
+
+template <typename T>
+void hmax(const T* tmp, T* out, int64_t OW, int64_t K, int64_t S, int64_t D, int64_t C) {
+  if (S == 1) return hmax_s<T, 1>(tmp, out, OW, K, S, D, C);
+  if (S == 2) return hmax_s<T, 2>(tmp, out, OW, K, S, D, C);
+  hmax_s<T, 0>(tmp, out, OW, K, S, D, C);
+}
+
+// Channels-last horizontal average of output pixel o: taps t0 + k*C for k < n, C channels.
+template <typename T>
+inline void havg_pixel(const Acc<T>* __restrict t0, int64_t n, T* __restrict y, int64_t C,
+                       float div, const AvgQ& q) {
+  constexpr int64_t kBlock = 256;
+  Acc<T> s[kBlock];
+  for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
+    const int64_t m = C - c0 < kBlock ? C - c0 : kBlock;
+    const Acc<T>* __restrict a = t0 + c0;
+    for (int64_t j = 0; j < m; ++j) s[j] = a[j];
+    for (int64_t k = 1; k < n; ++k) {
+      const Acc<T>* __restrict t = a + k * C;
+      for (int64_t j = 0; j < m; ++j) s[j] += t[j];
+    }
+    for (int64_t j = 0; j < m; ++j) y[c0 + j] = avg_one<T>(s[j], div, q);
+  }
+}
+
+template <typename T, int S>
+void havg_s(const Acc<T>* __restrict acc, T* __restrict out, int64_t OW, int64_t K, int64_t s_rt,
+            int64_t C, const double* div, const AvgQ& q) {
+  constexpr int64_t kBlock = 256;
+  const int64_t st = S > 0 ? S : s_rt;
+  if (C > 1) {
+    for (int64_t o = 0; o < OW; ++o)
+      havg_pixel<T>(acc + o * st * C, K, out + o * C, C, static_cast<float>(div[o]), q);
+    return;
+  }
+  Acc<T> s[kBlock];
+  for (int64_t o0 = 0; o0 < OW; o0 += kBlock) {
+    const int64_t n = OW - o0 < kBlock ? OW - o0 : kBlock;
+    const Acc<T>* __restrict a = acc + o0 * st;
+    for (int64_t o = 0; o < n; ++o) s[o] = a[o * st];
+    for (int64_t k = 1; k < K; ++k) {
+      const Acc<T>* __restrict t = a + k;
+      for (int64_t o = 0; o < n; ++o) s[o] += t[o * st];
+    }
+    for (int64_t o = 0; o < n; ++o) out[o0 + o] = avg_one<T>(s[o], static_cast<float>(div[o0 + o]), q);
+  }
+}
+
+template <typename T>
+void havg(const Acc<T>* acc, T* out, int64_t OW, int64_t K, int64_t S, int64_t C,
+          const double* div, const AvgQ& q) {
+  if (S == 1) return havg_s<T, 1>(acc, out, OW, K, S, C, div, q);
+  if (S == 2) return havg_s<T, 2>(acc, out, OW, K, S, C, div, q);
+  havg_s<T, 0>(acc, out, OW, K, S, C, div, q);
+}
+
+template <typename T>
+void havg_win(const Acc<T>* acc, T* out, int64_t OW, int64_t C, const int64_t* ws,
+              const int64_t* we, const double* div, const AvgQ& q) {
+  if (C > 1) {
+    for (int64_t o = 0; o < OW; ++o)
+      havg_pixel<T>(acc + ws[o] * C, we[o] - ws[o], out + o * C, C, static_cast<float>(div[o]), q);
+    return;
+  }
+  for (int64_t o = 0; o < OW; ++o) {
+    Acc<T> s = 0;
+    for (int64_t i = ws[o]; i < we[o]; ++i) s += acc[i];
+    out[o] = avg_one<T>(s, static_cast<float>(div[o]), q);
+  }
+}
+
+template <typename T>
+void plane_avg(const T* x, T* out, int64_t P, int64_t HW, double div, const AvgQ& q) {
+  const Acc<T> bias = -static_cast<Acc<T>>(q.zp) * static_cast<Acc<T>>(HW);
+  const float d = static_cast<float>(div);
+  for (int64_t p = 0; p < P; ++p) {
+    const T* __restrict a = x + p * HW;
+    Acc<T> s = 0;
+    for (int64_t i = 0; i < HW; ++i) s += static_cast<Acc<T>>(a[i]);
+    out[p] = avg_one<T>(s + bias, d, q);
+  }
+}
+
+template <typename T>
+void gather(const T* __restrict in, T* __restrict out, int64_t OW, const int32_t* __restrict idx) {
+  for (int64_t o = 0; o < OW; ++o) out[o] = in[idx[o]];
+}
+
+template <typename T>
+void dup2(const T* __restrict in, T* __restrict out, int64_t W) {
+  for (int64_t i = 0; i < W; ++i) {
+    out[2 * i] = in[i];
+    out[2 * i + 1] = in[i];
+  }
+}
+
+template <typename T>
+void lerp_h(const T* __restrict x, float* __restrict H, int64_t OW, int64_t C,
+            const int32_t* __restrict i0, const int32_t* __restrict i1,
+            const float* __restrict a0, const float* __restrict a1) {
+  if (C == 1) {
+    for (int64_t o = 0; o < OW; ++o) {
+      const float p = a0[o] * static_cast<float>(x[i0[o]]);
+      const float r = a1[o] * static_cast<float>(x[i1[o]]);
+      H[o] = p + r;
+    }
+    return;
+  }
+  for (int64_t o = 0; o < OW; ++o) {
+    const T* __restrict xa = x + static_cast<int64_t>(i0[o]) * C;
+    const T* __restrict xb = x + static_cast<int64_t>(i1[o]) * C;
+    const float wa = a0[o], wb = a1[o];
+    float* __restrict h = H + o * C;
+    for (int64_t c = 0; c < C; ++c) {
+      const float p = wa * static_cast<float>(xa[c]);
+      const float r = wb * static_cast<float>(xb[c]);
+      h[c] = p + r;
+    }
+  }
+}
+
+template <typename T>
+void lerp_v(const float* __restrict H0, const float* __restrict H1, T* __restrict out, int64_t n,
+            float b0, float b1, const LerpQ& q) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float p = b0 * H0[j];
+    const float r = b1 * H1[j];
+    float v = std::nearbyint(p + r);
+    v = v < q.qmin ? q.qmin : v;
+    v = v > q.qmax ? q.qmax : v;
+    out[j] = static_cast<T>(static_cast<int32_t>(v));
+  }
+}
+
+template <typename T>
+TypedPoolKernels<T> typed() {
+  TypedPoolKernels<T> k{};
+  k.max_rows = &max_rows<T>;
+  k.sum_rows = &sum_rows<T>;
+  k.avg_rows = &avg_rows<T>;
+  k.hmax = &hmax<T>;
+  k.havg = &havg<T>;
+  k.havg_win = &havg_win<T>;
+  k.plane_avg = &plane_avg<T>;
+  k.gather = &gather<T>;
+  k.dup2 = &dup2<T>;
+  k.lerp_h = &lerp_h<T>;
+  k.lerp_v = &lerp_v<T>;
+  return k;
+}
+
+}  // namespace pool_generic
+}  // namespace QPLUGIN_ISA_NS
+}  // namespace kernels
+}  // namespace qplugin

@@ -1,0 +1,25 @@
+// Schemas of the pooling ops. Where PyTorch has the op for quantized tensors the schema mirrors it
+// (quantized::max_pool1d/2d; aten::avg_pool2d/3d, aten::adaptive_avg_pool2d/3d, aten::max_pool3d,
+// aten::avg_pool1d, aten::adaptive_avg_pool1d dispatch to QuantizedCPU kernels in PyTorch);
+// adaptive_max_pool2d is an extension (values only: no indices for quantized tensors).
+// Kernels: ops/quantized_cpu/pooling_kernel.cpp; pinned in tests/test_schemas.py.
+#include <torch/library.h>
+
+TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+  m.def("max_pool1d(Tensor qx, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
+        "bool ceil_mode) -> Tensor");
+  m.def("max_pool2d(Tensor qx, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
+        "bool ceil_mode) -> Tensor");
+  m.def("max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, "
+        "int[3] dilation=1, bool ceil_mode=False) -> Tensor");
+  m.def("avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, "
+        "bool ceil_mode=False, bool count_include_pad=True) -> Tensor");
+  m.def("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+        "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor");
+  m.def("avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, "
+        "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor");
+  m.def("adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor");
+  m.def("adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor");
+  m.def("adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor");
+  m.def("adaptive_max_pool2d(Tensor self, int[2] output_size) -> Tensor");
+}

@@ -1,0 +1,356 @@
+// QuantizedCPU (and CPU, for a clear error on float input) kernels of the resampling ops:
+// nearest, nearest-exact (1d/2d/3d) and linear/bilinear/trilinear upsampling.
+// Schemas: ops/upsample.cpp. Microkernels: kernels/pool/* via kernels/pool/pool_dispatch.h.
+// Source indices and weights are computed exactly as PyTorch's (aten/src/ATen/native/UpSample.h:
+// float scales, the output == input and output == 2 * input shortcuts of nearest), so nearest
+// modes are bit-identical to PyTorch. Linear modes interpolate raw codes separably in float:
+// H = a0 * x[w0] + a1 * x[w1] per input row, then y = round_half_even(b0 * H[h0] + b1 * H[h1])
+// (trilinear: one more level, c0 * (..d0..) + c1 * (..d1..)), PyTorch's op order; input qparams
+// propagate to the output.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "common/checks.h"
+#include "common/quant_utils.h"
+#include "kernels/pool/pool_dispatch.h"
+
+namespace qplugin {
+namespace ops {
+namespace {
+
+using kernels::LerpQ;
+using kernels::TypedPoolKernels;
+
+template <typename T>
+const TypedPoolKernels<T>& typed_kernels();
+template <>
+const TypedPoolKernels<uint8_t>& typed_kernels<uint8_t>() { return kernels::pool_table().u8; }
+template <>
+const TypedPoolKernels<int8_t>& typed_kernels<int8_t>() { return kernels::pool_table().s8; }
+template <>
+const TypedPoolKernels<int32_t>& typed_kernels<int32_t>() { return kernels::pool_table().s32; }
+
+float compute_scales_value(c10::optional<double> scale, int64_t in, int64_t out) {
+  return (scale.has_value() && *scale > 0.) ? static_cast<float>(1.0 / *scale)
+                                            : (static_cast<float>(in) / out);
+}
+
+// PyTorch's nearest_idx / nearest_exact_idx.
+std::vector<int64_t> nearest_indices(int64_t in, int64_t out, c10::optional<double> scale,
+                                     bool exact) {
+  std::vector<int64_t> idx(out);
+  if (!exact && out == in) {
+    for (int64_t o = 0; o < out; ++o) idx[o] = o;
+  } else if (!exact && out == 2 * in) {
+    for (int64_t o = 0; o < out; ++o) idx[o] = o >> 1;
+  } else {
+    const float s = compute_scales_value(scale, in, out);
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t src = exact ? static_cast<int64_t>(std::floor(static_cast<float>((o + 0.5) * s)))
+                                : static_cast<int64_t>(std::floor(o * s));
+      idx[o] = std::min(src, in - 1);
+    }
+  }
+  return idx;
+}
+
+// PyTorch's area_pixel_compute_scale / area_pixel_compute_source_index (cubic = false).
+struct LinearDim {
+  std::vector<int32_t> i0, i1;
+  std::vector<float> w0, w1;
+};
+
+LinearDim linear_weights(int64_t in, int64_t out, bool align_corners, c10::optional<double> scale) {
+  LinearDim d;
+  const float s = align_corners ? (out > 1 ? static_cast<float>(in - 1) / (out - 1) : 0.0f)
+                                : compute_scales_value(scale, in, out);
+  for (int64_t o = 0; o < out; ++o) {
+    float src;
+    if (align_corners) {
+      src = s * o;
+    } else {
+      src = s * (o + 0.5f) - 0.5f;
+      if (src < 0.f) src = 0.f;
+    }
+    int64_t i = static_cast<int64_t>(src);
+    if (i > in - 1) i = in - 1;
+    const int64_t ip = i < in - 1 ? 1 : 0;
+    float l1 = src - i;
+    const float l0 = 1.0f - l1;
+    d.i0.push_back(static_cast<int32_t>(i));
+    d.i1.push_back(static_cast<int32_t>(i + ip));
+    d.w0.push_back(l0);
+    d.w1.push_back(l1);
+  }
+  return d;
+}
+
+// Shared front: validation and output allocation. nd spatial dims; returns 5-D-ready sizes.
+struct Prep {
+  at::Tensor x;  // dense input in the chosen layout
+  at::Tensor y;
+  bool cl;
+  int64_t N, C;
+  int64_t in[3], out[3];  // (D, H, W), leading 1s
+};
+
+Prep prepare(const char* op, int64_t nd, const at::Tensor& qx, at::IntArrayRef output_size) {
+  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
+  TORCH_CHECK(qx.dim() == nd + 2, "qplugin::", op, ": expected a ", nd + 2, "-D (N, C, ",
+              nd == 1 ? "L" : nd == 2 ? "H, W" : "D, H, W", ") input, got ", qx.dim(), "-D");
+  TORCH_CHECK(static_cast<int64_t>(output_size.size()) == nd, "qplugin::", op,
+              ": expected output_size of ", nd, " ints, got ", output_size.size(), " values ",
+              output_size);
+  Prep p;
+  p.N = qx.size(0);
+  p.C = qx.size(1);
+  for (int i = 0; i < 3; ++i) p.in[i] = p.out[i] = 1;
+  for (int64_t i = 0; i < nd; ++i) {
+    TORCH_CHECK(output_size[i] > 0, "qplugin::", op, ": expected positive output sizes, got ",
+                output_size);
+    TORCH_CHECK(qx.size(2 + i) > 0, "qplugin::", op,
+                ": expected non-empty spatial dimensions, got input of shape ", qx.sizes());
+    p.in[3 - nd + i] = qx.size(2 + i);
+    p.out[3 - nd + i] = output_size[i];
+  }
+  std::vector<int64_t> shape{p.N, p.C};
+  for (int64_t i = 0; i < nd; ++i) shape.push_back(output_size[i]);
+  const auto cl_fmt = nd == 3 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
+  p.cl = nd >= 2 && qx.suggest_memory_format() == cl_fmt;
+  p.y = at::_empty_affine_quantized(shape, qx.options(), qx.q_scale(), qx.q_zero_point(),
+                                    p.cl ? cl_fmt : at::MemoryFormat::Contiguous);
+  p.x = p.cl ? qx.contiguous(cl_fmt) : qx.contiguous();
+  return p;
+}
+
+template <typename T>
+void nearest_run(const Prep& p, const std::vector<int64_t>& id, const std::vector<int64_t>& ih,
+                 const std::vector<int64_t>& iw) {
+  const auto& K = typed_kernels<T>();
+  const int64_t D = p.in[0], H = p.in[1], W = p.in[2];
+  const int64_t OD = p.out[0], OH = p.out[1], OW = p.out[2];
+  const T* x = reinterpret_cast<const T*>(p.x.data_ptr());
+  T* y = reinterpret_cast<T*>(p.y.data_ptr());
+  std::vector<int32_t> iw32(iw.begin(), iw.end());
+  bool dup = OW == 2 * W, ident = OW == W;
+  for (int64_t o = 0; o < OW; ++o) {
+    dup = dup && iw[o] == (o >> 1);
+    ident = ident && iw[o] == o;
+  }
+  if (p.cl) {
+    const int64_t C = p.C;
+    const int64_t rows = p.N * OD * OH;
+    at::parallel_for(0, rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, OW * C)),
+                     [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t oh = r % OH, od = (r / OH) % OD, n = r / (OH * OD);
+        T* yr = y + r * OW * C;
+        // Same source row as the previous output row: copy that row.
+        if (r > b && oh > 0 && ih[oh] == ih[oh - 1]) {
+          std::memcpy(yr, yr - OW * C, OW * C * sizeof(T));
+          continue;
+        }
+        if (r > b && oh == 0 && od > 0 && OH > 0 && id[od] == id[od - 1] && r >= OH) {
+          std::memcpy(yr, yr - OH * OW * C, OW * C * sizeof(T));
+          continue;
+        }
+        const T* xr = x + ((n * D + id[od]) * H + ih[oh]) * W * C;
+        if (ident) {
+          std::memcpy(yr, xr, W * C * sizeof(T));
+        } else {
+          for (int64_t o = 0; o < OW; ++o)
+            std::memcpy(yr + o * C, xr + iw[o] * C, C * sizeof(T));
+        }
+      }
+    });
+    return;
+  }
+  const int64_t rows = p.N * p.C * OD * OH;
+  at::parallel_for(0, rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, OW)),
+                   [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t oh = r % OH, od = (r / OH) % OD, pl = r / (OH * OD);
+      T* yr = y + r * OW;
+      if (r > b && oh > 0 && ih[oh] == ih[oh - 1]) {
+        std::memcpy(yr, yr - OW, OW * sizeof(T));
+        continue;
+      }
+      const T* xr = x + ((pl * D + id[od]) * H + ih[oh]) * W;
+      if (ident) std::memcpy(yr, xr, W * sizeof(T));
+      else if (dup) K.dup2(xr, yr, W);
+      else K.gather(xr, yr, OW, iw32.data());
+    }
+  });
+}
+
+at::Tensor nearest_impl(const char* op, int64_t nd, bool exact, const at::Tensor& qx,
+                        at::IntArrayRef output_size, c10::optional<double> sd,
+                        c10::optional<double> sh, c10::optional<double> sw) {
+  Prep p = prepare(op, nd, qx, output_size);
+  if (p.y.numel() == 0) return p.y;
+  const auto id = nearest_indices(p.in[0], p.out[0], sd, exact);
+  const auto ih = nearest_indices(p.in[1], p.out[1], sh, exact);
+  const auto iw = nearest_indices(p.in[2], p.out[2], sw, exact);
+  switch (qx.scalar_type()) {
+    case at::kQUInt8: nearest_run<uint8_t>(p, id, ih, iw); break;
+    case at::kQInt8: nearest_run<int8_t>(p, id, ih, iw); break;
+    default: nearest_run<int32_t>(p, id, ih, iw); break;
+  }
+  return p.y;
+}
+
+// Separable linear interpolation. Each thread walks output rows (n/plane, od, oh), computing the
+// horizontal pass H of the (up to 4) input rows it needs, cached by (plane, d, h).
+template <typename T>
+void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const LinearDim& lw) {
+  const auto& K = typed_kernels<T>();
+  const int64_t D = p.in[0], H = p.in[1], W = p.in[2];
+  const int64_t OD = p.out[0], OH = p.out[1], OW = p.out[2];
+  const int64_t C = p.cl ? p.C : 1;
+  const int64_t planes = p.cl ? p.N : p.N * p.C;
+  const T* x = reinterpret_cast<const T*>(p.x.data_ptr());
+  T* y = reinterpret_cast<T*>(p.y.data_ptr());
+  const auto r = qrange(p.x.scalar_type());
+  // qint32: keep the float clamp bounds representable in int32.
+  LerpQ q{static_cast<float>(r.first),
+          p.x.scalar_type() == at::kQInt32 ? 2147483520.0f : static_cast<float>(r.second)};
+  const int64_t rowlen = OW * C;
+  const int64_t rows = planes * OD * OH;
+  at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, rowlen)),
+                   [&](int64_t b, int64_t e) {
+    // Cache of horizontal rows keyed by input row id (plane, d, h): 4 slots.
+    std::vector<float> buf(4 * rowlen);
+    int64_t key[4] = {-1, -1, -1, -1};
+    int next = 0;
+    std::vector<float> tmp0, tmp1;
+    if (D > 1 || OD > 1) {
+      tmp0.resize(rowlen);
+      tmp1.resize(rowlen);
+    }
+    // `keep`: a row fetched just before and still needed; never evicted by this fetch.
+    auto hrow = [&](int64_t pl, int64_t d, int64_t h, const float* keep) -> const float* {
+      const int64_t k = (pl * D + d) * H + h;
+      for (int s = 0; s < 4; ++s)
+        if (key[s] == k) return buf.data() + s * rowlen;
+      int s = next;
+      if (buf.data() + s * rowlen == keep) s = (s + 1) & 3;
+      next = (s + 1) & 3;
+      key[s] = k;
+      K.lerp_h(x + k * W * C, buf.data() + s * rowlen, OW, C, lw.i0.data(), lw.i1.data(),
+               lw.w0.data(), lw.w1.data());
+      return buf.data() + s * rowlen;
+    };
+    for (int64_t rr = b; rr < e; ++rr) {
+      const int64_t oh = rr % OH, od = (rr / OH) % OD, pl = rr / (OH * OD);
+      T* yr = y + rr * rowlen;
+      const int64_t h0 = lh.i0[oh], h1 = lh.i1[oh];
+      if (D == 1 && OD == 1) {
+        const float* A = hrow(pl, 0, h0, nullptr);
+        const float* B = hrow(pl, 0, h1, A);
+        K.lerp_v(A, B, yr, rowlen, lh.w0[oh], lh.w1[oh], q);
+      } else {
+        // Trilinear: c0 * (b0 * H[d0][h0] + b1 * H[d0][h1]) + c1 * (b0 * H[d1][h0] + b1 * H[d1][h1]).
+        const int64_t d0 = ld.i0[od], d1 = ld.i1[od];
+        const float b0 = lh.w0[oh], b1 = lh.w1[oh], c0 = ld.w0[od], c1 = ld.w1[od];
+        const float* A = hrow(pl, d0, h0, nullptr);
+        const float* B = hrow(pl, d0, h1, A);
+        for (int64_t j = 0; j < rowlen; ++j) {
+          const float u = b0 * A[j];
+          const float v = b1 * B[j];
+          tmp0[j] = u + v;
+        }
+        const float* Cc = hrow(pl, d1, h0, nullptr);
+        const float* Dd = hrow(pl, d1, h1, Cc);
+        for (int64_t j = 0; j < rowlen; ++j) {
+          const float u = b0 * Cc[j];
+          const float v = b1 * Dd[j];
+          tmp1[j] = u + v;
+        }
+        K.lerp_v(tmp0.data(), tmp1.data(), yr, rowlen, c0, c1, q);
+      }
+    }
+  });
+}
+
+at::Tensor linear_impl(const char* op, int64_t nd, const at::Tensor& qx,
+                       at::IntArrayRef output_size, bool align_corners, c10::optional<double> sd,
+                       c10::optional<double> sh, c10::optional<double> sw) {
+  Prep p = prepare(op, nd, qx, output_size);
+  if (p.y.numel() == 0) return p.y;
+  const LinearDim ld = linear_weights(p.in[0], p.out[0], align_corners, sd);
+  const LinearDim lh = linear_weights(p.in[1], p.out[1], align_corners, sh);
+  const LinearDim lw = linear_weights(p.in[2], p.out[2], align_corners, sw);
+  switch (qx.scalar_type()) {
+    case at::kQUInt8: linear_run<uint8_t>(p, ld, lh, lw); break;
+    case at::kQInt8: linear_run<int8_t>(p, ld, lh, lw); break;
+    default: linear_run<int32_t>(p, ld, lh, lw); break;
+  }
+  return p.y;
+}
+
+using OptD = c10::optional<double>;
+
+at::Tensor upsample_nearest1d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, OptD s) {
+  return nearest_impl("upsample_nearest1d", 1, false, x, os, c10::nullopt, c10::nullopt, s);
+}
+at::Tensor upsample_nearest2d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, OptD sh,
+                                            OptD sw) {
+  return nearest_impl("upsample_nearest2d", 2, false, x, os, c10::nullopt, sh, sw);
+}
+at::Tensor upsample_nearest3d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, OptD sd,
+                                            OptD sh, OptD sw) {
+  return nearest_impl("upsample_nearest3d", 3, false, x, os, sd, sh, sw);
+}
+at::Tensor upsample_nearest_exact1d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, OptD s) {
+  return nearest_impl("_upsample_nearest_exact1d", 1, true, x, os, c10::nullopt, c10::nullopt, s);
+}
+at::Tensor upsample_nearest_exact2d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os,
+                                                  OptD sh, OptD sw) {
+  return nearest_impl("_upsample_nearest_exact2d", 2, true, x, os, c10::nullopt, sh, sw);
+}
+at::Tensor upsample_nearest_exact3d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os,
+                                                  OptD sd, OptD sh, OptD sw) {
+  return nearest_impl("_upsample_nearest_exact3d", 3, true, x, os, sd, sh, sw);
+}
+at::Tensor upsample_linear1d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, bool ac,
+                                           OptD s) {
+  return linear_impl("upsample_linear1d", 1, x, os, ac, c10::nullopt, c10::nullopt, s);
+}
+at::Tensor upsample_bilinear2d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, bool ac,
+                                             OptD sh, OptD sw) {
+  return linear_impl("upsample_bilinear2d", 2, x, os, ac, c10::nullopt, sh, sw);
+}
+at::Tensor upsample_trilinear3d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, bool ac,
+                                              OptD sd, OptD sh, OptD sw) {
+  return linear_impl("upsample_trilinear3d", 3, x, os, ac, sd, sh, sw);
+}
+
+}  // namespace
+}  // namespace ops
+}  // namespace qplugin
+
+// Registered for QuantizedCPU and CPU: on a float tensor the op itself raises a clear
+// "expected a quantized tensor" instead of the dispatcher's "could not run ... CPU backend".
+#define QPLUGIN_REGISTER_UPSAMPLE(m)                                                            \
+  m.impl("upsample_nearest1d", TORCH_FN(qplugin::ops::upsample_nearest1d_quantized_cpu));       \
+  m.impl("upsample_nearest2d", TORCH_FN(qplugin::ops::upsample_nearest2d_quantized_cpu));       \
+  m.impl("upsample_nearest3d", TORCH_FN(qplugin::ops::upsample_nearest3d_quantized_cpu));       \
+  m.impl("_upsample_nearest_exact1d",                                                           \
+         TORCH_FN(qplugin::ops::upsample_nearest_exact1d_quantized_cpu));                       \
+  m.impl("_upsample_nearest_exact2d",                                                           \
+         TORCH_FN(qplugin::ops::upsample_nearest_exact2d_quantized_cpu));                       \
+  m.impl("_upsample_nearest_exact3d",                                                           \
+         TORCH_FN(qplugin::ops::upsample_nearest_exact3d_quantized_cpu));                       \
+  m.impl("upsample_linear1d", TORCH_FN(qplugin::ops::upsample_linear1d_quantized_cpu));         \
+  m.impl("upsample_bilinear2d", TORCH_FN(qplugin::ops::upsample_bilinear2d_quantized_cpu));     \
+  m.impl("upsample_trilinear3d", TORCH_FN(qplugin::ops::upsample_trilinear3d_quantized_cpu));
+
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_UPSAMPLE(m) }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_UPSAMPLE(m) }
