@@ -28,12 +28,89 @@ MIRRORS = {
     "layer_norm": torch.ops.quantized.layer_norm,
     "group_norm": torch.ops.quantized.group_norm,
     "instance_norm": torch.ops.quantized.instance_norm,
+    "_upsample_nearest_exact1d": torch.ops.aten._upsample_nearest_exact1d,
+    "_upsample_nearest_exact2d": torch.ops.aten._upsample_nearest_exact2d,
+    "_upsample_nearest_exact3d": torch.ops.aten._upsample_nearest_exact3d,
+    "adaptive_avg_pool1d": torch.ops.aten.adaptive_avg_pool1d,
+    "adaptive_avg_pool2d": torch.ops.aten.adaptive_avg_pool2d,
+    "adaptive_avg_pool3d": torch.ops.aten.adaptive_avg_pool3d,
+    "avg_pool1d": torch.ops.aten.avg_pool1d,
+    "avg_pool2d": torch.ops.aten.avg_pool2d,
+    "avg_pool3d": torch.ops.aten.avg_pool3d,
+    "max_pool1d": torch.ops.quantized.max_pool1d,
+    "max_pool2d": torch.ops.quantized.max_pool2d,
+    "max_pool3d": torch.ops.aten.max_pool3d,
+    "upsample_bilinear2d": torch.ops.aten.upsample_bilinear2d,
+    "upsample_linear1d": torch.ops.aten.upsample_linear1d,
+    "upsample_nearest1d": torch.ops.aten.upsample_nearest1d,
+    "upsample_nearest2d": torch.ops.aten.upsample_nearest2d,
+    "upsample_nearest3d": torch.ops.aten.upsample_nearest3d,
+    "upsample_trilinear3d": torch.ops.aten.upsample_trilinear3d,
 }
 # Library-level ops with no PyTorch counterpart (leading underscore: private).
+# qplugin extensions with no PyTorch counterpart of the same schema (pinned, not mirrored).
+EXTENSIONS = ("adaptive_max_pool2d",)
 PRIVATE = ("_cpu_isa", "_detected_cpu_isa", "_set_cpu_isa", "_build_torch_version")
 
 
 class TestSchemas(expecttest.TestCase):
+    def test__upsample_nearest_exact1d(self):
+        self.assertExpectedInline(schema("_upsample_nearest_exact1d"), """qplugin::_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor""")
+
+    def test__upsample_nearest_exact2d(self):
+        self.assertExpectedInline(schema("_upsample_nearest_exact2d"), """qplugin::_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor""")
+
+    def test__upsample_nearest_exact3d(self):
+        self.assertExpectedInline(schema("_upsample_nearest_exact3d"), """qplugin::_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor""")
+
+    def test_adaptive_avg_pool1d(self):
+        self.assertExpectedInline(schema("adaptive_avg_pool1d"), """qplugin::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor""")
+
+    def test_adaptive_avg_pool2d(self):
+        self.assertExpectedInline(schema("adaptive_avg_pool2d"), """qplugin::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor""")
+
+    def test_adaptive_avg_pool3d(self):
+        self.assertExpectedInline(schema("adaptive_avg_pool3d"), """qplugin::adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor""")
+
+    def test_adaptive_max_pool2d(self):
+        self.assertExpectedInline(schema("adaptive_max_pool2d"), """qplugin::adaptive_max_pool2d(Tensor self, int[2] output_size) -> Tensor""")
+
+    def test_avg_pool1d(self):
+        self.assertExpectedInline(schema("avg_pool1d"), """qplugin::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor""")
+
+    def test_avg_pool2d(self):
+        self.assertExpectedInline(schema("avg_pool2d"), """qplugin::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor""")
+
+    def test_avg_pool3d(self):
+        self.assertExpectedInline(schema("avg_pool3d"), """qplugin::avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor""")
+
+    def test_max_pool1d(self):
+        self.assertExpectedInline(schema("max_pool1d"), """qplugin::max_pool1d(Tensor qx, int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode) -> Tensor""")
+
+    def test_max_pool2d(self):
+        self.assertExpectedInline(schema("max_pool2d"), """qplugin::max_pool2d(Tensor qx, int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode) -> Tensor""")
+
+    def test_max_pool3d(self):
+        self.assertExpectedInline(schema("max_pool3d"), """qplugin::max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor""")
+
+    def test_upsample_bilinear2d(self):
+        self.assertExpectedInline(schema("upsample_bilinear2d"), """qplugin::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor""")
+
+    def test_upsample_linear1d(self):
+        self.assertExpectedInline(schema("upsample_linear1d"), """qplugin::upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor""")
+
+    def test_upsample_nearest1d(self):
+        self.assertExpectedInline(schema("upsample_nearest1d"), """qplugin::upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor""")
+
+    def test_upsample_nearest2d(self):
+        self.assertExpectedInline(schema("upsample_nearest2d"), """qplugin::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor""")
+
+    def test_upsample_nearest3d(self):
+        self.assertExpectedInline(schema("upsample_nearest3d"), """qplugin::upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor""")
+
+    def test_upsample_trilinear3d(self):
+        self.assertExpectedInline(schema("upsample_trilinear3d"), """qplugin::upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor""")
+
     def test_layer_norm(self):
         self.assertExpectedInline(schema("layer_norm"), """qplugin::layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, float output_scale, int output_zero_point) -> Tensor""")
 
@@ -102,7 +179,7 @@ def test_every_op_is_pinned():
     assert registered == pinned, (
         f"not pinned: {sorted(registered - pinned)}; pinned but not registered: "
         f"{sorted(pinned - registered)}")
-    assert registered == set(MIRRORS) | set(PRIVATE)
+    assert registered == set(MIRRORS) | set(PRIVATE) | set(EXTENSIONS)
 
 
 def _arg(a):

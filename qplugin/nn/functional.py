@@ -9,7 +9,12 @@ from typing import List
 import torch
 from torch import Tensor
 
-__all__: List[str] = ["hardswish", "elu", "relu6", "layer_norm", "group_norm", "instance_norm"]
+__all__: List[str] = [
+    "hardswish", "elu", "relu6", "layer_norm", "group_norm", "instance_norm",
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool2d",
+    "interpolate", "upsample", "upsample_bilinear", "upsample_nearest",
+]
 
 # The non-quantized input check is in Python (ValueError, as PyTorch's functional); everything
 # else (dtype, qscheme, qparams) is checked by the op ("qplugin::<op>: expected ...").
@@ -77,3 +82,19 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 from ._functional_norm import group_norm, instance_norm, layer_norm  # noqa: E402,F401
+from ._functional_pool import (  # noqa: E402,F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    interpolate,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
