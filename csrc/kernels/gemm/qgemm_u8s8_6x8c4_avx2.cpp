@@ -1,0 +1,172 @@
+// AVX2 GEMM kernel qgemm_u8s8_6x8c4__avx2, exact for every input: u8 activations and s8 weights
+// are widened to s16 and multiplied with VPMADDWD (s16 x s16 pairs summed into s32, cannot
+// saturate for these ranges). Not VPMADDUBSW: its s16 pair sum saturates for u8 x s8 inputs such
+// as 255*127 + 255*127 (PyTorch issue 44939). Weights: 8-column panels, k-groups of 4, so one
+// 16-byte load widens to 4 columns x 4 k; each s32 lane holds half a column's k-group and the
+// epilogue adds the halves (VPHADDD). Must equal the scalar kernel byte for byte.
+// Changes with: qgemm.h (contract), qgemm_generic.h (packing, scalar epilogue).
+#define QPLUGIN_ISA_NS avx2
+#include <immintrin.h>
+
+#include "kernels/gemm/qgemm_generic.h"
+
+namespace qplugin {
+namespace kernels {
+namespace gemm {
+namespace avx2 {
+namespace {
+
+constexpr int kMR = 6;
+constexpr int kNR = 8;
+constexpr int kKR = 4;
+
+// (a0 a1 a2 a3) as s16, repeated over the 4 64-bit lanes.
+inline __m256i broadcast_a4(const uint8_t* p) {
+  int32_t x;
+  std::memcpy(&x, p, 4);
+  return _mm256_cvtepu8_epi16(_mm_set1_epi32(x));
+}
+
+// The last, partial k-group: only `kt` (1..3) bytes exist and only those are read.
+inline __m256i broadcast_a_tail(const uint8_t* p, int kt) {
+  int32_t x = 0;
+  std::memcpy(&x, p, static_cast<size_t>(kt));
+  return _mm256_cvtepu8_epi16(_mm_set1_epi32(x));
+}
+
+inline __m256i load_b4(const int8_t* p) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Lane mask of the first `n` (0..8) int32 lanes, for fault-free partial loads.
+inline __m256i lane_mask(int n) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
+}
+
+// One MR x 8 tile over the whole K (see the avx512vnni kernel for the argument convention).
+template <int MR>
+void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t width, int64_t m,
+          int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+  __m256i acc[MR][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+  const int64_t bstride = width * kKR;
+  const int64_t kg = K / kKR;
+  const int kt = static_cast<int>(K % kKR);
+  const uint8_t* ap = a;
+  for (int64_t g = 0; g < kg; ++g) {
+    const __m256i b0 = load_b4(b), b1 = load_b4(b + 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m256i av = broadcast_a4(ap + i * lda);
+      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
+      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
+    }
+    ap += kKR;
+    b += bstride;
+  }
+  if (kt != 0) {
+    const __m256i b0 = load_b4(b), b1 = load_b4(b + 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m256i av = broadcast_a_tail(ap + i * lda, kt);
+      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
+      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
+    }
+  }
+
+  const int cols = static_cast<int>(width);  // 1..8
+  const __m256i mk = lane_mask(cols);
+  const __m256i coff = _mm256_maskload_epi32(e.col_offsets + n, mk);
+  const __m256 bq = _mm256_maskload_ps(e.bias_q + n, mk);
+  const __m256 mult = _mm256_maskload_ps(e.mult + n, mk);
+  __m256i zw = _mm256_setzero_si256();
+  if (e.row_sums != nullptr) {
+    zw = e.w_zp != nullptr ? _mm256_maskload_epi32(e.w_zp + n, mk)
+                           : _mm256_set1_epi32(e.w_zp_scalar);
+  }
+  const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
+  const __m256i out_zp = _mm256_set1_epi32(e.out_zp);
+  const __m128i pack_idx = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    // [c0 c1 c4 c5 | c2 c3 c6 c7] -> c0..c7
+    __m256i v = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
+    v = _mm256_sub_epi32(v, coff);
+    if (e.row_sums != nullptr) {
+      v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(e.row_sums[m + i])));
+    }
+    __m256 f = _mm256_add_ps(_mm256_cvtepi32_ps(v), bq);
+    f = _mm256_mul_ps(f, mult);
+    f = _mm256_max_ps(f, lo);
+    f = _mm256_min_ps(f, hi);
+    const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(f), out_zp);
+    // Values are in [0, 255]: take the low byte of each lane.
+    const __m128i lo4 = _mm_shuffle_epi8(_mm256_castsi256_si128(q), pack_idx);
+    const __m128i hi4 = _mm_shuffle_epi8(_mm256_extracti128_si256(q, 1), pack_idx);
+    const uint64_t bytes = static_cast<uint64_t>(static_cast<uint32_t>(_mm_cvtsi128_si32(lo4))) |
+                           (static_cast<uint64_t>(static_cast<uint32_t>(_mm_cvtsi128_si32(hi4)))
+                            << 32);
+    uint8_t* dst = c + (m + i) * ldc + n;
+    if (cols == 8) {
+      std::memcpy(dst, &bytes, 8);
+    } else {
+      std::memcpy(dst, &bytes, static_cast<size_t>(cols));
+    }
+  }
+}
+
+using TileFn = void (*)(const uint8_t*, int64_t, int64_t, const int8_t*, int64_t, int64_t,
+                        int64_t, const QGemmEpilogue&, uint8_t*, int64_t);
+const TileFn kTiles[kMR] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>, &tile<5>, &tile<6>};
+
+// Rows outer (A's MR rows stay in L1 while every panel of B streams past them).
+void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
+          int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+  const int64_t Kp = generic::round_up(K, kKR);
+  for (int64_t m0 = 0; m0 < M; m0 += kMR) {
+    const int64_t mr = M - m0 < kMR ? M - m0 : kMR;
+    for (int64_t p0 = n0; p0 < n1; p0 += kNR) {
+      const int64_t width = N - p0 < kNR ? N - p0 : kNR;
+      kTiles[mr - 1](a + m0 * lda, lda, K, packed_b + p0 * Kp, width, m0, p0, e, c, ldc);
+    }
+  }
+}
+
+void row_sums(const uint8_t* a, int64_t lda, int64_t M, int64_t K, int32_t* out) {
+  const __m256i zero = _mm256_setzero_si256();
+  for (int64_t m = 0; m < M; ++m) {
+    const uint8_t* ar = a + m * lda;
+    __m256i s = _mm256_setzero_si256();
+    int64_t k = 0;
+    for (; k + 32 <= K; k += 32) {
+      s = _mm256_add_epi64(
+          s, _mm256_sad_epu8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ar + k)), zero));
+    }
+    int64_t t = _mm256_extract_epi64(s, 0) + _mm256_extract_epi64(s, 1) +
+                _mm256_extract_epi64(s, 2) + _mm256_extract_epi64(s, 3);
+    for (; k < K; ++k) t += ar[k];
+    out[m] = static_cast<int32_t>(t);
+  }
+}
+
+}  // namespace
+
+const QGemmKernels& qgemm_table() {
+  static const QGemmKernels t{Isa::kAvx2,
+                              "qgemm_u8s8_6x8c4__avx2",
+                              kMR,
+                              kNR,
+                              kKR,
+                              &generic::packed_b_bytes<kNR, kKR>,
+                              &generic::pack_b<kNR, kKR>,
+                              &row_sums,
+                              &gemm};
+  return t;
+}
+
+}  // namespace avx2
+}  // namespace gemm
+}  // namespace kernels
+}  // namespace qplugin
