@@ -48,6 +48,15 @@ struct QGemmEpilogue {
 // the buffer (those lanes are never stored).
 constexpr int64_t kPackSlack = 64;
 
+// Byte offset of W[n][k] in a buffer packed with panel width nr and k-group kr (Kp = K rounded up
+// to kr). The single definition of the layout besides pack_b; unpacking uses it.
+inline int64_t packed_b_offset(int64_t n, int64_t k, int64_t N, int64_t Kp, int64_t nr,
+                               int64_t kr) {
+  const int64_t p0 = n / nr * nr;
+  const int64_t width = N - p0 < nr ? N - p0 : nr;
+  return p0 * Kp + (k / kr) * width * kr + (n - p0) * kr + k % kr;
+}
+
 struct QGemmKernels {
   Isa isa;
   const char* name;  // e.g. "qgemm_u8s8_6x64c4__avx512vnni"

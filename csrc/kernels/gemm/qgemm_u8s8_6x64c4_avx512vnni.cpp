@@ -3,6 +3,10 @@
 // weights packed in 64-column panels of k-groups of 4. Must equal the scalar kernel byte for byte.
 // Changes with: qgemm.h (contract), qgemm_generic.h (packing, scalar epilogue).
 #define QPLUGIN_ISA_NS avx512vnni
+// GCC 12 reports the _mm512_undefined_* placeholders inside its own intrinsic headers as
+// uninitialized once they are inlined into the asm-using tile below; nothing here reads them.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "kernels/gemm/qgemm_generic.h"
