@@ -189,7 +189,9 @@ class Linear(torch.nn.Module):
     #                                                                  |--- dtype
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "scale"] = torch.tensor(self.scale)
+        # float64 (torch.ao writes float32): the scale survives the round trip exactly; readers
+        # of either convert with float().
+        destination[prefix + "scale"] = torch.tensor(self.scale, dtype=torch.float64)
         destination[prefix + "zero_point"] = torch.tensor(self.zero_point)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -203,10 +205,15 @@ class Linear(torch.nn.Module):
             bias = state_dict.pop(prefix + "bias")
             state_dict.update({prefix + "_packed_params.weight": weight,
                                prefix + "_packed_params.bias": bias})
+        # The child _packed_params loads after this hook: take the feature counts from its keys.
+        w = state_dict.get(prefix + "_packed_params.weight")
+        packed = state_dict.get(prefix + "_packed_params._packed_params")
+        if w is None and packed is not None:
+            w = packed[0]
+        if isinstance(w, torch.Tensor) and w.dim() == 2:
+            self.out_features, self.in_features = int(w.shape[0]), int(w.shape[1])
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
                                       unexpected_keys, error_msgs)
-        w = self.weight()
-        self.out_features, self.in_features = int(w.shape[0]), int(w.shape[1])
 
     def _weight_bias(self):
         return self._packed_params._weight_bias()
