@@ -124,9 +124,6 @@ at::Tensor LinearPackedParams::apply(const at::Tensor& x, double output_scale,
               " (input shape ", x.sizes(), ")");
   checks::check_output_qparams(op, output_scale, output_zero_point, at::kQUInt8);
   const double in_scale = x.q_scale();
-  const float sa = static_cast<float>(in_scale);
-  TORCH_CHECK(std::isfinite(in_scale) && in_scale > 0 && sa > 0.0f && std::isfinite(sa),
-              "qplugin::", op, ": expected input with a finite, positive scale, got ", in_scale);
 
   std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
   out_sizes.back() = N_;
@@ -146,15 +143,51 @@ at::Tensor LinearPackedParams::apply(const at::Tensor& x, double output_scale,
     a = x.contiguous();
   }
 
-  // Per-call requantization terms (qgemm.h). Rounding order as PyTorch's fbgemm path:
-  // v = (acc + bias / (s_a * s_w)) * ((s_a * s_w) / s_out), all in float32, so that outputs
-  // agree with torch.ops.quantized.linear bit for bit in practice (the exact real-number value
-  // is the same for every order; only float rounding at .5 ties differs).
-  const float so = static_cast<float>(output_scale);
-  const int32_t za = static_cast<int32_t>(x.q_zero_point());
+  const auto rq = requant_for(op, in_scale, x.q_zero_point(), output_scale);
+  const int64_t qmin = 0, qmax = 255;
+  const int64_t lo = ReluFused ? std::max<int64_t>(qmin, output_zero_point) : qmin;
+  QGemmEpilogue e{rq->col_offsets.data(),
+                  per_channel_ ? w_zp_i32_.data() : nullptr,
+                  static_cast<int32_t>(w_zp_),
+                  /*row_sums=*/nullptr,
+                  rq->bias_q.data(),
+                  rq->mult.data(),
+                  static_cast<float>(lo - output_zero_point),
+                  static_cast<float>(qmax - output_zero_point),
+                  static_cast<int32_t>(output_zero_point)};
+  ops::qgemm_parallel(*kernels_, reinterpret_cast<const uint8_t*>(a.data_ptr()), lda, M, K_,
+                      packed_.data_ptr<int8_t>(), N_, e, any_w_zp_,
+                      reinterpret_cast<uint8_t*>(y.data_ptr()), /*ldc=*/N_);
+  return y;
+}
+
+std::shared_ptr<const LinearPackedParams::Requant> LinearPackedParams::requant_for(
+    const char* op, double in_scale, int64_t in_zp, double out_scale) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (cache_ && cache_->in_scale == in_scale && cache_->in_zp == in_zp &&
+        cache_->out_scale == out_scale) {
+      return cache_;
+    }
+  }
+  const float sa = static_cast<float>(in_scale);
+  TORCH_CHECK(std::isfinite(in_scale) && in_scale > 0 && sa > 0.0f && std::isfinite(sa),
+              "qplugin::", op, ": expected input with a finite, positive scale, got ", in_scale);
+  auto r = std::make_shared<Requant>();
+  r->in_scale = in_scale;
+  r->in_zp = in_zp;
+  r->out_scale = out_scale;
+  // Rounding order as PyTorch's fbgemm path: v = (acc + bias / (s_a * s_w)) * ((s_a * s_w) /
+  // s_out), all in float32, so that outputs agree with torch.ops.quantized.linear bit for bit in
+  // practice (every order gives the same real number; only float rounding near .5 differs).
+  const float so = static_cast<float>(out_scale);
+  const int32_t za = static_cast<int32_t>(in_zp);
   const float* bias = bias_.has_value() ? bias_->data_ptr<float>() : nullptr;
-  std::vector<float> mult(static_cast<size_t>(N_)), bq(static_cast<size_t>(N_));
-  std::vector<int32_t> coff(static_cast<size_t>(N_));
+  r->mult.resize(static_cast<size_t>(N_));
+  r->bias_q.resize(static_cast<size_t>(N_));
+  r->col_offsets.resize(static_cast<size_t>(N_));
+  float* mult = r->mult.data();
+  float* bq = r->bias_q.data();
   bool finite = true;
   if (!per_channel_) {
     const float atw = sa * w_scale_f_[0];
@@ -176,28 +209,17 @@ at::Tensor LinearPackedParams::apply(const at::Tensor& x, double output_scale,
   TORCH_CHECK(finite, "qplugin::", op,
               ": expected input_scale * weight_scale and its ratio to output_scale to be finite "
               "and non-zero in float32, got input scale ", in_scale, " and output scale ",
-              output_scale);
-  const int64_t wzp = w_zp_;
+              out_scale);
+  // col_offsets[n] = a_zp * colsum[n] - K * a_zp * w_zp[n], wrapped to int32 like the GEMM.
   for (int64_t n = 0; n < N_; ++n) {
-    const int64_t zw = per_channel_ ? w_zp_i32_[n] : wzp;
+    const int64_t zw = per_channel_ ? w_zp_i32_[n] : w_zp_;
     const int64_t v = static_cast<int64_t>(za) * col_sums_[n] - K_ * za * zw;
-    coff[n] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+    r->col_offsets[n] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
   }
-  const int64_t qmin = 0, qmax = 255;
-  const int64_t lo = ReluFused ? std::max<int64_t>(qmin, output_zero_point) : qmin;
-  QGemmEpilogue e{coff.data(),
-                  per_channel_ ? w_zp_i32_.data() : nullptr,
-                  static_cast<int32_t>(w_zp_),
-                  /*row_sums=*/nullptr,
-                  bq.data(),
-                  mult.data(),
-                  static_cast<float>(lo - output_zero_point),
-                  static_cast<float>(qmax - output_zero_point),
-                  static_cast<int32_t>(output_zero_point)};
-  ops::qgemm_parallel(*kernels_, reinterpret_cast<const uint8_t*>(a.data_ptr()), lda, M, K_,
-                      packed_.data_ptr<int8_t>(), N_, e, any_w_zp_,
-                      reinterpret_cast<uint8_t*>(y.data_ptr()), /*ldc=*/N_);
-  return y;
+  std::shared_ptr<const Requant> out = std::move(r);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  cache_ = out;
+  return out;
 }
 
 template at::Tensor LinearPackedParams::apply<false>(const at::Tensor&, double, int64_t) const;

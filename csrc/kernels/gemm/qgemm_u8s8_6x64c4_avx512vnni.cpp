@@ -160,8 +160,11 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
   if (chunk < kNR) chunk = kNR;
   for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
     const int64_t c1 = c0 + chunk < n1 ? c0 + chunk : n1;
-    for (int64_t m0 = 0; m0 < M; m0 += kMR) {
-      const int64_t mr = M - m0 < kMR ? M - m0 : kMR;
+    // Row tiles as even as possible (M = 32: 5,5,6,5,5,6 rather than 6,6,6,6,6,2).
+    const int64_t ntiles = (M + kMR - 1) / kMR;
+    for (int64_t t = 0; t < ntiles; ++t) {
+      const int64_t m0 = t * M / ntiles;
+      const int64_t mr = (t + 1) * M / ntiles - m0;
       for (int64_t p0 = c0; p0 < c1; p0 += kNR) {
         const int64_t width = N - p0 < kNR ? N - p0 : kNR;
         const int64_t nv = (width + 15) / 16;

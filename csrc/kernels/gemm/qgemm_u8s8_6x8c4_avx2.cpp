@@ -125,8 +125,11 @@ const TileFn kTiles[kMR] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>, &tile<5>, &t
 void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
           int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   const int64_t Kp = generic::round_up(K, kKR);
-  for (int64_t m0 = 0; m0 < M; m0 += kMR) {
-    const int64_t mr = M - m0 < kMR ? M - m0 : kMR;
+  // Row tiles as even as possible (M = 7: 4 + 3 rather than 6 + 1).
+  const int64_t ntiles = (M + kMR - 1) / kMR;
+  for (int64_t t = 0; t < ntiles; ++t) {
+    const int64_t m0 = t * M / ntiles;
+    const int64_t mr = (t + 1) * M / ntiles - m0;
     for (int64_t p0 = n0; p0 < n1; p0 += kNR) {
       const int64_t width = N - p0 < kNR ? N - p0 : kNR;
       kTiles[mr - 1](a + m0 * lda, lda, K, packed_b + p0 * Kp, width, m0, p0, e, c, ldc);
