@@ -484,3 +484,31 @@ def test_schemas():
                                 "float Y_scale_i, int Y_zero_point_i) -> Tensor Y")
     assert s["linear_unpack"] == (f"qplugin::linear_unpack({cls} W_prepack) -> "
                                   "(Tensor W_origin, Tensor? B_origin)")
+
+
+def test_concurrent_calls_with_different_qparams():
+    """The packed object caches the last per-call requantization vectors: concurrent callers
+    with different input/output qparams must each get their own correct result."""
+    import threading
+    x, w, b = make(8, 200, 300, scheme="per_channel", w_zp="random", seed=12)
+    p = torch.ops.qplugin.linear_prepack(w, b)
+    cases = []
+    for i in range(6):
+        xi = torch._make_per_tensor_quantized_tensor(x.int_repr(), 0.01 + 0.003 * i, 20 * i)
+        cases.append((xi, 0.2 + 0.05 * i, 10 * i))
+    want = [torch.ops.qplugin.linear(xi, p, s, z).int_repr() for xi, s, z in cases]
+    errors = []
+
+    def worker(j):
+        for r in range(60):
+            xi, s, z = cases[(j + r) % len(cases)]
+            y = torch.ops.qplugin.linear(xi, p, s, z).int_repr()
+            if not torch.equal(y, want[(j + r) % len(cases)]):
+                errors.append((j, r))
+
+    threads = [threading.Thread(target=worker, args=(j,)) for j in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
