@@ -8,6 +8,8 @@
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
 
+#include <vector>
+
 #include "kernels/gemm/qgemm_generic.h"
 
 namespace qplugin {
@@ -20,18 +22,38 @@ constexpr int kMR = 6;
 constexpr int kNR = 8;
 constexpr int kKR = 4;
 
-// (a0 a1 a2 a3) as s16, repeated over the 4 64-bit lanes.
-inline __m256i broadcast_a4(const uint8_t* p) {
-  int32_t x;
-  std::memcpy(&x, p, 4);
-  return _mm256_cvtepu8_epi16(_mm_set1_epi32(x));
+// Row tile of A widened to s16 once (then reused by every panel of B): for k-group g and row i,
+// the 4 values (a[4g] .. a[4g+3]) at aw[(g * MR + i) * 4]; the partial last group is zero-padded,
+// and only the K bytes of each row are read.
+template <int MR>
+void widen_rows(const uint8_t* a, int64_t lda, int64_t K, int16_t* aw) {
+  const int64_t kg = K / kKR;
+  for (int i = 0; i < MR; ++i) {
+    const uint8_t* ar = a + i * lda;
+    int64_t g = 0;
+    for (; g + 4 <= kg; g += 4) {
+      const __m256i w =
+          _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ar + g * kKR)));
+      const __m128i lo = _mm256_castsi256_si128(w), hi = _mm256_extracti128_si256(w, 1);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(aw + ((g + 0) * MR + i) * 4), lo);
+      _mm_storeh_pd(reinterpret_cast<double*>(aw + ((g + 1) * MR + i) * 4), _mm_castsi128_pd(lo));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(aw + ((g + 2) * MR + i) * 4), hi);
+      _mm_storeh_pd(reinterpret_cast<double*>(aw + ((g + 3) * MR + i) * 4), _mm_castsi128_pd(hi));
+    }
+    for (; g * kKR < K; ++g) {
+      for (int r = 0; r < kKR; ++r) {
+        const int64_t k = g * kKR + r;
+        aw[(g * MR + i) * 4 + r] = k < K ? static_cast<int16_t>(ar[k]) : int16_t{0};
+      }
+    }
+  }
 }
 
-// The last, partial k-group: only `kt` (1..3) bytes exist and only those are read.
-inline __m256i broadcast_a_tail(const uint8_t* p, int kt) {
-  int32_t x = 0;
-  std::memcpy(&x, p, static_cast<size_t>(kt));
-  return _mm256_cvtepu8_epi16(_mm_set1_epi32(x));
+// The 4 s16 values of one row's k-group, repeated over the 4 64-bit lanes.
+inline __m256i broadcast_aw(const int16_t* p) {
+  int64_t x;
+  std::memcpy(&x, p, 8);
+  return _mm256_set1_epi64x(x);
 }
 
 inline __m256i load_b4(const int8_t* p) {
@@ -44,37 +66,51 @@ inline __m256i lane_mask(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
 }
 
+// acc + madd(a, b): s16 x s16 pairs summed into s32 lanes (VPMADDWD + VPADDD). Inline asm
+// keeps the accumulator in its register: GCC 12 otherwise spills the 12 accumulators.
+inline __m256i madd_acc(__m256i acc, __m256i a, __m256i b) {
+  __m256i t;
+  asm("vpmaddwd %[b], %[a], %[t]\n\tvpaddd %[t], %[acc], %[acc]"
+      : [acc] "+x"(acc), [t] "=&x"(t)
+      : [a] "x"(a), [b] "x"(b));
+  return acc;
+}
+
+#define QP_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
 // One MR x 8 tile over the whole K (see the avx512vnni kernel for the argument convention).
+// Accumulators c<i>0 (columns 0..3) and c<i>1 (columns 4..7) of row i hold two partial sums per
+// column (k-pairs 01 and 23); the epilogue adds them.
+// aw: the row tile widened by widen_rows<MR>; kgp: k-groups including a partial last one.
 template <int MR>
-void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t width, int64_t m,
-          int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
-  __m256i acc[MR][2];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+void tile(const int16_t* aw, int64_t kgp, const int8_t* b, int64_t width, int64_t m, int64_t n,
+          const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+#define QP_DECL(i) __m256i c##i##0 = _mm256_setzero_si256(), c##i##1 = c##i##0;
+  QP_ROWS(QP_DECL)
+#undef QP_DECL
   const int64_t bstride = width * kKR;
-  const int64_t kg = K / kKR;
-  const int kt = static_cast<int>(K % kKR);
-  const uint8_t* ap = a;
-  for (int64_t g = 0; g < kg; ++g) {
+#define QP_ROW(i)                                                                           \
+  if constexpr (MR > i) {                                                                   \
+    const __m256i av = broadcast_aw(aw + i * 4);                                            \
+    c##i##0 = madd_acc(c##i##0, av, b0);                                                    \
+    c##i##1 = madd_acc(c##i##1, av, b1);                                                    \
+  }
+  for (int64_t g = 0; g < kgp; ++g) {
     const __m256i b0 = load_b4(b), b1 = load_b4(b + 16);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m256i av = broadcast_a4(ap + i * lda);
-      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
-      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
-    }
-    ap += kKR;
+    QP_ROWS(QP_ROW)
+    aw += MR * 4;
     b += bstride;
   }
-  if (kt != 0) {
-    const __m256i b0 = load_b4(b), b1 = load_b4(b + 16);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m256i av = broadcast_a_tail(ap + i * lda, kt);
-      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
-      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
-    }
+#undef QP_ROW
+  __m256i acc[kMR][2];
+#define QP_GATHER(i)                                                                        \
+  if constexpr (MR > i) {                                                                   \
+    acc[i][0] = c##i##0;                                                                    \
+    acc[i][1] = c##i##1;                                                                    \
   }
+  QP_ROWS(QP_GATHER)
+#undef QP_GATHER
+#undef QP_ROWS
 
   const int cols = static_cast<int>(width);  // 1..8
   const __m256i mk = lane_mask(cols);
@@ -117,22 +153,28 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
   }
 }
 
-using TileFn = void (*)(const uint8_t*, int64_t, int64_t, const int8_t*, int64_t, int64_t,
-                        int64_t, const QGemmEpilogue&, uint8_t*, int64_t);
+using TileFn = void (*)(const int16_t*, int64_t, const int8_t*, int64_t, int64_t, int64_t,
+                        const QGemmEpilogue&, uint8_t*, int64_t);
+using WidenFn = void (*)(const uint8_t*, int64_t, int64_t, int16_t*);
 const TileFn kTiles[kMR] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>, &tile<5>, &tile<6>};
+const WidenFn kWiden[kMR] = {&widen_rows<1>, &widen_rows<2>, &widen_rows<3>,
+                             &widen_rows<4>, &widen_rows<5>, &widen_rows<6>};
 
-// Rows outer (A's MR rows stay in L1 while every panel of B streams past them).
+// Rows outer: each row tile of A is widened once, then every panel of B streams past it.
 void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
           int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   const int64_t Kp = generic::round_up(K, kKR);
+  const int64_t kgp = Kp / kKR;
+  std::vector<int16_t> aw(static_cast<size_t>(kMR * Kp > 0 ? kMR * Kp : 1));
   // Row tiles as even as possible (M = 7: 4 + 3 rather than 6 + 1).
   const int64_t ntiles = (M + kMR - 1) / kMR;
   for (int64_t t = 0; t < ntiles; ++t) {
     const int64_t m0 = t * M / ntiles;
     const int64_t mr = (t + 1) * M / ntiles - m0;
+    kWiden[mr - 1](a + m0 * lda, lda, K, aw.data());
     for (int64_t p0 = n0; p0 < n1; p0 += kNR) {
       const int64_t width = N - p0 < kNR ? N - p0 : kNR;
-      kTiles[mr - 1](a + m0 * lda, lda, K, packed_b + p0 * Kp, width, m0, p0, e, c, ldc);
+      kTiles[mr - 1](aw.data(), kgp, packed_b + p0 * Kp, width, m0, p0, e, c, ldc);
     }
   }
 }
