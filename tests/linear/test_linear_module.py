@@ -22,15 +22,17 @@ import torch.ao.quantization as tq  # noqa: E402
 
 import qplugin  # noqa: E402,F401
 from qplugin.nn._functional_linear import linear as qF_linear  # noqa: E402
-from qplugin.nn.intrinsic.linear_relu import LinearReLU  # noqa: E402
+from qplugin.nn.intrinsic.modules.linear_relu import LinearReLU  # noqa: E402
 from qplugin.nn.modules.linear import Linear  # noqa: E402
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 torch.backends.quantized.engine = "x86"
 
-FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "linear")
 ISAS = ["scalar", "avx2", "avx512vnni"]
+# The ISA at session start (QPLUGIN_CPU_ISA may cap it): restored after every ISA-forcing test.
+START_ISA = torch.ops.qplugin._cpu_isa()
 
 # What the lead's qplugin.quantization mapping adds (float / fused / QAT -> qplugin).
 MAPPING = {
@@ -49,10 +51,10 @@ MAPPING = {
 def isa(request):
     got = torch.ops.qplugin._set_cpu_isa(request.param)
     if got != request.param:
-        torch.ops.qplugin._set_cpu_isa("auto")
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
         pytest.skip(f"this CPU has no {request.param}")
     yield request.param
-    torch.ops.qplugin._set_cpu_isa("auto")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
 
 
 def assert_close1(got, want, min_equal=0.99):
@@ -401,3 +403,13 @@ def test_setstate_validates_the_tensors():
         p._get_method("__setstate__")((1, w, 3))
     p._get_method("__setstate__")((1, w, None))  # a valid state replaces the contents
     assert p.bias() is None
+
+
+def test_functional_linear_scripts_and_rejects_float_input():
+    fn = torch.jit.script(qF_linear)
+    m = _module()
+    x = _qx()
+    assert torch.equal(fn(x, m.weight(), m.bias(), 0.07, 101).int_repr(), m(x).int_repr())
+    with pytest.raises(ValueError, match=r"qplugin.nn.functional.linear: expected a quantized "
+                                         r"input tensor"):
+        qF_linear(torch.randn(2, 12), m.weight())

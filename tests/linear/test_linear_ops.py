@@ -20,16 +20,18 @@ warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 torch.backends.quantized.engine = "x86"
 
 ISAS = ["scalar", "avx2", "avx512vnni"]
+# The ISA at session start (QPLUGIN_CPU_ISA may cap it): restored after every ISA-forcing test.
+START_ISA = torch.ops.qplugin._cpu_isa()
 
 
 @pytest.fixture(params=ISAS)
 def isa(request):
     got = torch.ops.qplugin._set_cpu_isa(request.param)
     if got != request.param:
-        torch.ops.qplugin._set_cpu_isa("auto")
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
         pytest.skip(f"this CPU has no {request.param}")
     yield request.param
-    torch.ops.qplugin._set_cpu_isa("auto")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,7 +299,7 @@ def test_every_isa_gives_identical_bytes():
         p = torch.ops.qplugin.linear_prepack(w, b)
         assert p.kernel().endswith("__" + name)
         outs[name] = torch.ops.qplugin.linear_relu(x, p, scale, zp).int_repr()
-    torch.ops.qplugin._set_cpu_isa("auto")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
     for name, y in outs.items():
         assert torch.equal(y, outs["scalar"]), name
 
@@ -307,7 +309,7 @@ def test_packed_object_keeps_its_kernel():
     p_scalar = None
     if torch.ops.qplugin._set_cpu_isa("scalar") == "scalar":
         p_scalar = torch.ops.qplugin.linear_prepack(w, b)
-    torch.ops.qplugin._set_cpu_isa("auto")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
     p_auto = torch.ops.qplugin.linear_prepack(w, b)
     assert p_auto.kernel().endswith("__" + torch.ops.qplugin._cpu_isa())
     assert p_scalar.kernel().endswith("__scalar")  # apply() never consults the global ISA

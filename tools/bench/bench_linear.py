@@ -1,12 +1,17 @@
 """Benchmark (not a test): torch.ops.qplugin.linear vs torch.ops.quantized.linear (x86 engine) vs
 fp32 torch.nn.functional.linear, same inputs, one process, per-channel weights.
 
-Usage:  PYTHONPATH=. python tools/bench/bench_linear.py [--threads 1 2] [--isa auto] [--quick]
+Usage:  python tools/bench/bench_linear.py [--threads 1 2] [--isa auto] [--repeat 3]
+        [--case M K N ...]
+
+Also provides cases() in the tuple format of tools/bench.py's op families:
+(name, qplugin_fn, torch_quantized_fn, fp32_fn, bytes_moved).
 
 Prints a markdown table: median times after warm-up, the qplugin/torch ratio (the issue's bar:
 <= 1.1 everywhere, geometric mean <= 1.0), and GOPS (2*M*N*K / time) against the int8 peak
 (default 465 GOPS per core: one 512-bit VPDPBUSD per cycle, 64 multiply-adds). Calls of the
-three implementations are interleaved round by round, so machine noise hits all of them alike.
+three implementations are interleaved round by round, so machine noise hits all of them alike;
+on a shared machine --repeat runs the whole table several times and reports per-case medians.
 """
 import argparse
 import math
@@ -58,6 +63,22 @@ def _time_interleaved(fns, min_time, min_reps=5, max_reps=2000):
     return [statistics.median(t) for t in times]
 
 
+def cases():
+    """The bar cases for tools/bench.py (its own timing loop, 1 and 2 threads)."""
+    torch.backends.quantized.engine = "x86"
+    out = []
+    for (M, K, N) in CASES:
+        x, w, b, xf, wf = _inputs(M, K, N)
+        pq = torch.ops.qplugin.linear_prepack(w, b)
+        pt = torch.ops.quantized.linear_prepack(w, b)
+        out.append((f"linear {M}x{K}->{N} per-channel",
+                    lambda x=x, pq=pq: torch.ops.qplugin.linear(x, pq, 0.05, 128),
+                    lambda x=x, pt=pt: torch.ops.quantized.linear(x, pt, 0.05, 128),
+                    lambda xf=xf, wf=wf, b=b: torch.nn.functional.linear(xf, wf, b),
+                    M * K + K * N + M * N))
+    return out
+
+
 def run(threads, min_time, cases, peak):
     torch.set_num_threads(threads)
     rows = []
@@ -105,6 +126,8 @@ def main():
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds per case")
     ap.add_argument("--peak", type=float, default=465.0, help="int8 GOPS per core")
     ap.add_argument("--case", type=int, nargs=3, action="append", metavar=("M", "K", "N"))
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the table this many times; report per-case medians")
     args = ap.parse_args()
     torch.backends.quantized.engine = "x86"
     isa = torch.ops.qplugin._set_cpu_isa(args.isa)
@@ -113,7 +136,17 @@ def main():
     cases = [tuple(c) for c in args.case] if args.case else CASES
     results = {}
     for t in args.threads:
-        rows = run(t, args.min_time, cases, args.peak)
+        runs = [run(t, args.min_time, cases, args.peak) for _ in range(args.repeat)]
+        rows = []
+        for i, r in enumerate(runs[0]):
+            med = dict(r)
+            for key in ("tq", "tt", "tf"):
+                med[key] = statistics.median(run_[i][key] for run_ in runs)
+            ops = 2.0 * r["M"] * r["N"] * r["K"]
+            med.update(ratio=med["tq"] / med["tt"], gq=ops / med["tq"] / 1e9,
+                       gt=ops / med["tt"] / 1e9, gf=ops / med["tf"] / 1e9,
+                       diff=max(run_[i]["diff"] for run_ in runs))
+            rows.append(med)
         results[t] = rows
         print_table(t, rows, args.peak)
     if 1 in results and 2 in results:
