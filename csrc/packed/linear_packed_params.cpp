@@ -235,9 +235,17 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> LinearPackedParams::unpack() c
   const int8_t* src = packed_.data_ptr<int8_t>();
   const int64_t kr = kernels_->kr, nr = kernels_->nr;
   const int64_t Kp = (K_ + kr - 1) / kr * kr;
-  for (int64_t n = 0; n < N_; ++n) {
-    for (int64_t k = 0; k < K_; ++k) {
-      dst[n * K_ + k] = src[kernels::gemm::packed_b_offset(n, k, N_, Kp, nr, kr)];
+  // Walk the packed buffer in order (panels, k-groups, columns, k within the group); the
+  // offset of every element is kernels::gemm::packed_b_offset(n, k, N, Kp, nr, kr).
+  for (int64_t p0 = 0; p0 < N_; p0 += nr) {
+    const int64_t width = std::min(nr, N_ - p0);
+    const int8_t* s = src + p0 * Kp;
+    for (int64_t kg = 0; kg < Kp; kg += kr) {
+      for (int64_t c = 0; c < width; ++c, s += kr) {
+        int8_t* d = dst + (p0 + c) * K_ + kg;
+        const int64_t cnt = std::min(kr, K_ - kg);  // the padding of the last group is dropped
+        for (int64_t r = 0; r < cnt; ++r) d[r] = s[r];
+      }
     }
   }
   c10::optional<at::Tensor> b;
