@@ -7,7 +7,7 @@
 
 TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("linear_prepack(Tensor W, Tensor? B=None) -> "
-        "__torch__.torch.classes.qplugin.LinearPackedParams");
+        "__torch__.torch.classes.qplugin.LinearPackedParams W_prepack");
   m.def("linear(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, "
         "float Y_scale_i, int Y_zero_point_i) -> Tensor Y");
   m.def("linear_relu(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, "

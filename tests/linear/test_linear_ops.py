@@ -475,11 +475,23 @@ def test_linear_rejects_zero_input_scale():
         torch.ops.qplugin.linear(x, p, 0.1, 0)
 
 
+def test_schemas_mirror_pytorch():
+    """Same names, argument order, defaults and returns as torch.ops.quantized, modulo the
+    namespace and the packed-params class."""
+    for name in ("linear_prepack", "linear", "linear_relu", "linear_unpack"):
+        ours = str(getattr(torch.ops.qplugin, name).default._schema).split("::", 1)[1]
+        theirs = str(getattr(torch.ops.quantized, name).default._schema).split("::", 1)[1]
+        assert ours.replace("qplugin.LinearPackedParams", "X") == theirs.replace(
+            "quantized.LinearPackedParamsBase", "X")
+        assert getattr(torch.ops.qplugin, name).overloads() == ["default"]
+
+
 def test_schemas():
     s = {name: str(getattr(torch.ops.qplugin, name).default._schema)
          for name in ("linear_prepack", "linear", "linear_relu", "linear_unpack")}
     cls = "__torch__.torch.classes.qplugin.LinearPackedParams"
-    assert s["linear_prepack"] == f"qplugin::linear_prepack(Tensor W, Tensor? B=None) -> {cls}"
+    assert s["linear_prepack"] == (f"qplugin::linear_prepack(Tensor W, Tensor? B=None) -> {cls} "
+                                   "W_prepack")
     assert s["linear"] == (f"qplugin::linear(Tensor X, {cls} W_prepack, float Y_scale_i, "
                            "int Y_zero_point_i) -> Tensor Y")
     assert s["linear_relu"] == (f"qplugin::linear_relu(Tensor X, {cls} W_prepack, "
