@@ -3,7 +3,8 @@
 // saturate for these ranges). Not VPMADDUBSW: its s16 pair sum saturates for u8 x s8 inputs such
 // as 255*127 + 255*127 (PyTorch issue 44939). Weights: 8-column panels, k-groups of 4, so one
 // 16-byte load widens to 4 columns x 4 k; each s32 lane holds half a column's k-group and the
-// epilogue adds the halves (VPHADDD). Must equal the scalar kernel byte for byte.
+// epilogue adds the halves (VPHADDD). Each row tile of A is widened to s16 once (widen_rows) and
+// reused by every panel. Must equal the scalar kernel byte for byte.
 // Changes with: qgemm.h (contract), qgemm_generic.h (packing, scalar epilogue).
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
