@@ -80,10 +80,11 @@ def test_tile_boundaries(isa, K):
             assert torch.equal(got, reference(x, w, b, scale, zp)), f"{isa} M{M} K{K} N{N}"
 
 
-@pytest.mark.parametrize("M,K,N", [(13, 1024, 1000), (7, 1537, 390), (1, 4099, 200),
+@pytest.mark.parametrize("M,K,N", [(13, 1024, 1000), (7, 1537, 390), (1, 4099, 200), (13, 4099, 1100),
                                    (20, 96, 4097)])
 def test_b_chunks_and_long_k(isa, M, K, N):
-    """Several B chunks per call (the VNNI kernel walks K x 384 KiB column chunks)."""
+    """Several B chunks per call (the VNNI kernel walks K x 384 KiB column chunks, prefetching the
+    next one when the packed weights exceed 4 MiB)."""
     x, w, b = _operands(M, K, N, seed=K, w_zp=True)
     scale = _scale_for(K)
     got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
