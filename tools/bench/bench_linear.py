@@ -45,6 +45,9 @@ def _inputs(M, K, N, seed=0):
     return x, w, b, xf, wf
 
 
+_CLOCK = time.perf_counter
+
+
 def _time_interleaved(fns, min_time, min_reps=5, max_reps=2000):
     """Runs each fn once per round, rounds until min_time total; returns per-fn medians."""
     for f in fns:  # warm-up
@@ -54,9 +57,9 @@ def _time_interleaved(fns, min_time, min_reps=5, max_reps=2000):
     start = time.perf_counter()
     while True:
         for i, f in enumerate(fns):
-            t0 = time.perf_counter()
+            t0 = _CLOCK()
             f()
-            times[i].append(time.perf_counter() - t0)
+            times[i].append(_CLOCK() - t0)
         n = len(times[0])
         if n >= max_reps or (n >= min_reps and time.perf_counter() - start > min_time):
             break
@@ -128,6 +131,11 @@ def main():
     ap.add_argument("--case", type=int, nargs=3, action="append", metavar=("M", "K", "N"))
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the table this many times; report per-case medians")
+    ap.add_argument("--clock", choices=("wall", "thread"), default="wall",
+                    help="wall: time.perf_counter; thread: CPU time of the calling thread "
+                         "(time.thread_time), which excludes time slices taken by other "
+                         "processes on a shared machine -- 1 thread only (at 1 intra-op thread "
+                         "every op runs on the calling thread)")
     args = ap.parse_args()
     torch.backends.quantized.engine = "x86"
     isa = torch.ops.qplugin._set_cpu_isa(args.isa)
@@ -135,6 +143,11 @@ def main():
           f"{torch.backends.quantized.engine}, {os.cpu_count()} CPUs")
     cases = [tuple(c) for c in args.case] if args.case else CASES
     results = {}
+    global _CLOCK
+    if args.clock == "thread" and args.threads != [1]:
+        ap.error("--clock thread measures the calling thread only: use it with --threads 1")
+    _CLOCK = time.thread_time if args.clock == "thread" else time.perf_counter
+    print(f"clock: {args.clock}, repeat {args.repeat}, min-time {args.min_time} s per case")
     for t in args.threads:
         runs = [run(t, args.min_time, cases, args.peak) for _ in range(args.repeat)]
         rows = []
