@@ -1,0 +1,91 @@
+// The int8 GEMM engine (torch-free): u8 activations x s8 packed weights -> exact s32 accumulators
+// -> requantized u8, with zero-point compensation and requantization fused into the epilogue.
+// Used by linear (ops/quantized_cpu/linear_kernel.cpp) and, with a strided/im2col'd A, by conv.
+// Changes with: gemm_dispatch.cpp (table), qgemm_*_<isa>.cpp (kernels + their packing),
+// ops/quantized_cpu/qgemm_parallel.h (threaded driver), packed/linear_packed_params.cpp.
+//
+// Math (every ISA, byte-identical):
+//   acc[m][n] = sum_k (A[m][k] - a_zp) * (W[n][k] - w_zp[n])                  exact int32
+//             = sum_k A*W  - w_zp[n] * rowsum(A[m])  - col_offset[n]
+//     with col_offset[n] = a_zp * colsum(W[n]) - K * a_zp * w_zp[n]  (int32, wraps like the GEMM)
+//   v = (float(acc) + bias_q[n]) * mult[n]         float32: one add, one multiply, no FMA
+//     bias_q[n] = bias[n] / (s_a * s_w[n]),  mult[n] = (s_a * s_w[n]) / s_out   (see the op)
+//   y = out_zp + nearbyint(min(max(v, lo), hi))    round half to even; lo/hi relative to out_zp
+// max/min are (v > lo ? v : lo) / (v < hi ? v : hi), i.e. MAXPS/MINPS: a NaN (NaN bias) -> lo.
+// The accumulation is exact while |acc| < 2^31 (K <= 33025 for any inputs; the same limit as
+// PyTorch's fbgemm). No saturating instruction is used anywhere (AVX2 widens to s16 and uses
+// VPMADDWD; AVX512-VNNI uses VPDPBUSD, not VPDPBUSDS).
+#pragma once
+#include <cstdint>
+
+#include "kernels/dispatch.h"
+
+namespace qplugin {
+namespace kernels {
+namespace gemm {
+
+// Per-call requantization and zero-point terms. Arrays are indexed by the absolute column n.
+struct QGemmEpilogue {
+  const int32_t* col_offsets;  // [N] subtracted from every row (see above); never null
+  const int32_t* w_zp;         // [N] per-channel weight zero points, or null: use w_zp_scalar
+  int32_t w_zp_scalar;         // per-tensor weight zero point (ignored when w_zp != null)
+  const int32_t* row_sums;     // [M] sum_k A[m][k] (null when every weight zero point is 0)
+  const float* bias_q;         // [N] bias / (s_a * s_w[n]); never null (zeros without bias)
+  const float* mult;           // [N] (s_a * s_w[n]) / s_out
+  float lo;                    // qmin - out_zp (ReLU: 0)
+  float hi;                    // qmax - out_zp
+  int32_t out_zp;
+};
+
+// A kernel and the packing of B it reads, chosen together (STYLE.md section 5).
+//
+// Packed B ("panels"): W is [N][K] row-major (a Linear weight; conv flattens to it). Columns are
+// cut into panels of `nr` columns (the last panel holds the N % nr leftover columns, stored at its
+// own width so that no padding column is ever stored); K is padded with zeros to a multiple of
+// `kr`. Panel p of width w occupies w * Kp bytes at offset p * nr * Kp, ordered
+//   [k / kr][column in panel][k % kr].
+// A slack of kPackSlack bytes follows, so vector loads of a partial panel may over-read inside
+// the buffer (those lanes are never stored).
+constexpr int64_t kPackSlack = 64;
+
+// Byte offset of W[n][k] in a buffer packed with panel width nr and k-group kr (Kp = K rounded up
+// to kr). The single definition of the layout besides pack_b; unpacking uses it.
+inline int64_t packed_b_offset(int64_t n, int64_t k, int64_t N, int64_t Kp, int64_t nr,
+                               int64_t kr) {
+  const int64_t p0 = n / nr * nr;
+  const int64_t width = N - p0 < nr ? N - p0 : nr;
+  return p0 * Kp + (k / kr) * width * kr + (n - p0) * kr + k % kr;
+}
+
+struct QGemmKernels {
+  Isa isa;
+  const char* name;  // e.g. "qgemm_u8s8_6x64c4__avx512vnni"
+  int mr;            // rows of the register tile
+  int nr;            // panel width (columns)
+  int kr;            // k-group of the packing
+  // Bytes of the packed buffer for a K x N weight (including the slack).
+  int64_t (*packed_b_bytes)(int64_t K, int64_t N);
+  // Packs W ([N][K], row stride ldw) into `packed` and writes col_sums[n] = sum_k W[n][k].
+  void (*pack_b)(const int8_t* w, int64_t ldw, int64_t K, int64_t N, int8_t* packed,
+                 int32_t* col_sums);
+  // row_sums[m] = sum_k A[m][k] for m in [0, M).
+  void (*row_sums)(const uint8_t* a, int64_t lda, int64_t M, int64_t K, int32_t* out);
+  // C[m][n] for m in [0, M), n in [n0, n1): n0 a multiple of nr, n1 a multiple of nr or N.
+  // A: M x K u8 with row stride lda; C: u8 with row stride ldc, indexed by absolute n.
+  // e.row_sums (when set) is indexed from A's row 0.
+  void (*gemm)(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
+               int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c,
+               int64_t ldc);
+};
+
+// The kernels of `isa` (falls back to the best lower ISA compiled in; never above it).
+const QGemmKernels& qgemm_kernels_for(Isa isa);
+
+// Per-ISA tables, defined in the qgemm_*_<isa>.cpp files.
+namespace scalar { const QGemmKernels& qgemm_table(); }
+namespace avx2 { const QGemmKernels& qgemm_table(); }
+namespace avx512vnni { const QGemmKernels& qgemm_table(); }
+
+}  // namespace gemm
+}  // namespace kernels
+}  // namespace qplugin

@@ -1,0 +1,241 @@
+// AVX512-VNNI GEMM kernel qgemm_u8s8_6x64c4__avx512vnni: VPDPBUSD (u8 x s8, four products
+// summed into s32, no saturation) on a 6-row x 64-column register tile (24 zmm accumulators),
+// weights packed in 64-column panels of k-groups of 4. Must equal the scalar kernel byte for byte.
+// Changes with: qgemm.h (contract), qgemm_generic.h (packing, scalar epilogue).
+#define QPLUGIN_ISA_NS avx512vnni
+// GCC 12 reports the _mm512_undefined_* placeholders inside its own intrinsic headers as
+// uninitialized once they are inlined into the asm-using tile below; nothing here reads them.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "kernels/gemm/qgemm_generic.h"
+
+namespace qplugin {
+namespace kernels {
+namespace gemm {
+namespace avx512vnni {
+namespace {
+
+constexpr int kMR = 6;
+constexpr int kNV = 4;  // zmm vectors of 16 columns per panel
+constexpr int kNR = 16 * kNV;
+constexpr int kKR = 4;
+// Columns of B processed per pass over the rows of A: the packed chunk (Kp x nc bytes) stays in
+// L2 while every row tile of A streams over it.
+constexpr int64_t kBChunkBytes = 384 * 1024;
+// Packed weights above this size get software prefetch of the next chunk (gemm()).
+constexpr int64_t kPrefetchMinBytes = 4 * 1024 * 1024;
+
+// acc + u8(a) . s8(b) per 4-byte group (VPDPBUSD). Inline asm because GCC 12's register allocator
+// copies and spills the tied accumulators of the builtin (measured: half the speed).
+inline __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
+  asm("vpdpbusd %[b], %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a), [b] "v"(b));
+  return acc;
+}
+
+inline __m512i broadcast_a4(const uint8_t* p) {
+  int32_t x;
+  std::memcpy(&x, p, 4);
+  return _mm512_set1_epi32(x);
+}
+
+// The last, partial k-group of a row: only `kt` (1..3) bytes exist; the masked load never
+// touches the others (no read past the end of A). The packed weights there are zero.
+inline __m512i broadcast_a_tail(const uint8_t* p, int kt) {
+  const __m128i v = _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << kt) - 1u), p);
+  return _mm512_broadcastd_epi32(v);
+}
+
+// Accumulator c<i><j>: row i, columns [16j, 16j + 16) of the tile. Named variables (not an
+// array) so that GCC keeps all 24 in registers.
+#define QP_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
+// One MR x (16*NV) tile over the whole K: A rows a[0..MR) (stride lda), B a panel of `width`
+// columns (width*4 bytes per k-group), C columns [n, n + width) of rows [m, m + MR).
+// pf, pf_lines: cache lines of the next B chunk to prefetch into L2 during this tile, spread
+// over its k-loop (see gemm()); none when pf_lines = 0.
+template <int MR, int NV>
+void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t width, int64_t m,
+          int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc, const char* pf,
+          int64_t pf_lines) {
+#define QP_DECL(i)                                                                          \
+  __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = c##i##0, c##i##2 = c##i##0,           \
+          c##i##3 = c##i##0;                                                                \
+  const uint8_t* a##i = MR > i ? a + i * lda : a;
+  QP_ROWS(QP_DECL)
+#undef QP_DECL
+  const int64_t bstride = width * kKR;
+  const int64_t kg = K / kKR;
+  const int kt = static_cast<int>(K % kKR);
+#define QP_FMA_ROW(i, LOAD)                                                                 \
+  if constexpr (MR > i) {                                                                   \
+    const __m512i av = LOAD;                                                                \
+    c##i##0 = dpbusd(c##i##0, av, b0);                                         \
+    if constexpr (NV > 1) c##i##1 = dpbusd(c##i##1, av, b1);                   \
+    if constexpr (NV > 2) c##i##2 = dpbusd(c##i##2, av, b2);                   \
+    if constexpr (NV > 3) c##i##3 = dpbusd(c##i##3, av, b3);                   \
+  }
+#define QP_STEP(i) QP_FMA_ROW(i, broadcast_a4(a##i))
+#define QP_TAIL(i) QP_FMA_ROW(i, broadcast_a_tail(a##i, kt))
+#define QP_ADVANCE(i) a##i += kKR;
+#define QP_LOAD_B                                                                           \
+  const __m512i b0 = _mm512_loadu_si512(b);                                                 \
+  const __m512i b1 = NV > 1 ? _mm512_loadu_si512(b + 64) : b0;                              \
+  const __m512i b2 = NV > 2 ? _mm512_loadu_si512(b + 128) : b0;                             \
+  const __m512i b3 = NV > 3 ? _mm512_loadu_si512(b + 192) : b0;
+  const int64_t pf_step = kg > 0 ? (pf_lines + kg - 1) / kg : 0;  // lines per k-group, <= 4
+  const char* const pf_end = pf + pf_lines * 64;
+  for (int64_t g = 0; g < kg; ++g) {
+    if (pf < pf_end) {
+      _mm_prefetch(pf, _MM_HINT_T1);
+      if (pf_step > 1) _mm_prefetch(pf + 64, _MM_HINT_T1);
+      if (pf_step > 2) _mm_prefetch(pf + 128, _MM_HINT_T1);
+      if (pf_step > 3) _mm_prefetch(pf + 192, _MM_HINT_T1);
+      pf += 64 * (pf_step < 4 ? pf_step : 4);
+    }
+    QP_LOAD_B
+    QP_ROWS(QP_STEP)
+    QP_ROWS(QP_ADVANCE)
+    b += bstride;
+  }
+  if (kt != 0) {
+    QP_LOAD_B
+    QP_ROWS(QP_TAIL)
+  }
+#undef QP_LOAD_B
+#undef QP_ADVANCE
+#undef QP_TAIL
+#undef QP_STEP
+#undef QP_FMA_ROW
+
+  // Epilogue: zero-point terms, requantization, clamp, narrow, store (masked on the last vector).
+  const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
+  const __m512i out_zp = _mm512_set1_epi32(e.out_zp);
+  const int last = static_cast<int>(width - 16 * (NV - 1));  // 1..16 columns in the last vector
+  const __mmask16 last_mask = static_cast<__mmask16>(last >= 16 ? 0xFFFFu : (1u << last) - 1u);
+  const bool has_rs = e.row_sums != nullptr;
+#define QP_EPI_COL(j)                                                                       \
+  if constexpr (NV > j) {                                                                   \
+    const __mmask16 mk = j == NV - 1 ? last_mask : static_cast<__mmask16>(0xFFFF);          \
+    const int64_t nj = n + 16 * j;                                                          \
+    const __m512i coff = _mm512_maskz_loadu_epi32(mk, e.col_offsets + nj);                  \
+    const __m512 bq = _mm512_maskz_loadu_ps(mk, e.bias_q + nj);                             \
+    const __m512 mult = _mm512_maskz_loadu_ps(mk, e.mult + nj);                             \
+    __m512i zw = _mm512_setzero_si512();                                                    \
+    if (has_rs) {                                                                           \
+      zw = e.w_zp != nullptr ? _mm512_maskz_loadu_epi32(mk, e.w_zp + nj)                    \
+                             : _mm512_set1_epi32(e.w_zp_scalar);                            \
+    }                                                                                       \
+    QP_EPI_ROW(0, j) QP_EPI_ROW(1, j) QP_EPI_ROW(2, j)                                      \
+    QP_EPI_ROW(3, j) QP_EPI_ROW(4, j) QP_EPI_ROW(5, j)                                      \
+  }
+#define QP_EPI_ROW(i, j)                                                                    \
+  if constexpr (MR > i) {                                                                   \
+    __m512i v = _mm512_sub_epi32(c##i##j, coff);                                            \
+    if (has_rs) {                                                                           \
+      v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zw, _mm512_set1_epi32(e.row_sums[m + i]))); \
+    }                                                                                       \
+    __m512 f = _mm512_add_ps(_mm512_cvtepi32_ps(v), bq);                                    \
+    f = _mm512_mul_ps(f, mult);                                                             \
+    f = _mm512_max_ps(f, lo);                                                               \
+    f = _mm512_min_ps(f, hi);                                                               \
+    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), out_zp);                      \
+    _mm_mask_storeu_epi8(c + (m + i) * ldc + nj, mk, _mm512_cvtepi32_epi8(q));              \
+  }
+  QP_EPI_COL(0) QP_EPI_COL(1) QP_EPI_COL(2) QP_EPI_COL(3)
+#undef QP_EPI_ROW
+#undef QP_EPI_COL
+}
+#undef QP_ROWS
+
+using TileFn = void (*)(const uint8_t*, int64_t, int64_t, const int8_t*, int64_t, int64_t,
+                        int64_t, const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t);
+
+template <int MR>
+constexpr TileFn tile_of(int nv) {
+  return nv == 1 ? &tile<MR, 1> : nv == 2 ? &tile<MR, 2> : nv == 3 ? &tile<MR, 3> : &tile<MR, 4>;
+}
+
+// kTiles[mr - 1][nv - 1]
+const TileFn kTiles[kMR][kNV] = {
+    {tile_of<1>(1), tile_of<1>(2), tile_of<1>(3), tile_of<1>(4)},
+    {tile_of<2>(1), tile_of<2>(2), tile_of<2>(3), tile_of<2>(4)},
+    {tile_of<3>(1), tile_of<3>(2), tile_of<3>(3), tile_of<3>(4)},
+    {tile_of<4>(1), tile_of<4>(2), tile_of<4>(3), tile_of<4>(4)},
+    {tile_of<5>(1), tile_of<5>(2), tile_of<5>(3), tile_of<5>(4)},
+    {tile_of<6>(1), tile_of<6>(2), tile_of<6>(3), tile_of<6>(4)},
+};
+
+void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
+          int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+  const int64_t Kp = generic::round_up(K, kKR);
+  int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
+  if (chunk < kNR) chunk = kNR;
+  // Row tiles as even as possible (M = 32: 5,5,6,5,5,6 rather than 6,6,6,6,6,2).
+  const int64_t ntiles = (M + kMR - 1) / kMR;
+  // Every row tile after the first reads the chunk from L2, but the first pass waits on L3 or,
+  // when other processes share the L3, on DRAM. So with several row tiles and weights too large
+  // to stay cached (> kPrefetchMinBytes), each (tile, panel) step prefetches its share of the
+  // next chunk into L2 (measured at K = 4096: M = 8 +25%, M = 32 +5..15%; on small, cached
+  // weights it only costs load slots, ~2%, hence the threshold). One row tile: a single pass,
+  // which the hardware prefetcher serves best.
+  const bool prefetch = ntiles > 1 && N * Kp > kPrefetchMinBytes;
+  for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
+    const int64_t c1 = c0 + chunk < n1 ? c0 + chunk : n1;
+    const char* pf_base = reinterpret_cast<const char*>(packed_b + c1 * Kp);
+    const int64_t next_cols = prefetch ? (c1 + chunk < n1 ? chunk : n1 - c1) : 0;
+    const int64_t pf_total = (next_cols * Kp + 63) / 64;
+    const int64_t steps = ntiles * ((c1 - c0 + kNR - 1) / kNR);
+    int64_t step = 0;
+    for (int64_t t = 0; t < ntiles; ++t) {
+      const int64_t m0 = t * M / ntiles;
+      const int64_t mr = (t + 1) * M / ntiles - m0;
+      for (int64_t p0 = c0; p0 < c1; p0 += kNR, ++step) {
+        const int64_t width = N - p0 < kNR ? N - p0 : kNR;
+        const int64_t nv = (width + 15) / 16;
+        const int64_t l0 = step * pf_total / steps, l1 = (step + 1) * pf_total / steps;
+        kTiles[mr - 1][nv - 1](a + m0 * lda, lda, K, packed_b + p0 * Kp, width, m0, p0, e, c,
+                               ldc, pf_base + l0 * 64, l1 - l0);
+      }
+    }
+  }
+}
+
+// row_sums[m] = sum_k A[m][k] with VPSADBW (exact: sums of u8 into u64 lanes).
+void row_sums(const uint8_t* a, int64_t lda, int64_t M, int64_t K, int32_t* out) {
+  const __m512i zero = _mm512_setzero_si512();
+  for (int64_t m = 0; m < M; ++m) {
+    const uint8_t* ar = a + m * lda;
+    __m512i s = _mm512_setzero_si512();
+    int64_t k = 0;
+    for (; k + 64 <= K; k += 64) {
+      s = _mm512_add_epi64(s, _mm512_sad_epu8(_mm512_loadu_si512(ar + k), zero));
+    }
+    if (k < K) {
+      const __mmask64 mk = (~0ULL) >> (64 - (K - k));
+      s = _mm512_add_epi64(s, _mm512_sad_epu8(_mm512_maskz_loadu_epi8(mk, ar + k), zero));
+    }
+    out[m] = static_cast<int32_t>(_mm512_reduce_add_epi64(s));
+  }
+}
+
+}  // namespace
+
+const QGemmKernels& qgemm_table() {
+  static const QGemmKernels t{Isa::kAvx512Vnni,
+                              "qgemm_u8s8_6x64c4__avx512vnni",
+                              kMR,
+                              kNR,
+                              kKR,
+                              &generic::packed_b_bytes<kNR, kKR>,
+                              &generic::pack_b<kNR, kKR>,
+                              &row_sums,
+                              &gemm};
+  return t;
+}
+
+}  // namespace avx512vnni
+}  // namespace gemm
+}  // namespace kernels
+}  // namespace qplugin

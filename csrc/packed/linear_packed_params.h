@@ -1,0 +1,91 @@
+// LinearPackedParams (torchbind class qplugin.LinearPackedParams): a qint8 Linear weight packed for
+// the GEMM kernel chosen at prepack time, its quantization parameters and the fp32 bias.
+// Changes with: linear_packed_params.cpp, library.cpp (class registration and pickling),
+// ops/linear.cpp (schemas), qplugin/nn/modules/linear.py, qplugin/_meta_registrations.py.
+//
+// Memory: the packed weight is N * round_up(K, 4) + 64 bytes (the int8 weight plus at most 3 bytes
+// per output channel); the rest is O(out_features): column sums, scales and zero points (as given,
+// for a bit-exact unpack, and as the kernels use them) and the bias. No float copy of the weight
+// and no second copy of the int8 weight is kept: unpack() rebuilds it from the packed buffer.
+//
+// Pickled state (never the packed bytes or the ISA; repacked on load for the running CPU):
+//   version 1: (1, weight: qint8 [out, in] per-tensor or per-channel (axis 0), bias: float32 [out]?)
+#pragma once
+#include <ATen/ATen.h>
+#include <torch/custom_class.h>
+
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "kernels/gemm/qgemm.h"
+
+namespace qplugin {
+
+struct LinearPackedParams : torch::CustomClassHolder {
+  using State = std::tuple<int64_t, at::Tensor, c10::optional<at::Tensor>>;
+  static constexpr int64_t kStateVersion = 1;
+
+  // Validates and packs (op names the caller in error messages). Kernels of the current ISA.
+  static c10::intrusive_ptr<LinearPackedParams> prepack(const at::Tensor& weight,
+                                                         const c10::optional<at::Tensor>& bias,
+                                                         const char* op);
+
+  // y = requant(x @ W^T + b) over the last dimension of x (quint8, any zero point).
+  template <bool ReluFused>
+  at::Tensor apply(const at::Tensor& x, double output_scale, int64_t output_zero_point) const;
+
+  // The weight (bit-exact: same int8 values, scales, zero points and qscheme) and bias.
+  std::tuple<at::Tensor, c10::optional<at::Tensor>> unpack() const;
+
+  State getstate() const;
+  // Accepts every historical state version; raises a clear error for anything else.
+  static c10::intrusive_ptr<LinearPackedParams> setstate(const c10::IValue& state);
+
+  int64_t in_features() const { return K_; }
+  int64_t out_features() const { return N_; }
+  c10::optional<at::Tensor> bias() const { return bias_; }
+  // Bytes held: the packed weight plus the O(out_features) vectors.
+  int64_t packed_size_bytes() const;
+  // Bytes of the packed weight buffer alone.
+  int64_t packed_weight_bytes() const { return packed_.numel(); }
+  // Name of the kernel chosen at prepack, e.g. "qgemm_u8s8_6x64c4__avx512vnni".
+  std::string kernel_name() const { return kernels_->name; }
+
+ private:
+  // Per-call requantization vectors (qgemm.h), which depend on the input scale and zero point
+  // and the output scale. Static quantization calls a layer with the same qparams every time,
+  // so the last set is cached (one entry; O(out_features); computing it costs two float
+  // divisions per output channel, ~10 us at N = 3072 against a ~25 us GEMV).
+  struct Requant {
+    double in_scale;
+    int64_t in_zp;
+    double out_scale;
+    std::vector<float> mult, bias_q;
+    std::vector<int32_t> col_offsets;
+  };
+  std::shared_ptr<const Requant> requant_for(const char* op, double in_scale, int64_t in_zp,
+                                             double out_scale) const;
+  mutable std::mutex cache_mutex_;
+  mutable std::shared_ptr<const Requant> cache_;
+
+  int64_t N_ = 0;  // out_features
+  int64_t K_ = 0;  // in_features
+  const kernels::gemm::QGemmKernels* kernels_ = nullptr;
+  at::Tensor packed_;                // int8 [packed_b_bytes]
+  std::vector<int32_t> col_sums_;    // [N] sum_k W[n][k]
+  bool per_channel_ = false;
+  // As given (for unpack): per-tensor: w_scale_, w_zp_; per-channel: double [N] / int64 [N].
+  double w_scale_ = 1.0;
+  int64_t w_zp_ = 0;
+  at::Tensor w_scales_;
+  at::Tensor w_zps_;
+  // As the kernels use them: float scales, int32 zero points, one per output channel.
+  std::vector<float> w_scale_f_;
+  std::vector<int32_t> w_zp_i32_;
+  bool any_w_zp_ = false;
+  c10::optional<at::Tensor> bias_;  // float32 [N], contiguous, owned
+};
+
+}  // namespace qplugin

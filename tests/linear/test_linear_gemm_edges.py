@@ -1,0 +1,168 @@
+"""Edge sweeps of the GEMM engine behind torch.ops.qplugin.linear: M, N, K around the register
+tiles (scalar 1x16c4, AVX2 6x8c4, AVX512-VNNI 6x64c4), the k-group of 4 and the B-chunk size,
+the thread split, and inputs that end right before an unmapped page (an over-read of A faults).
+Oracle: the exact integer reference requantized with qplugin's float32 formula (bit-exact).
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, ROOT)
+
+import warnings  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import qplugin  # noqa: E402,F401
+
+warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
+torch.backends.quantized.engine = "x86"
+
+ISAS = ["scalar", "avx2", "avx512vnni"]
+# The ISA at session start (QPLUGIN_CPU_ISA may cap it): restored after every ISA-forcing test.
+START_ISA = torch.ops.qplugin._cpu_isa()
+
+
+@pytest.fixture(params=ISAS)
+def isa(request):
+    got = torch.ops.qplugin._set_cpu_isa(request.param)
+    if got != request.param:
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
+        pytest.skip(f"this CPU has no {request.param}")
+    yield request.param
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
+
+
+def _operands(M, K, N, seed, w_zp):
+    g = torch.Generator().manual_seed(seed)
+    x = torch._make_per_tensor_quantized_tensor(
+        torch.randint(0, 256, (M, K), generator=g, dtype=torch.uint8), 0.02, int(seed % 256))
+    wi = torch.randint(-128, 128, (N, K), generator=g, dtype=torch.int8)
+    sc = torch.rand(N, generator=g, dtype=torch.double) * 0.01 + 0.002
+    zps = (torch.randint(-9, 10, (N,), generator=g) if w_zp else torch.zeros(N, dtype=torch.long))
+    w = torch._make_per_channel_quantized_tensor(wi, sc, zps, 0)
+    b = torch.randn(N, generator=g)
+    return x, w, b
+
+
+def reference(x, w, b, scale, zp):
+    """Exact int64 accumulators, requantized with qplugin's float32 formula (qgemm.h)."""
+    K = x.shape[-1]
+    a = x.int_repr().long().reshape(-1, K) - x.q_zero_point()
+    wd = w.int_repr().long() - w.q_per_channel_zero_points()[:, None]
+    acc = a @ wd.T
+    atw = torch.tensor(x.q_scale(), dtype=torch.float32) * w.q_per_channel_scales().float()
+    mult = atw / torch.tensor(scale, dtype=torch.float32)
+    v = (acc.float() + b / atw) * mult
+    v = torch.clamp(v, float(-zp), float(255 - zp))
+    return (torch.round(v) + zp).to(torch.uint8)
+
+
+def _scale_for(K):
+    return 0.0004 * max(K, 1) ** 0.5 * 30
+
+
+MS = [1, 2, 5, 6, 7, 12, 13]
+NS = [1, 7, 8, 9, 15, 16, 17, 47, 63, 64, 65, 129]
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 4, 5, 8, 67])
+def test_tile_boundaries(isa, K):
+    for M in MS:
+        for N in NS:
+            x, w, b = _operands(M, K, N, seed=M * 1000 + N * 10 + K, w_zp=(M + N) % 2 == 1)
+            scale, zp = _scale_for(K), 127
+            p = torch.ops.qplugin.linear_prepack(w, b)
+            got = torch.ops.qplugin.linear(x, p, scale, zp).int_repr()
+            assert torch.equal(got, reference(x, w, b, scale, zp)), f"{isa} M{M} K{K} N{N}"
+
+
+@pytest.mark.parametrize("M,K,N", [(13, 1024, 1000), (7, 1537, 390), (1, 4099, 200), (13, 4099, 1100),
+                                   (20, 96, 4097)])
+def test_b_chunks_and_long_k(isa, M, K, N):
+    """Several B chunks per call (the VNNI kernel walks K x 384 KiB column chunks, prefetching the
+    next one when the packed weights exceed 4 MiB)."""
+    x, w, b = _operands(M, K, N, seed=K, w_zp=True)
+    scale = _scale_for(K)
+    got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
+    assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
+
+
+@pytest.mark.parametrize("M,K,N", [(1, 300, 1), (1, 300, 65), (1, 512, 1000), (2, 256, 64),
+                                   (300, 64, 8), (1000, 40, 30), (37, 333, 129), (6, 1, 2000)])
+@pytest.mark.parametrize("threads", [2, 3, 4])
+def test_thread_splits(isa, M, K, N, threads):
+    """Blocks split over N panels, M tiles, or both; every split gives the same bytes."""
+    x, w, b = _operands(M, K, N, seed=M + K + N, w_zp=True)
+    scale = _scale_for(K)
+    p = torch.ops.qplugin.linear_prepack(w, b)
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        got = torch.ops.qplugin.linear_relu(x, p, scale, 50).int_repr()
+    finally:
+        torch.set_num_threads(old)
+    want = reference(x, w, b, scale, 50).clamp(min=50)
+    assert torch.equal(got, want)
+
+
+_GUARD_SCRIPT = textwrap.dedent(r"""
+    import ctypes, mmap, sys, warnings
+    sys.path.insert(0, {root!r})
+    import torch, qplugin
+    warnings.filterwarnings("ignore")
+    PAGE = mmap.PAGESIZE
+    libc = ctypes.CDLL(None)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    keep = []
+
+    def at_page_end(values, lda):
+        # A quint8 [M, K] tensor (row stride lda) whose last byte is the last byte before an
+        # unmapped (PROT_NONE) page: any read past the end of A faults.
+        M, K = values.shape
+        nbytes = (M - 1) * lda + K
+        pages = (nbytes + PAGE - 1) // PAGE + 1
+        mm = mmap.mmap(-1, pages * PAGE)
+        buf = (ctypes.c_char * (pages * PAGE)).from_buffer(mm)
+        base = ctypes.addressof(buf)
+        assert libc.mprotect(base + (pages - 1) * PAGE, PAGE, 0) == 0
+        keep.append((mm, buf))
+        u = torch.frombuffer(buf, dtype=torch.uint8)
+        off = (pages - 1) * PAGE - nbytes
+        view = u[off:off + nbytes]
+        for m in range(M):
+            view[m * lda:m * lda + K] = values[m]
+        q = torch._empty_affine_quantized([M, K], scale=0.02, zero_point=7, dtype=torch.quint8)
+        q.set_(u.untyped_storage(), off, (M, K), (lda, 1))
+        return q
+
+    for isa in ("scalar", "avx2", "avx512vnni"):
+        if torch.ops.qplugin._set_cpu_isa(isa) != isa:
+            continue
+        for (M, K, N) in [(1, 1, 5), (1, 3, 70), (2, 5, 17), (7, 6, 9), (6, 7, 64), (13, 129, 3),
+                          (1, 4097, 33), (5, 62, 130)]:
+            for lda in (K, K + 3):
+                g = torch.Generator().manual_seed(M * K + N)
+                vals = torch.randint(0, 256, (M, K), generator=g, dtype=torch.uint8)
+                x = at_page_end(vals, lda)
+                xc = torch._make_per_tensor_quantized_tensor(vals.clone(), 0.02, 7)
+                wq = torch.quantize_per_tensor(torch.randn(N, K, generator=g), 0.05, 3,
+                                               torch.qint8)
+                p = torch.ops.qplugin.linear_prepack(wq, torch.randn(N, generator=g))
+                y = torch.ops.qplugin.linear(x, p, 0.5, 128)
+                y2 = torch.ops.qplugin.linear(xc, p, 0.5, 128)
+                assert torch.equal(y.int_repr(), y2.int_repr()), (isa, M, K, N, lda)
+    print("ok")
+""")
+
+
+def test_no_read_past_the_input():
+    """Inputs end right before an unmapped page (also with a row stride lda > K, used in place):
+    a K-tail or row over-read segfaults the child process."""
+    r = subprocess.run([sys.executable, "-c", _GUARD_SCRIPT.format(root=ROOT)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (
+        f"child exited with {r.returncode} (-11 = SIGSEGV: read past the input)\n{r.stderr[-3000:]}")
