@@ -41,6 +41,15 @@ struct DwConvArgs {
   float lo, hi;         // relative to out_zp (ReLU: lo = max(0, qmin - out_zp))
   int32_t out_zp;
   uint8_t* y;           // output image NDHWC [OD][OH][OW][C]
+  // Optional byte-lane form (every weight zero point 0, so wz fits int8), used by the AVX512
+  // kernel with VPDPBUSD: 64-channel blocks cb, w8[((cb * taps + t) * 4 + j) * 64 + 4 * i + j] =
+  // wz[t][cb * 64 + 4 * i + j] (other bytes 0), so accumulator j, lane i holds channel
+  // cb * 64 + 4 * i + j. The *_p arrays are acc_init / bias_q / mult in that order, padded to
+  // whole blocks: index cb * 64 + 16 * j + i. Null when not available.
+  const int8_t* w8;
+  const int32_t* acc_init_p;
+  const float* bias_q_p;
+  const float* mult_p;
 };
 
 struct DwConvKernels {

@@ -23,6 +23,15 @@ inline __m512i ld16(const uint8_t* p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+inline __m512i requant16p(__m512i acc, const DwConvArgs& a, int64_t idx) {
+  __m512 f = _mm512_cvtepi32_ps(acc);
+  f = _mm512_add_ps(f, _mm512_loadu_ps(a.bias_q_p + idx));
+  f = _mm512_mul_ps(f, _mm512_loadu_ps(a.mult_p + idx));
+  f = _mm512_max_ps(f, _mm512_set1_ps(a.lo));
+  f = _mm512_min_ps(f, _mm512_set1_ps(a.hi));
+  return _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(a.out_zp));
+}
+
 struct PixelAvx512 {
   template <int KV>
   static void run(const uint8_t* const* taps, int64_t ntaps_rt, const DwConvArgs& a,
@@ -30,6 +39,33 @@ struct PixelAvx512 {
     const int64_t ntaps = KV > 0 ? KV : ntaps_rt;
     const int64_t C = a.C;
     int64_t c = 0;
+    if (a.w8 != nullptr) {
+      // Byte lanes: one 64-byte load of X per tap feeds four VPDPBUSD whose weights have a
+      // single non-zero byte per dword, so each dword gets exactly one product (exact).
+      for (int64_t cb = 0; c < C; c += 64, ++cb) {
+        const int64_t n = C - c < 64 ? C - c : 64;
+        const __mmask64 m = n == 64 ? ~__mmask64{0} : ((__mmask64{1} << n) - 1);
+        __m512i s0 = _mm512_loadu_si512(a.acc_init_p + c);
+        __m512i s1 = _mm512_loadu_si512(a.acc_init_p + c + 16);
+        __m512i s2 = _mm512_loadu_si512(a.acc_init_p + c + 32);
+        __m512i s3 = _mm512_loadu_si512(a.acc_init_p + c + 48);
+        const int8_t* w = a.w8 + cb * ntaps * 256;
+        for (int64_t t = 0; t < ntaps; ++t, w += 256) {
+          const __m512i xv = _mm512_maskz_loadu_epi8(m, taps[t] + c);
+          s0 = _mm512_dpbusd_epi32(s0, xv, _mm512_loadu_si512(w));
+          s1 = _mm512_dpbusd_epi32(s1, xv, _mm512_loadu_si512(w + 64));
+          s2 = _mm512_dpbusd_epi32(s2, xv, _mm512_loadu_si512(w + 128));
+          s3 = _mm512_dpbusd_epi32(s3, xv, _mm512_loadu_si512(w + 192));
+        }
+        // q_j in [0, 255]: dword i of the output = bytes (4i, 4i+1, 4i+2, 4i+3) in order.
+        __m512i q = requant16p(s0, a, c);
+        q = _mm512_or_si512(q, _mm512_slli_epi32(requant16p(s1, a, c + 16), 8));
+        q = _mm512_or_si512(q, _mm512_slli_epi32(requant16p(s2, a, c + 32), 16));
+        q = _mm512_or_si512(q, _mm512_slli_epi32(requant16p(s3, a, c + 48), 24));
+        _mm512_mask_storeu_epi8(y + c, m, q);
+      }
+      return;
+    }
     for (; c + 64 <= C; c += 64) {
       __m512i s0 = _mm512_loadu_si512(a.acc_init + c);
       __m512i s1 = _mm512_loadu_si512(a.acc_init + c + 16);

@@ -61,6 +61,25 @@ void run_depthwise(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, c
   a.bias_q = rq.bias_q;
   a.mult = rq.mult;
   a.lo = rq.lo; a.hi = rq.hi; a.out_zp = rq.out_zp;
+  // Byte-lane (VPDPBUSD) order of the per-channel terms, padded to 64-channel blocks.
+  const int64_t Cp = (C + 63) / 64 * 64;
+  std::vector<int32_t> acc_p;
+  std::vector<float> bq_p, mult_p;
+  if (!p.dw_w8_.empty()) {
+    acc_p.assign(static_cast<size_t>(Cp), 0);
+    bq_p.assign(static_cast<size_t>(Cp), 0.f);
+    mult_p.assign(static_cast<size_t>(Cp), 0.f);
+    for (int64_t c = 0; c < C; ++c) {
+      const int64_t idx = c / 64 * 64 + 16 * (c % 4) + (c % 64) / 4;
+      acc_p[idx] = acc_init[c];
+      bq_p[idx] = rq.bias_q[c];
+      mult_p[idx] = rq.mult[c];
+    }
+    a.w8 = p.dw_w8_.data();
+    a.acc_init_p = acc_p.data();
+    a.bias_q_p = bq_p.data();
+    a.mult_p = mult_p.data();
+  }
   const auto& k = *p.dw_;
   const int64_t rows_per_img = out[0] * out[1];
   const int64_t macs = N * out_pix * C * a.KD * a.KH * a.KW;
@@ -236,6 +255,26 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
 }
 
 }  // namespace
+
+void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t* y) {
+  constexpr int64_t kTile = 32;
+  const int64_t pblocks = div_up(HW, kTile);
+  auto body = [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t n = b / pblocks, p0 = (b % pblocks) * kTile;
+      const int64_t p1 = std::min(HW, p0 + kTile);
+      const uint8_t* xs = x + n * C * HW;
+      uint8_t* yd = y + n * C * HW;
+      for (int64_t c0 = 0; c0 < C; c0 += kTile) {
+        const int64_t c1 = std::min(C, c0 + kTile);
+        for (int64_t p = p0; p < p1; ++p)
+          for (int64_t c = c0; c < c1; ++c) yd[p * C + c] = xs[c * HW + p];
+      }
+    }
+  };
+  if (N * C * HW < (int64_t{1} << 16) || at::in_parallel_region()) body(0, N * pblocks);
+  else at::parallel_for(0, N * pblocks, 8, body);
+}
 
 void conv_forward(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
                   uint8_t* y, const int64_t out[3], const ConvRequant& rq) {

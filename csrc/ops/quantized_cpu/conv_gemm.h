@@ -19,6 +19,9 @@ struct ConvRequant {
   int32_t in_zp;
 };
 
+// x [N][C][HW] -> y [N][HW][C], u8, threaded.
+void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t* y);
+
 // x: NDHWC u8 [N][ID][IH][IW][C_in] contiguous; y: NDHWC u8 [N][OD][OH][OW][C_out].
 void conv_forward(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
                   uint8_t* y, const int64_t out[3], const ConvRequant& rq);
