@@ -3,7 +3,31 @@
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
+#include "packed/conv_packed_params.h"
 #include "packed/linear_packed_params.h"
+
+namespace {
+
+// Conv2dPackedParams / Conv3dPackedParams: the same methods as PyTorch's Conv{2,3}dPackedParamsBase
+// (stride, padding, output_padding, dilation, groups, transpose, unpack) plus kernel(); pickled as a
+// versioned, unpacked state (conv_packed_params.h).
+template <class T>
+void register_conv_class(torch::Library& m, const char* name) {
+  using P = c10::intrusive_ptr<T>;
+  m.class_<T>(name)
+      .def_pickle([](const P& self) -> qplugin::ConvPackedParamsBase::State { return self->getstate(); },
+                  [](c10::IValue state) -> P { return T::setstate(state); })
+      .def("unpack", [](const P& self) { return self->unpack(); })
+      .def("stride", [](const P& self) { return self->stride(); })
+      .def("padding", [](const P& self) { return self->padding(); })
+      .def("output_padding", [](const P& self) { return self->output_padding(); })
+      .def("dilation", [](const P& self) { return self->dilation(); })
+      .def("groups", [](const P& self) { return self->groups(); })
+      .def("transpose", [](const P& self) { return self->transpose(); })
+      .def("kernel", [](const P& self) { return self->kernel_name(); });
+}
+
+}  // namespace
 
 TORCH_LIBRARY(qplugin, m) {
   using qplugin::LinearPackedParams;
@@ -37,4 +61,6 @@ TORCH_LIBRARY(qplugin, m) {
            })
       .def("kernel",
            [](const c10::intrusive_ptr<LinearPackedParams>& self) { return self->kernel_name(); });
+  register_conv_class<qplugin::Conv2dPackedParams>(m, "Conv2dPackedParams");
+  register_conv_class<qplugin::Conv3dPackedParams>(m, "Conv3dPackedParams");
 }

@@ -1,0 +1,97 @@
+// Shared tap walk of the depthwise kernels (dwconv.h), included by each dwconv_<isa>.cpp inside an
+// anonymous namespace, so code built with different ISA flags never shares a definition.
+// `Pixel` computes one output pixel from its tap pointers: Pixel::run<KV>(taps, ntaps, a, y).
+// Changes with: dwconv.h, dwconv_<isa>.cpp.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/conv/dwconv.h"
+
+namespace qplugin {
+namespace kernels {
+namespace conv {
+namespace {
+
+// The exact scalar requantization (qgemm_generic.h requant_one, without the GEMM offsets).
+inline uint8_t dw_requant_one(int32_t acc, float bq, float m, float lo, float hi, int32_t zp) {
+  float v = static_cast<float>(acc);
+  v = v + bq;
+  v = v * m;
+  v = v > lo ? v : lo;
+  v = v < hi ? v : hi;
+  return static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(v)) + zp);
+}
+
+// Scalar tail: channels [c0, C) of one pixel.
+inline void dw_pixel_scalar(const uint8_t* const* taps, int64_t ntaps, const DwConvArgs& a,
+                            int64_t c0, uint8_t* y) {
+  const int64_t C = a.C;
+  for (int64_t c = c0; c < C; ++c) {
+    int32_t acc = a.acc_init[c];
+    for (int64_t t = 0; t < ntaps; ++t) acc += static_cast<int32_t>(taps[t][c]) * a.w[t * C + c];
+    y[c] = dw_requant_one(acc, a.bias_q[c], a.mult[c], a.lo, a.hi, a.out_zp);
+  }
+}
+
+// Output rows [r0, r1) (r = od * OH + oh). Interior pixels (every tap inside the input) take tap
+// pointers from precomputed offsets; border pixels point padded taps at zrow.
+template <class Pixel, int KV>
+void dw_rows_impl(const DwConvArgs& a, int64_t r0, int64_t r1) {
+  const int64_t ntaps = KV > 0 ? KV : a.KD * a.KH * a.KW;
+  const int64_t C = a.C;
+  // Fixed arrays, not std::vector: no std template is instantiated under ISA flags (the ODR
+  // hazard of aten/src/ATen/native/quantized/cpu/kernels/README.md). kMaxDwTaps bounds ntaps.
+  int64_t off[kMaxDwTaps];
+  const uint8_t* taps[kMaxDwTaps];
+  {
+    int64_t t = 0;
+    for (int64_t kd = 0; kd < a.KD; ++kd)
+      for (int64_t kh = 0; kh < a.KH; ++kh)
+        for (int64_t kw = 0; kw < a.KW; ++kw)
+          off[t++] = ((kd * a.dd * a.IH + kh * a.dh) * a.IW + kw * a.dw) * C;
+  }
+  const int64_t span_d = (a.KD - 1) * a.dd, span_h = (a.KH - 1) * a.dh, span_w = (a.KW - 1) * a.dw;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t od = r / a.OH, oh = r % a.OH;
+    const int64_t id0 = od * a.sd - a.pd, ih0 = oh * a.sh - a.ph;
+    const bool rows_in = id0 >= 0 && id0 + span_d < a.ID && ih0 >= 0 && ih0 + span_h < a.IH;
+    uint8_t* yrow = a.y + r * a.OW * C;
+    for (int64_t ow = 0; ow < a.OW; ++ow) {
+      const int64_t iw0 = ow * a.sw - a.pw;
+      if (rows_in && iw0 >= 0 && iw0 + span_w < a.IW) {
+        const uint8_t* p0 = a.x + ((id0 * a.IH + ih0) * a.IW + iw0) * C;
+        for (int64_t t = 0; t < ntaps; ++t) taps[t] = p0 + off[t];
+      } else {
+        int64_t t = 0;
+        for (int64_t kd = 0; kd < a.KD; ++kd) {
+          const int64_t id = id0 + kd * a.dd;
+          for (int64_t kh = 0; kh < a.KH; ++kh) {
+            const int64_t ih = ih0 + kh * a.dh;
+            const bool in_dh = id >= 0 && id < a.ID && ih >= 0 && ih < a.IH;
+            for (int64_t kw = 0; kw < a.KW; ++kw) {
+              const int64_t iw = iw0 + kw * a.dw;
+              taps[t++] = in_dh && iw >= 0 && iw < a.IW
+                              ? a.x + ((id * a.IH + ih) * a.IW + iw) * C
+                              : a.zrow;
+            }
+          }
+        }
+      }
+      Pixel::template run<KV>(taps, ntaps, a, yrow + ow * C);
+    }
+  }
+}
+
+template <class Pixel>
+void dw_rows(const DwConvArgs& a, int64_t r0, int64_t r1) {
+  const int64_t ntaps = a.KD * a.KH * a.KW;
+  if (ntaps == 9) return dw_rows_impl<Pixel, 9>(a, r0, r1);
+  if (ntaps == 25) return dw_rows_impl<Pixel, 25>(a, r0, r1);
+  return dw_rows_impl<Pixel, 0>(a, r0, r1);
+}
+
+}  // namespace
+}  // namespace conv
+}  // namespace kernels
+}  // namespace qplugin

@@ -1,0 +1,58 @@
+// Schemas of the conv ops (≙ torch.ops.quantized.conv*, same names, overloads, argument order and
+// return names). Mirrored overloads: conv2d.new, conv2d_relu.new, conv3d.new, conv3d_relu.new
+// (the ones torch.ao modules call), conv1d, conv1d_relu, conv_transpose{1,2,3}d and every
+// prepack/unpack. Skipped: the deprecated default overloads conv2d/conv2d_relu/conv3d/conv3d_relu
+// that take (weight, stride, padding, dilation, groups) next to an already-configured packed
+// object. conv1d and conv_transpose1d/2d use Conv2dPackedParams, 3-d ones Conv3dPackedParams.
+// Kernels: ops/quantized_cpu/conv_kernel.cpp; classes: packed/conv_packed_params.h (registered in
+// library.cpp); pinned in tests/conv/test_conv_modules.py (schema test).
+#include <torch/library.h>
+
+#define QP_C2 "__torch__.torch.classes.qplugin.Conv2dPackedParams"
+#define QP_C3 "__torch__.torch.classes.qplugin.Conv3dPackedParams"
+
+TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+  m.def("conv1d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+        "int[] dilation, int groups) -> " QP_C2);
+  m.def("conv2d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+        "int[] dilation, int groups) -> " QP_C2);
+  m.def("conv3d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+        "int[] dilation, int groups) -> " QP_C3);
+  m.def("conv_transpose1d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+        "int[] output_padding, int[] dilation, int groups) -> " QP_C2);
+  m.def("conv_transpose2d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+        "int[] output_padding, int[] dilation, int groups) -> " QP_C2);
+  m.def("conv_transpose3d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+        "int[] output_padding, int[] dilation, int groups) -> " QP_C3);
+
+  m.def("conv1d(Tensor qx, " QP_C2 " packed_weight, float output_scale, int output_zero_point) "
+        "-> Tensor");
+  m.def("conv1d_relu(Tensor qx, " QP_C2 " packed_weight, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("conv2d.new(Tensor qx, " QP_C2 " packed_weight, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("conv2d_relu.new(Tensor qx, " QP_C2 " packed_weight, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("conv3d.new(Tensor qx, " QP_C3 " packed_weight, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("conv3d_relu.new(Tensor qx, " QP_C3 " packed_weight, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("conv_transpose1d(Tensor qx, " QP_C2 " packed_weight, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("conv_transpose2d(Tensor qx, " QP_C2 " packed_weight, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("conv_transpose3d(Tensor qx, " QP_C3 " packed_weight, float output_scale, "
+        "int output_zero_point) -> Tensor");
+
+  m.def("conv1d_unpack(" QP_C2 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");
+  m.def("conv2d_unpack(" QP_C2 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");
+  m.def("conv3d_unpack(" QP_C3 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");
+  m.def("conv_transpose1d_unpack(" QP_C2 " packed_weights) -> "
+        "(Tensor unpacked_weights, Tensor? B_origin)");
+  m.def("conv_transpose2d_unpack(" QP_C2 " packed_weights) -> "
+        "(Tensor unpacked_weights, Tensor? B_origin)");
+  m.def("conv_transpose3d_unpack(" QP_C3 " packed_weights) -> "
+        "(Tensor unpacked_weights, Tensor? B_origin)");
+}
+#undef QP_C2
+#undef QP_C3

@@ -1,0 +1,289 @@
+// The conv compute drivers (conv_gemm.h): depthwise kernel rows, implicit GEMM over im2col row
+// blocks and transposed conv by output phases, all threaded with at::parallel_for.
+// Changes with: conv_gemm.h, packed/conv_packed_params.{h,cpp}, kernels/gemm/qgemm.h,
+// kernels/conv/dwconv.h.
+#include "ops/quantized_cpu/conv_gemm.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace qplugin {
+namespace ops {
+
+namespace {
+
+using kernels::gemm::QGemmEpilogue;
+using kernels::gemm::QGemmKernels;
+using Phase = ConvPackedParamsBase::Phase;
+
+int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Bytes of im2col rows a task keeps (L2-resident together with the B panels it streams).
+constexpr int64_t kIm2colBytes = 96 * 1024;
+// Below this many multiply-adds a conv runs on the calling thread.
+constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
+
+void run_depthwise(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
+                   uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
+  const int64_t C = p.Cout_, Cin = p.Cin_, m = C / Cin;
+  const int64_t in_pix = in[0] * in[1] * in[2], out_pix = out[0] * out[1] * out[2];
+  // Channel multiplier m > 1: repeat every input channel m times (output channel c reads input
+  // channel c / m), so the kernel always pairs channel c with channel c.
+  std::vector<uint8_t> xexp;
+  if (m > 1) {
+    xexp.resize(static_cast<size_t>(N * in_pix * C));
+    at::parallel_for(0, N * in_pix, 1024, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) {
+        const uint8_t* s = x + i * Cin;
+        uint8_t* d = xexp.data() + i * C;
+        for (int64_t c = 0; c < Cin; ++c)
+          for (int64_t j = 0; j < m; ++j) d[c * m + j] = s[c];
+      }
+    });
+    x = xexp.data();
+  }
+  std::vector<int32_t> acc_init(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) acc_init[c] = -rq.in_zp * p.dw_wsum_[c];
+  std::vector<uint8_t> zrow(static_cast<size_t>(C), static_cast<uint8_t>(rq.in_zp));
+  kernels::conv::DwConvArgs a{};
+  a.ID = in[0]; a.IH = in[1]; a.IW = in[2]; a.C = C;
+  a.OD = out[0]; a.OH = out[1]; a.OW = out[2];
+  a.KD = p.k_[0]; a.KH = p.k_[1]; a.KW = p.k_[2];
+  a.sd = p.s_[0]; a.sh = p.s_[1]; a.sw = p.s_[2];
+  a.pd = p.p_[0]; a.ph = p.p_[1]; a.pw = p.p_[2];
+  a.dd = p.d_[0]; a.dh = p.d_[1]; a.dw = p.d_[2];
+  a.zrow = zrow.data();
+  a.w = p.dw_w_.data();
+  a.acc_init = acc_init.data();
+  a.bias_q = rq.bias_q;
+  a.mult = rq.mult;
+  a.lo = rq.lo; a.hi = rq.hi; a.out_zp = rq.out_zp;
+  // Byte-lane (VPDPBUSD) order of the per-channel terms, padded to 64-channel blocks.
+  const int64_t Cp = (C + 63) / 64 * 64;
+  std::vector<int32_t> acc_p;
+  std::vector<float> bq_p, mult_p;
+  if (!p.dw_w8_.empty()) {
+    acc_p.assign(static_cast<size_t>(Cp), 0);
+    bq_p.assign(static_cast<size_t>(Cp), 0.f);
+    mult_p.assign(static_cast<size_t>(Cp), 0.f);
+    for (int64_t c = 0; c < C; ++c) {
+      const int64_t idx = c / 64 * 64 + 16 * (c % 4) + (c % 64) / 4;
+      acc_p[idx] = acc_init[c];
+      bq_p[idx] = rq.bias_q[c];
+      mult_p[idx] = rq.mult[c];
+    }
+    a.w8 = p.dw_w8_.data();
+    a.acc_init_p = acc_p.data();
+    a.bias_q_p = bq_p.data();
+    a.mult_p = mult_p.data();
+  }
+  const auto& k = *p.dw_;
+  const int64_t rows_per_img = out[0] * out[1];
+  const int64_t macs = N * out_pix * C * a.KD * a.KH * a.KW;
+  auto body = [&](int64_t b0, int64_t b1) {
+    while (b0 < b1) {
+      const int64_t n = b0 / rows_per_img, r0 = b0 % rows_per_img;
+      const int64_t r1 = std::min(rows_per_img, r0 + (b1 - b0));
+      kernels::conv::DwConvArgs ai = a;
+      ai.x = x + n * in_pix * C;
+      ai.y = y + n * out_pix * C;
+      k.rows(ai, r0, r1);
+      b0 += r1 - r0;
+    }
+  };
+  if (macs < kMinParallelMacs || at::in_parallel_region()) body(0, N * rows_per_img);
+  else at::parallel_for(0, N * rows_per_img, 1, body);
+}
+
+// One GEMM phase (the direct conv, or one output phase of a transposed conv).
+void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x, int64_t N,
+               const int64_t in[3], uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
+  const bool transposed = p.kind_ == ConvPackedParamsBase::Kind::kTransposed;
+  const QGemmKernels& k = *p.gemm_;
+  const int64_t G = p.groups(), Cin = p.Cin_, Cout = p.Cout_;
+  const int64_t Cin_g = Cin / G, Cout_g = Cout / G, K = ph.K;
+  // Phase grid: output o = r + j * s (transposed) or o = j (direct), j in [0, P).
+  int64_t P[3], T[3];
+  std::vector<int64_t> tab[3];  // tab[i][j * T + t] = input index of tap t, or -1 (padding)
+  for (int i = 0; i < 3; ++i) {
+    const int64_t s = p.s_[i];
+    P[i] = transposed ? (out[i] > ph.r[i] ? div_up(out[i] - ph.r[i], s) : 0) : out[i];
+    T[i] = static_cast<int64_t>(ph.taps[i].size());
+    tab[i].resize(static_cast<size_t>(std::max<int64_t>(1, P[i] * T[i])));
+    for (int64_t j = 0; j < P[i]; ++j)
+      for (int64_t t = 0; t < T[i]; ++t) {
+        const int64_t kk = ph.taps[i][t];
+        int64_t ii;
+        if (transposed) {
+          const int64_t v = ph.r[i] + j * s + p.p_[i] - kk * p.d_[i];  // divisible by s
+          ii = v >= 0 ? v / s : -1;
+        } else {
+          ii = j * s - p.p_[i] + kk * p.d_[i];
+        }
+        tab[i][j * T[i] + t] = ii >= 0 && ii < in[i] ? ii : -1;
+      }
+  }
+  const int64_t pix = P[0] * P[1] * P[2];
+  const int64_t M = N * pix;
+  if (M == 0) return;
+  const int64_t in_pix = in[0] * in[1] * in[2];
+  const int64_t out_pix = out[0] * out[1] * out[2];
+  // 1x1, stride 1, no padding: the NDHWC input is A itself (lda = C_in), no im2col.
+  const bool direct_a = !transposed && p.k_[0] * p.k_[1] * p.k_[2] == 1 && p.s_[0] == 1 &&
+                        p.s_[1] == 1 && p.s_[2] == 1 && p.p_[0] == 0 && p.p_[1] == 0 &&
+                        p.p_[2] == 0;
+  // A whole row of W taps is one contiguous input span when groups == 1 and dilation_w == 1.
+  const bool span_w = !transposed && G == 1 && p.d_[2] == 1 && T[2] > 1;
+
+  // Per-call column offsets (qgemm.h): a_zp * colsum[n] - K * a_zp * w_zp[n], wrapped.
+  std::vector<int32_t> col_off(static_cast<size_t>(Cout));
+  for (int64_t n = 0; n < Cout; ++n) {
+    const int64_t v = static_cast<int64_t>(rq.in_zp) * ph.col_sums[n] -
+                      K * rq.in_zp * static_cast<int64_t>(p.w_zp_i32_[n]);
+    col_off[n] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+  }
+
+  const int64_t Kb = std::max<int64_t>(K, 1);
+  int64_t MB = direct_a ? 192 : kIm2colBytes / Kb;
+  MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
+  const int64_t mblocks = div_up(M, MB);
+  const int64_t panels = div_up(Cout_g, k.nr);
+  const int64_t threads = at::get_num_threads();
+  const int64_t macs = M * Cout * Kb;
+  const bool serial = threads <= 1 || macs < kMinParallelMacs || at::in_parallel_region();
+  int64_t nblocks = 1;
+  if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
+  const uint8_t zp = static_cast<uint8_t>(rq.in_zp);
+
+  auto task_range = [&](int64_t b0, int64_t b1) {
+    std::vector<uint8_t> abuf(direct_a ? 0 : static_cast<size_t>(MB * Kb));
+    std::vector<uint8_t> cbuf(transposed ? static_cast<size_t>(MB * Cout) : 0);
+    std::vector<int32_t> rs(p.any_w_zp_ ? static_cast<size_t>(MB) : 0);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t mb = b / nblocks, nb = b % nblocks;
+      const int64_t m0 = mb * MB, m1 = std::min(M, m0 + MB), rows = m1 - m0;
+      const int64_t pn0 = nb * panels / nblocks, pn1 = (nb + 1) * panels / nblocks;
+      const int64_t n0 = pn0 * k.nr, n1 = std::min(Cout_g, pn1 * k.nr);
+      if (n1 <= n0) continue;
+      for (int64_t g = 0; g < G; ++g) {
+        const uint8_t* a;
+        int64_t lda;
+        if (direct_a) {
+          a = x + m0 * Cin + g * Cin_g;
+          lda = Cin;
+        } else {
+          // im2col of rows [m0, m1), group g: row = (tap d, tap h, tap w, c) over C_in/g.
+          uint8_t* dst = abuf.data();
+          for (int64_t m = m0; m < m1; ++m) {
+            const int64_t n = m / pix;
+            int64_t q = m % pix;
+            const int64_t jw = q % P[2];
+            q /= P[2];
+            const int64_t jh = q % P[1], jd = q / P[1];
+            const uint8_t* img = x + n * in_pix * Cin + g * Cin_g;
+            for (int64_t td = 0; td < T[0]; ++td) {
+              const int64_t id = tab[0][jd * T[0] + td];
+              for (int64_t th = 0; th < T[1]; ++th) {
+                const int64_t ih = tab[1][jh * T[1] + th];
+                const int64_t* tw = &tab[2][jw * T[2]];
+                if (id < 0 || ih < 0) {
+                  std::memset(dst, zp, static_cast<size_t>(T[2] * Cin_g));
+                  dst += T[2] * Cin_g;
+                  continue;
+                }
+                const uint8_t* rowp = img + (id * in[1] + ih) * in[2] * Cin;
+                if (span_w && tw[0] >= 0 && tw[T[2] - 1] >= 0) {
+                  std::memcpy(dst, rowp + tw[0] * Cin, static_cast<size_t>(T[2] * Cin));
+                  dst += T[2] * Cin;
+                  continue;
+                }
+                for (int64_t t = 0; t < T[2]; ++t, dst += Cin_g) {
+                  if (tw[t] < 0) std::memset(dst, zp, static_cast<size_t>(Cin_g));
+                  else std::memcpy(dst, rowp + tw[t] * Cin, static_cast<size_t>(Cin_g));
+                }
+              }
+            }
+          }
+          a = abuf.data();
+          lda = Kb;
+        }
+        QGemmEpilogue e{col_off.data() + g * Cout_g,
+                        p.w_zp_i32_.data() + g * Cout_g,
+                        0,
+                        nullptr,
+                        rq.bias_q + g * Cout_g,
+                        rq.mult + g * Cout_g,
+                        rq.lo,
+                        rq.hi,
+                        rq.out_zp};
+        if (p.any_w_zp_) {
+          k.row_sums(a, lda, rows, K, rs.data());
+          e.row_sums = rs.data();
+        }
+        const int8_t* pb = ph.packed.data_ptr<int8_t>() + g * ph.group_bytes;
+        if (transposed) {
+          k.gemm(a, lda, rows, K, pb, Cout_g, n0, n1, e, cbuf.data() + g * Cout_g, Cout);
+        } else {
+          k.gemm(a, lda, rows, K, pb, Cout_g, n0, n1, e, y + m0 * Cout + g * Cout_g, Cout);
+        }
+      }
+      if (transposed) {
+        // Scatter the phase rows to their output pixels (only the columns this task computed).
+        for (int64_t m = m0; m < m1; ++m) {
+          const int64_t n = m / pix;
+          int64_t q = m % pix;
+          const int64_t jw = q % P[2];
+          q /= P[2];
+          const int64_t jh = q % P[1], jd = q / P[1];
+          const int64_t od = ph.r[0] + jd * p.s_[0], oh = ph.r[1] + jh * p.s_[1],
+                        ow = ph.r[2] + jw * p.s_[2];
+          uint8_t* drow = y + (n * out_pix + (od * out[1] + oh) * out[2] + ow) * Cout;
+          const uint8_t* srow = cbuf.data() + (m - m0) * Cout;
+          for (int64_t g = 0; g < G; ++g) {
+            std::memcpy(drow + g * Cout_g + n0, srow + g * Cout_g + n0,
+                        static_cast<size_t>(n1 - n0));
+          }
+        }
+      }
+    }
+  };
+  if (serial) task_range(0, mblocks * nblocks);
+  else at::parallel_for(0, mblocks * nblocks, 1, task_range);
+}
+
+}  // namespace
+
+void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t* y) {
+  constexpr int64_t kTile = 32;
+  const int64_t pblocks = div_up(HW, kTile);
+  auto body = [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t n = b / pblocks, p0 = (b % pblocks) * kTile;
+      const int64_t p1 = std::min(HW, p0 + kTile);
+      const uint8_t* xs = x + n * C * HW;
+      uint8_t* yd = y + n * C * HW;
+      for (int64_t c0 = 0; c0 < C; c0 += kTile) {
+        const int64_t c1 = std::min(C, c0 + kTile);
+        for (int64_t p = p0; p < p1; ++p)
+          for (int64_t c = c0; c < c1; ++c) yd[p * C + c] = xs[c * HW + p];
+      }
+    }
+  };
+  if (N * C * HW < (int64_t{1} << 16) || at::in_parallel_region()) body(0, N * pblocks);
+  else at::parallel_for(0, N * pblocks, 8, body);
+}
+
+void conv_forward(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
+                  uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
+  if (p.kind_ == ConvPackedParamsBase::Kind::kDepthwise) {
+    run_depthwise(p, x, N, in, y, out, rq);
+    return;
+  }
+  for (const auto& ph : p.phases_) run_phase(p, ph, x, N, in, y, out, rq);
+}
+
+}  // namespace ops
+}  // namespace qplugin

@@ -1,0 +1,30 @@
+// The conv compute drivers: implicit GEMM (im2col row blocks -> kernels/gemm/qgemm.h, 1x1
+// stride-1 convs read the NDHWC input in place), transposed conv by output phases, and the
+// depthwise kernels (kernels/conv/dwconv.h). Threads over batch x pixel blocks x channel blocks.
+// Changes with: packed/conv_packed_params.{h,cpp} (the packed form), conv_gemm.cpp.
+#pragma once
+#include <cstdint>
+
+#include "packed/conv_packed_params.h"
+
+namespace qplugin {
+namespace ops {
+
+// Per-call requantization terms (qgemm.h / dwconv.h).
+struct ConvRequant {
+  const float* mult;       // [C_out]
+  const float* bias_q;     // [C_out]
+  float lo, hi;
+  int32_t out_zp;
+  int32_t in_zp;
+};
+
+// x [N][C][HW] -> y [N][HW][C], u8, threaded.
+void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t* y);
+
+// x: NDHWC u8 [N][ID][IH][IW][C_in] contiguous; y: NDHWC u8 [N][OD][OH][OW][C_out].
+void conv_forward(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
+                  uint8_t* y, const int64_t out[3], const ConvRequant& rq);
+
+}  // namespace ops
+}  // namespace qplugin

@@ -1,0 +1,75 @@
+"""qplugin.nn.intrinsic.ConvReLU1d/2d/3d (≙ torch.ao.nn.intrinsic.quantized.ConvReLU*d): conv with
+the ReLU fused into the requantization (torch.ops.qplugin.conv*d_relu).
+Changes with: qplugin/nn/modules/conv.py.
+"""
+import torch
+
+from qplugin.nn.modules.conv import Conv1d, Conv2d, Conv3d, _pad_quantized, _reverse_repeat_padding
+
+__all__ = ["ConvReLU1d", "ConvReLU2d", "ConvReLU3d"]
+
+
+class ConvReLU1d(Conv1d):
+    _NAME = "ConvReLU1d"
+
+    def forward(self, input):
+        if len(input.shape) != 3:
+            raise ValueError("qplugin.nn.intrinsic.ConvReLU1d: expected a 3-D input, got "
+                             f"{len(input.shape)}-D")
+        if self.padding_mode != "zeros":
+            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
+                                   self.padding_mode)
+        return torch.ops.qplugin.conv1d_relu(input, self._packed_params, self.scale,
+                                             self.zero_point)
+
+    @classmethod
+    def _from_float_types(cls, t):
+        return (t["relu"],)
+
+    @classmethod
+    def from_reference(cls, ref_qconv, output_scale, output_zero_point):
+        return super().from_reference(ref_qconv[0], output_scale, output_zero_point)
+
+
+class ConvReLU2d(Conv2d):
+    _NAME = "ConvReLU2d"
+
+    def forward(self, input):
+        if len(input.shape) != 4:
+            raise ValueError("qplugin.nn.intrinsic.ConvReLU2d: expected a 4-D input, got "
+                             f"{len(input.shape)}-D")
+        if self.padding_mode != "zeros":
+            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
+                                   self.padding_mode)
+        return torch.ops.qplugin.conv2d_relu(input, self._packed_params, self.scale,
+                                             self.zero_point)
+
+    @classmethod
+    def _from_float_types(cls, t):
+        return (t["relu"],)
+
+    @classmethod
+    def from_reference(cls, ref_qconv, output_scale, output_zero_point):
+        return super().from_reference(ref_qconv[0], output_scale, output_zero_point)
+
+
+class ConvReLU3d(Conv3d):
+    _NAME = "ConvReLU3d"
+
+    def forward(self, input):
+        if len(input.shape) != 5:
+            raise ValueError("qplugin.nn.intrinsic.ConvReLU3d: expected a 5-D input, got "
+                             f"{len(input.shape)}-D")
+        if self.padding_mode != "zeros":
+            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
+                                   self.padding_mode)
+        return torch.ops.qplugin.conv3d_relu(input, self._packed_params, self.scale,
+                                             self.zero_point)
+
+    @classmethod
+    def _from_float_types(cls, t):
+        return (t["relu"],)
+
+    @classmethod
+    def from_reference(cls, ref_qconv, output_scale, output_zero_point):
+        return super().from_reference(ref_qconv[0], output_scale, output_zero_point)
