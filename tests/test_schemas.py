@@ -2,13 +2,26 @@
 # mirrors PyTorch's schema: same argument names, types, defaults and returns as
 # torch.ops.quantized.X / aten::quantized_batch_norm, modulo the namespace.
 # Changes with: csrc/ops/*.cpp (the schemas). Refill: EXPECTTEST_ACCEPT=1 python -m pytest <this>.
+import re
+
 import expecttest
 import pytest
 import torch
 
 
+def _overloads(packet):
+    return [getattr(packet, o) for o in sorted(packet.overloads())]
+
+
 def schema(name):
-    return str(getattr(torch.ops.qplugin, name).default._schema)
+    """Every overload's schema of torch.ops.qplugin.<name>, one per line (sorted by overload)."""
+    return "\n".join(str(o._schema) for o in _overloads(getattr(torch.ops.qplugin, name)))
+
+
+def _norm(text):
+    """Packed-param class names differ by namespace only: quantized::LinearPackedParamsBase is
+    qplugin::LinearPackedParams."""
+    return re.sub(r"__torch__\.torch\.classes\.\w+\.(\w+?)(?:Base)?\b", r"PACKED:\1", text)
 
 
 # op -> the PyTorch op it mirrors.
@@ -46,6 +59,31 @@ MIRRORS = {
     "upsample_nearest2d": torch.ops.aten.upsample_nearest2d,
     "upsample_nearest3d": torch.ops.aten.upsample_nearest3d,
     "upsample_trilinear3d": torch.ops.aten.upsample_trilinear3d,
+    "conv1d": torch.ops.quantized.conv1d,
+    "conv1d_prepack": torch.ops.quantized.conv1d_prepack,
+    "conv1d_relu": torch.ops.quantized.conv1d_relu,
+    "conv1d_unpack": torch.ops.quantized.conv1d_unpack,
+    "conv2d": torch.ops.quantized.conv2d,
+    "conv2d_prepack": torch.ops.quantized.conv2d_prepack,
+    "conv2d_relu": torch.ops.quantized.conv2d_relu,
+    "conv2d_unpack": torch.ops.quantized.conv2d_unpack,
+    "conv3d": torch.ops.quantized.conv3d,
+    "conv3d_prepack": torch.ops.quantized.conv3d_prepack,
+    "conv3d_relu": torch.ops.quantized.conv3d_relu,
+    "conv3d_unpack": torch.ops.quantized.conv3d_unpack,
+    "conv_transpose1d": torch.ops.quantized.conv_transpose1d,
+    "conv_transpose1d_prepack": torch.ops.quantized.conv_transpose1d_prepack,
+    "conv_transpose1d_unpack": torch.ops.quantized.conv_transpose1d_unpack,
+    "conv_transpose2d": torch.ops.quantized.conv_transpose2d,
+    "conv_transpose2d_prepack": torch.ops.quantized.conv_transpose2d_prepack,
+    "conv_transpose2d_unpack": torch.ops.quantized.conv_transpose2d_unpack,
+    "conv_transpose3d": torch.ops.quantized.conv_transpose3d,
+    "conv_transpose3d_prepack": torch.ops.quantized.conv_transpose3d_prepack,
+    "conv_transpose3d_unpack": torch.ops.quantized.conv_transpose3d_unpack,
+    "linear": torch.ops.quantized.linear,
+    "linear_prepack": torch.ops.quantized.linear_prepack,
+    "linear_relu": torch.ops.quantized.linear_relu,
+    "linear_unpack": torch.ops.quantized.linear_unpack,
 }
 # Library-level ops with no PyTorch counterpart (leading underscore: private).
 # qplugin extensions with no PyTorch counterpart of the same schema (pinned, not mirrored).
@@ -54,6 +92,81 @@ PRIVATE = ("_cpu_isa", "_detected_cpu_isa", "_set_cpu_isa", "_build_torch_versio
 
 
 class TestSchemas(expecttest.TestCase):
+    def test_conv1d(self):
+        self.assertExpectedInline(schema("conv1d"), """qplugin::conv1d(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv1d_prepack(self):
+        self.assertExpectedInline(schema("conv1d_prepack"), """qplugin::conv1d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups) -> __torch__.torch.classes.qplugin.Conv2dPackedParams""")
+
+    def test_conv1d_relu(self):
+        self.assertExpectedInline(schema("conv1d_relu"), """qplugin::conv1d_relu(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv1d_unpack(self):
+        self.assertExpectedInline(schema("conv1d_unpack"), """qplugin::conv1d_unpack(__torch__.torch.classes.qplugin.Conv2dPackedParams packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)""")
+
+    def test_conv2d(self):
+        self.assertExpectedInline(schema("conv2d"), """qplugin::conv2d.new(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv2d_prepack(self):
+        self.assertExpectedInline(schema("conv2d_prepack"), """qplugin::conv2d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups) -> __torch__.torch.classes.qplugin.Conv2dPackedParams""")
+
+    def test_conv2d_relu(self):
+        self.assertExpectedInline(schema("conv2d_relu"), """qplugin::conv2d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv2d_unpack(self):
+        self.assertExpectedInline(schema("conv2d_unpack"), """qplugin::conv2d_unpack(__torch__.torch.classes.qplugin.Conv2dPackedParams packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)""")
+
+    def test_conv3d(self):
+        self.assertExpectedInline(schema("conv3d"), """qplugin::conv3d.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv3d_prepack(self):
+        self.assertExpectedInline(schema("conv3d_prepack"), """qplugin::conv3d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups) -> __torch__.torch.classes.qplugin.Conv3dPackedParams""")
+
+    def test_conv3d_relu(self):
+        self.assertExpectedInline(schema("conv3d_relu"), """qplugin::conv3d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv3d_unpack(self):
+        self.assertExpectedInline(schema("conv3d_unpack"), """qplugin::conv3d_unpack(__torch__.torch.classes.qplugin.Conv3dPackedParams packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)""")
+
+    def test_conv_transpose1d(self):
+        self.assertExpectedInline(schema("conv_transpose1d"), """qplugin::conv_transpose1d(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv_transpose1d_prepack(self):
+        self.assertExpectedInline(schema("conv_transpose1d_prepack"), """qplugin::conv_transpose1d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] output_padding, int[] dilation, int groups) -> __torch__.torch.classes.qplugin.Conv2dPackedParams""")
+
+    def test_conv_transpose1d_unpack(self):
+        self.assertExpectedInline(schema("conv_transpose1d_unpack"), """qplugin::conv_transpose1d_unpack(__torch__.torch.classes.qplugin.Conv2dPackedParams packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)""")
+
+    def test_conv_transpose2d(self):
+        self.assertExpectedInline(schema("conv_transpose2d"), """qplugin::conv_transpose2d(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv_transpose2d_prepack(self):
+        self.assertExpectedInline(schema("conv_transpose2d_prepack"), """qplugin::conv_transpose2d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] output_padding, int[] dilation, int groups) -> __torch__.torch.classes.qplugin.Conv2dPackedParams""")
+
+    def test_conv_transpose2d_unpack(self):
+        self.assertExpectedInline(schema("conv_transpose2d_unpack"), """qplugin::conv_transpose2d_unpack(__torch__.torch.classes.qplugin.Conv2dPackedParams packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)""")
+
+    def test_conv_transpose3d(self):
+        self.assertExpectedInline(schema("conv_transpose3d"), """qplugin::conv_transpose3d(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv_transpose3d_prepack(self):
+        self.assertExpectedInline(schema("conv_transpose3d_prepack"), """qplugin::conv_transpose3d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] output_padding, int[] dilation, int groups) -> __torch__.torch.classes.qplugin.Conv3dPackedParams""")
+
+    def test_conv_transpose3d_unpack(self):
+        self.assertExpectedInline(schema("conv_transpose3d_unpack"), """qplugin::conv_transpose3d_unpack(__torch__.torch.classes.qplugin.Conv3dPackedParams packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)""")
+
+    def test_linear(self):
+        self.assertExpectedInline(schema("linear"), """qplugin::linear(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, float Y_scale_i, int Y_zero_point_i) -> Tensor Y""")
+
+    def test_linear_prepack(self):
+        self.assertExpectedInline(schema("linear_prepack"), """qplugin::linear_prepack(Tensor W, Tensor? B=None) -> __torch__.torch.classes.qplugin.LinearPackedParams W_prepack""")
+
+    def test_linear_relu(self):
+        self.assertExpectedInline(schema("linear_relu"), """qplugin::linear_relu(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, float Y_scale_i, int Y_zero_point_i) -> Tensor Y""")
+
+    def test_linear_unpack(self):
+        self.assertExpectedInline(schema("linear_unpack"), """qplugin::linear_unpack(__torch__.torch.classes.qplugin.LinearPackedParams W_prepack) -> (Tensor W_origin, Tensor? B_origin)""")
+
     def test__upsample_nearest_exact1d(self):
         self.assertExpectedInline(schema("_upsample_nearest_exact1d"), """qplugin::_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor""")
 
@@ -189,17 +302,26 @@ def _arg(a):
 
 @pytest.mark.parametrize("name", list(MIRRORS))
 def test_mirrors_pytorch_schema(name):
-    ours = getattr(torch.ops.qplugin, name).default._schema
-    theirs = MIRRORS[name].default._schema
-    assert ours.name.split("::", 1)[1] == theirs.name.split("::", 1)[1]
-    assert ours.overload_name == theirs.overload_name
-    assert [_arg(a) for a in ours.arguments] == [_arg(a) for a in theirs.arguments]
-    assert [_arg(a) for a in ours.returns] == [_arg(a) for a in theirs.returns]
-    assert ours.is_mutable == theirs.is_mutable
-    # The whole string, modulo the namespace.
-    assert str(ours).split("::", 1)[1] == str(theirs).split("::", 1)[1]
+    ours_all = {o._schema.overload_name: o._schema for o in _overloads(getattr(torch.ops.qplugin, name))}
+    theirs_all = {o._schema.overload_name: o._schema for o in _overloads(MIRRORS[name])}
+    # Every overload qplugin has exists in PyTorch with the same schema (qplugin may skip some of
+    # PyTorch's legacy overloads, e.g. conv2d.default that repeats stride/padding per call).
+    assert set(ours_all) <= set(theirs_all), (sorted(ours_all), sorted(theirs_all))
+    for overload, ours in ours_all.items():
+        theirs = theirs_all[overload]
+        assert ours.name.split("::", 1)[1] == theirs.name.split("::", 1)[1]
+        assert [_norm(str(_arg(a))) for a in ours.arguments] == [_norm(str(_arg(a))) for a in theirs.arguments]
+        assert [_norm(str(_arg(a))) for a in ours.returns] == [_norm(str(_arg(a))) for a in theirs.returns]
+        assert ours.is_mutable == theirs.is_mutable
+        # The whole string, modulo the namespace and the packed-param class names.
+        assert _norm(str(ours).split("::", 1)[1]) == _norm(str(theirs).split("::", 1)[1])
+
+
+# Ops registered under a named overload only, as the PyTorch overload models use (conv2d.new).
+NAMED_OVERLOADS = {"conv2d": ["new"], "conv2d_relu": ["new"], "conv3d": ["new"],
+                   "conv3d_relu": ["new"]}
 
 
 @pytest.mark.parametrize("name", list(MIRRORS) + list(PRIVATE))
-def test_registered_only_as_default_overload(name):
-    assert getattr(torch.ops.qplugin, name).overloads() == ["default"]
+def test_registered_overloads(name):
+    assert getattr(torch.ops.qplugin, name).overloads() == NAMED_OVERLOADS.get(name, ["default"])

@@ -18,11 +18,26 @@ from .modules.normalization import (  # noqa: F401
     InstanceNorm3d,
     LayerNorm,
 )
+from .modules.linear import Linear  # noqa: F401
+from .modules.conv import (  # noqa: F401
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
 from . import intrinsic  # noqa: F401,E402  (after .modules: its classes derive from them)
 
 __all__ = [
     "BatchNorm2d",
     "BatchNorm3d",
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
     "DeQuantize",
     "ELU",
     "GroupNorm",
@@ -31,6 +46,7 @@ __all__ = [
     "InstanceNorm2d",
     "InstanceNorm3d",
     "LayerNorm",
+    "Linear",
     "Quantize",
     "ReLU6",
     "functional",

@@ -14,6 +14,7 @@ __all__: List[str] = [
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool2d",
     "interpolate", "upsample", "upsample_bilinear", "upsample_nearest",
+    "linear", "conv1d", "conv2d", "conv3d",
 ]
 
 # The non-quantized input check is in Python (ValueError, as PyTorch's functional); everything
@@ -98,3 +99,5 @@ from ._functional_pool import (  # noqa: E402,F401
     upsample_bilinear,
     upsample_nearest,
 )
+from ._functional_linear import linear  # noqa: E402,F401
+from ._functional_conv import conv1d, conv2d, conv3d  # noqa: E402,F401

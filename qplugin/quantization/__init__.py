@@ -10,6 +10,8 @@ from typing import Any, Callable, Dict, Optional
 
 import torch
 import torch.ao.nn.intrinsic as nni
+import torch.ao.nn.intrinsic.qat as nniqat
+import torch.ao.nn.qat as nnqat
 from torch import nn
 from torch.ao.quantization import DeQuantStub, QuantStub
 from torch.nn.utils.parametrize import type_before_parametrizations
@@ -51,6 +53,34 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     nn.InstanceNorm3d: qnn.InstanceNorm3d,
     nni.BNReLU2d: qnni.BNReLU2d,
     nni.BNReLU3d: qnni.BNReLU3d,
+    # Linear
+    nn.Linear: qnn.Linear,
+    nn.modules.linear.NonDynamicallyQuantizableLinear: qnn.Linear,
+    nnqat.Linear: qnn.Linear,
+    nni.LinearReLU: qnni.LinearReLU,
+    nniqat.LinearReLU: qnni.LinearReLU,
+    # Convolution (plain, QAT, fused with BN folded, fused with ReLU)
+    nn.Conv1d: qnn.Conv1d,
+    nn.Conv2d: qnn.Conv2d,
+    nn.Conv3d: qnn.Conv3d,
+    nnqat.Conv1d: qnn.Conv1d,
+    nnqat.Conv2d: qnn.Conv2d,
+    nnqat.Conv3d: qnn.Conv3d,
+    nniqat.ConvBn1d: qnn.Conv1d,
+    nniqat.ConvBn2d: qnn.Conv2d,
+    nniqat.ConvBn3d: qnn.Conv3d,
+    nni.ConvReLU1d: qnni.ConvReLU1d,
+    nni.ConvReLU2d: qnni.ConvReLU2d,
+    nni.ConvReLU3d: qnni.ConvReLU3d,
+    nniqat.ConvReLU1d: qnni.ConvReLU1d,
+    nniqat.ConvReLU2d: qnni.ConvReLU2d,
+    nniqat.ConvReLU3d: qnni.ConvReLU3d,
+    nniqat.ConvBnReLU1d: qnni.ConvReLU1d,
+    nniqat.ConvBnReLU2d: qnni.ConvReLU2d,
+    nniqat.ConvBnReLU3d: qnni.ConvReLU3d,
+    nn.ConvTranspose1d: qnn.ConvTranspose1d,
+    nn.ConvTranspose2d: qnn.ConvTranspose2d,
+    nn.ConvTranspose3d: qnn.ConvTranspose3d,
 }
 
 
