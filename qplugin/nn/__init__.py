@@ -11,6 +11,19 @@ from .modules import (  # noqa: F401
     Quantize,
     ReLU6,
 )
+from .modules.pooling import (  # noqa: F401
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+    Upsample,
+)
 from .modules.normalization import (  # noqa: F401
     GroupNorm,
     InstanceNorm1d,
@@ -30,6 +43,13 @@ from .modules.conv import (  # noqa: F401
 from . import intrinsic  # noqa: F401,E402  (after .modules: its classes derive from them)
 
 __all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AvgPool3d",
     "BatchNorm2d",
     "BatchNorm3d",
     "Conv1d",
@@ -47,8 +67,12 @@ __all__ = [
     "InstanceNorm3d",
     "LayerNorm",
     "Linear",
+    "MaxPool1d",
+    "MaxPool2d",
+    "MaxPool3d",
     "Quantize",
     "ReLU6",
+    "Upsample",
     "functional",
     "intrinsic",
 ]

@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _pool_testutil import (DTYPES, assert_same, assert_within1, codes_minus_zp, isa,  # noqa
+from _pool_testutil import (DTYPES, QRANGE, assert_same, assert_within1, codes_minus_zp, isa,  # noqa
                             one_thread, qtensor, requant_codes)
 from qplugin.nn import _functional_pool as qF  # noqa: E402
 
@@ -106,3 +106,34 @@ def test_avg_pool_bad_input(fn, msg):
     x = qtensor((1, 2, 4, 4))
     with pytest.raises((RuntimeError, ValueError), match=re.escape(msg)):
         fn(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
+def test_avg_pool_channels_last_u16_sums_all_isas(dtype):
+    # The AVX2/AVX-512 channels-last kernels sum codes in 16 bits, 32/64 channels at a time:
+    # channel counts around the vector widths, all-max and all-min codes with extreme zero points,
+    # windows of 256 rows (the u16 limit) and 257 (the portable fallback) must give the scalar
+    # bytes and the exact value.
+    lo, hi = QRANGE[dtype]
+    cases = []
+    for C in (1, 31, 32, 33, 64, 65, 200):
+        cases.append((qtensor((1, C, 9, 7), dtype, zero_point=lo + 3, spread=300, seed=C), 3, 1, 1))
+    for code, zp in ((hi, lo), (lo, hi), (hi, hi)):
+        for k in (16, (1, 257)):
+            shape = (1, 70, 16, 16) if k == 16 else (1, 70, 1, 257)
+            x = torch._make_per_tensor_quantized_tensor(
+                torch.full(shape, code, dtype=torch.uint8 if dtype == torch.quint8 else torch.int8),
+                0.1, zp)
+            cases.append((x, k, None, 0))
+    outs = {}
+    for name in ("scalar", "avx2", "avx512vnni"):
+        if torch.ops.qplugin._set_cpu_isa(name) != name:
+            continue
+        outs[name] = [qF.avg_pool2d(x.contiguous(memory_format=torch.channels_last), k, s, p)
+                      .int_repr() for x, k, s, p in cases]
+    torch.ops.qplugin._set_cpu_isa("auto")
+    for v in outs.values():
+        for a, b in zip(v, outs["scalar"]):
+            assert torch.equal(a, b)
+    for (x, k, s, p), o in zip(cases, outs["scalar"]):
+        assert torch.equal(o.long(), exact_avg(x, 2, k, s, p, False, True, None))

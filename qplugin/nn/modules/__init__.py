@@ -2,14 +2,27 @@
 qplugin/nn/__init__.py too."""
 from .activation import ELU, Hardswish, ReLU6
 from .batchnorm import BatchNorm2d, BatchNorm3d
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool2d,
+                      AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d, Upsample)
 from .quantize import DeQuantize, Quantize
 
 __all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AvgPool3d",
     "BatchNorm2d",
     "BatchNorm3d",
     "DeQuantize",
     "ELU",
     "Hardswish",
+    "MaxPool1d",
+    "MaxPool2d",
+    "MaxPool3d",
     "Quantize",
     "ReLU6",
+    "Upsample",
 ]

@@ -1,0 +1,403 @@
+"""Pooling and resampling modules (≙ torch.nn.MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Upsample,
+...) running on torch.ops.qplugin, so that qplugin.quantization.convert routes a model's pools
+through qplugin's kernels (torch.ao's convert leaves the float modules, which reach aten's
+quantized kernels). Changes with: qplugin/nn/_functional_pool.py, csrc/ops/{pooling,upsample}.cpp,
+qplugin/quantization/__init__.py (mapping), tests/pooling/test_pool_modules.py.
+
+Each class derives from its float module: same constructor, defaults, attributes, __constants__
+and extra_repr; no state (the output keeps the input's qparams). A float input runs the float op,
+as the float module would: convert swaps every mapped module that has a qconfig, including pools
+in float regions of a model (after a DeQuantStub), which torch.ao's convert leaves working.
+The configuration is read once, at construction (as lists the ops take); build a new module (or
+use from_float) to change it.
+"""
+import math
+from typing import List, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .utils import _check_float_module
+
+__all__ = [
+    "MaxPool1d", "MaxPool2d", "MaxPool3d",
+    "AvgPool1d", "AvgPool2d", "AvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d",
+    "Upsample",
+]
+
+
+def _ints(owner: str, value, n: int, name: str) -> List[int]:
+    v = list(value) if isinstance(value, (list, tuple)) else [value] * n
+    if len(v) == 1:
+        v = v * n
+    if len(v) != n or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        raise ValueError(f"{owner}: expected {name} to be an int or a sequence of {n} ints, got"
+                         f" {value!r}")
+    return [int(i) for i in v]
+
+
+def _adaptive(owner: str, value, n: int) -> List[int]:
+    """output_size as n ints, -1 for None (keep the input size)."""
+    v = list(value) if isinstance(value, (list, tuple)) else [value] * n
+    if len(v) != n or not all(i is None or (isinstance(i, int) and not isinstance(i, bool))
+                              for i in v):
+        raise ValueError(f"{owner}: expected output_size to be an int, None or a sequence of {n}"
+                         f" of them, got {value!r}")
+    return [-1 if i is None else int(i) for i in v]
+
+
+def _resolve(input: Tensor, out: List[int]) -> List[int]:
+    n = len(out)
+    return [input.size(input.dim() - n + i) if out[i] < 0 else out[i] for i in range(n)]
+
+
+def _no_indices(owner: str, return_indices: bool) -> None:
+    if return_indices:
+        raise NotImplementedError(f"{owner}: return_indices is not supported for quantized"
+                                  " tensors (as PyTorch's quantized max pooling)")
+
+
+class _FromFloat:
+    """from_float for the stateless modules: the float module's configuration, any qconfig or
+    observer ignored (none is attached by torch.ao.quantization.prepare: pools keep the input's
+    qparams)."""
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """A module with `mod`'s configuration (`mod`: exactly cls._FLOAT_MODULE, with or without
+        qconfig). `use_precomputed_fake_quant` is accepted for torch.ao compatibility."""
+        _check_float_module(f"qplugin.nn.{cls.__name__}.from_float", mod, (cls._FLOAT_MODULE,))
+        return cls(**{k: getattr(mod, k) for k in cls._CONFIG})
+
+    def _get_name(self):
+        return "QPlugin" + type(self).__name__
+
+
+class MaxPool1d(_FromFloat, torch.nn.MaxPool1d):
+    r"""1D max pooling of a quantized (C, L) or (N, C, L) input (≙ :class:`torch.nn.MaxPool1d`;
+    `return_indices` is not supported). Output qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.MaxPool1d
+    _CONFIG = ("kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode")
+    _k: List[int]
+    _s: List[int]
+    _p: List[int]
+    _d: List[int]
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False) -> None:
+        owner = f"qplugin.nn.{type(self).__name__}"
+        _no_indices(owner, return_indices)
+        super().__init__(kernel_size, stride, padding, dilation, return_indices, ceil_mode)
+        n = 1
+        self._k = _ints(owner, self.kernel_size, n, "kernel_size")
+        self._s = _ints(owner, self.stride, n, "stride")
+        self._p = _ints(owner, self.padding, n, "padding")
+        self._d = _ints(owner, self.dilation, n, "dilation")
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.is_quantized:
+            return torch.ops.qplugin.max_pool1d(input, self._k, self._s, self._p, self._d,
+                                                self.ceil_mode)
+        return F.max_pool1d(input, self._k, self._s, self._p, self._d, self.ceil_mode)
+
+
+class MaxPool2d(_FromFloat, torch.nn.MaxPool2d):
+    r"""2D max pooling of a quantized (C, H, W) or (N, C, H, W) input (≙
+    :class:`torch.nn.MaxPool2d`; `return_indices` is not supported). Output qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.MaxPool2d
+    _CONFIG = MaxPool1d._CONFIG
+    _k: List[int]
+    _s: List[int]
+    _p: List[int]
+    _d: List[int]
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False) -> None:
+        owner = f"qplugin.nn.{type(self).__name__}"
+        _no_indices(owner, return_indices)
+        super().__init__(kernel_size, stride, padding, dilation, return_indices, ceil_mode)
+        n = 2
+        self._k = _ints(owner, self.kernel_size, n, "kernel_size")
+        self._s = _ints(owner, self.stride, n, "stride")
+        self._p = _ints(owner, self.padding, n, "padding")
+        self._d = _ints(owner, self.dilation, n, "dilation")
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.is_quantized:
+            return torch.ops.qplugin.max_pool2d(input, self._k, self._s, self._p, self._d,
+                                                self.ceil_mode)
+        return F.max_pool2d(input, self._k, self._s, self._p, self._d, self.ceil_mode)
+
+
+class MaxPool3d(_FromFloat, torch.nn.MaxPool3d):
+    r"""3D max pooling of a quantized (C, D, H, W) or (N, C, D, H, W) input (≙
+    :class:`torch.nn.MaxPool3d`; extension: PyTorch has no quantized max_pool3d kernel).
+    Output qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.MaxPool3d
+    _CONFIG = MaxPool1d._CONFIG
+    _k: List[int]
+    _s: List[int]
+    _p: List[int]
+    _d: List[int]
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False) -> None:
+        owner = f"qplugin.nn.{type(self).__name__}"
+        _no_indices(owner, return_indices)
+        super().__init__(kernel_size, stride, padding, dilation, return_indices, ceil_mode)
+        n = 3
+        self._k = _ints(owner, self.kernel_size, n, "kernel_size")
+        self._s = _ints(owner, self.stride, n, "stride")
+        self._p = _ints(owner, self.padding, n, "padding")
+        self._d = _ints(owner, self.dilation, n, "dilation")
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.is_quantized:
+            return torch.ops.qplugin.max_pool3d(input, self._k, self._s, self._p, self._d,
+                                                self.ceil_mode)
+        return F.max_pool3d(input, self._k, self._s, self._p, self._d, self.ceil_mode)
+
+
+class AvgPool1d(_FromFloat, torch.nn.AvgPool1d):
+    r"""1D average pooling of a quantized input (≙ :class:`torch.nn.AvgPool1d`; extension).
+    Output qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.AvgPool1d
+    _CONFIG = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
+    _k: List[int]
+    _s: List[int]
+    _p: List[int]
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True) -> None:
+        owner = f"qplugin.nn.{type(self).__name__}"
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+        self._k = _ints(owner, self.kernel_size, 1, "kernel_size")
+        self._s = _ints(owner, self.stride, 1, "stride")
+        self._p = _ints(owner, self.padding, 1, "padding")
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.is_quantized:
+            return torch.ops.qplugin.avg_pool1d(input, self._k, self._s, self._p, self.ceil_mode,
+                                                self.count_include_pad)
+        return F.avg_pool1d(input, self._k, self._s, self._p, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AvgPool2d(_FromFloat, torch.nn.AvgPool2d):
+    r"""2D average pooling of a quantized input (≙ :class:`torch.nn.AvgPool2d`). Output
+    qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.AvgPool2d
+    _CONFIG = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+               "divisor_override")
+    _k: List[int]
+    _s: List[int]
+    _p: List[int]
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None) -> None:
+        owner = f"qplugin.nn.{type(self).__name__}"
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+        self._k = _ints(owner, self.kernel_size, 2, "kernel_size")
+        self._s = _ints(owner, self.stride, 2, "stride")
+        self._p = _ints(owner, self.padding, 2, "padding")
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.is_quantized:
+            return torch.ops.qplugin.avg_pool2d(input, self._k, self._s, self._p, self.ceil_mode,
+                                                self.count_include_pad, self.divisor_override)
+        return F.avg_pool2d(input, self._k, self._s, self._p, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AvgPool3d(_FromFloat, torch.nn.AvgPool3d):
+    r"""3D average pooling of a quantized input (≙ :class:`torch.nn.AvgPool3d`). The output is
+    channels_last_3d, as PyTorch's quantized avg_pool3d. Output qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.AvgPool3d
+    _CONFIG = AvgPool2d._CONFIG
+    _k: List[int]
+    _s: List[int]
+    _p: List[int]
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None) -> None:
+        owner = f"qplugin.nn.{type(self).__name__}"
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+        self._k = _ints(owner, self.kernel_size, 3, "kernel_size")
+        self._s = _ints(owner, self.stride, 3, "stride")
+        self._p = _ints(owner, self.padding, 3, "padding")
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.is_quantized:
+            return torch.ops.qplugin.avg_pool3d(input, self._k, self._s, self._p, self.ceil_mode,
+                                                self.count_include_pad, self.divisor_override)
+        return F.avg_pool3d(input, self._k, self._s, self._p, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool1d(_FromFloat, torch.nn.AdaptiveAvgPool1d):
+    r"""1D adaptive average pooling of a quantized input (≙ :class:`torch.nn.AdaptiveAvgPool1d`;
+    extension). Output qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.AdaptiveAvgPool1d
+    _CONFIG = ("output_size",)
+    _out: List[int]
+
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+        self._out = _adaptive(f"qplugin.nn.{type(self).__name__}", self.output_size, 1)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.is_quantized:
+            return torch.ops.qplugin.adaptive_avg_pool1d(input, _resolve(input, self._out))
+        return F.adaptive_avg_pool1d(input, _resolve(input, self._out))
+
+
+class AdaptiveAvgPool2d(_FromFloat, torch.nn.AdaptiveAvgPool2d):
+    r"""2D adaptive average pooling of a quantized input (≙ :class:`torch.nn.AdaptiveAvgPool2d`;
+    None entries keep the input size). Output qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.AdaptiveAvgPool2d
+    _CONFIG = ("output_size",)
+    _out: List[int]
+
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+        self._out = _adaptive(f"qplugin.nn.{type(self).__name__}", self.output_size, 2)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.is_quantized:
+            return torch.ops.qplugin.adaptive_avg_pool2d(input, _resolve(input, self._out))
+        return F.adaptive_avg_pool2d(input, _resolve(input, self._out))
+
+
+class AdaptiveAvgPool3d(_FromFloat, torch.nn.AdaptiveAvgPool3d):
+    r"""3D adaptive average pooling of a quantized input (≙ :class:`torch.nn.AdaptiveAvgPool3d`;
+    None entries keep the input size). Output qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.AdaptiveAvgPool3d
+    _CONFIG = ("output_size",)
+    _out: List[int]
+
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+        self._out = _adaptive(f"qplugin.nn.{type(self).__name__}", self.output_size, 3)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.is_quantized:
+            return torch.ops.qplugin.adaptive_avg_pool3d(input, _resolve(input, self._out))
+        return F.adaptive_avg_pool3d(input, _resolve(input, self._out))
+
+
+class AdaptiveMaxPool2d(_FromFloat, torch.nn.AdaptiveMaxPool2d):
+    r"""2D adaptive max pooling of a quantized input (≙ :class:`torch.nn.AdaptiveMaxPool2d`;
+    extension: PyTorch has no quantized kernel; `return_indices` is not supported). Output
+    qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.AdaptiveMaxPool2d
+    _CONFIG = ("output_size", "return_indices")
+    _out: List[int]
+
+    def __init__(self, output_size, return_indices=False) -> None:
+        _no_indices(f"qplugin.nn.{type(self).__name__}", return_indices)
+        super().__init__(output_size, return_indices)
+        self._out = _adaptive(f"qplugin.nn.{type(self).__name__}", self.output_size, 2)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.is_quantized:
+            return torch.ops.qplugin.adaptive_max_pool2d(input, _resolve(input, self._out))
+        return F.adaptive_max_pool2d(input, _resolve(input, self._out))
+
+
+class Upsample(_FromFloat, torch.nn.Upsample):
+    r"""Upsampling of a quantized 3-D, 4-D or 5-D input (≙ :class:`torch.nn.Upsample`, with
+    torch.nn.functional.interpolate's size and scale rules). Modes on quantized input:
+    ``'nearest'`` and ``'bilinear'`` (as PyTorch's quantized kernels) plus the extensions
+    ``'nearest-exact'``, ``'linear'`` and ``'trilinear'``; others raise NotImplementedError.
+    Output qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.Upsample
+    _CONFIG = ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor")
+    _size: List[int]
+    _sf: List[float]
+    _recompute: bool
+    _ac: bool
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                 recompute_scale_factor=None) -> None:
+        super().__init__(size, scale_factor, mode, align_corners, recompute_scale_factor)
+        owner = f"qplugin.nn.{type(self).__name__}"
+        self._size = [] if self.size is None else (
+            [int(s) for s in self.size] if isinstance(self.size, (list, tuple))
+            else [int(self.size)])
+        self._sf = [] if self.scale_factor is None else (
+            [float(s) for s in self.scale_factor] if isinstance(self.scale_factor, (list, tuple))
+            else [float(self.scale_factor)])
+        # Optional constants do not refine in TorchScript: plain bools for forward.
+        self._recompute = bool(self.recompute_scale_factor)
+        self._ac = bool(self.align_corners)
+        if self.size is not None and self.scale_factor is not None:
+            raise ValueError(f"{owner}: only one of size or scale_factor should be defined")
+
+    def forward(self, input: Tensor) -> Tensor:
+        if not input.is_quantized:
+            return F.interpolate(input, self.size, self.scale_factor, self.mode,
+                                 self.align_corners,
+                                 recompute_scale_factor=self.recompute_scale_factor)
+        dim = input.dim() - 2
+        if self.mode not in ["nearest", "nearest-exact", "linear", "bilinear", "trilinear"]:
+            raise NotImplementedError("qplugin.nn.Upsample: expected mode in nearest,"
+                                      " nearest-exact, linear, bilinear, trilinear for quantized"
+                                      " input, got " + self.mode)
+        if dim < 1 or dim > 3:
+            raise ValueError("qplugin.nn.Upsample: expected a 3-D, 4-D or 5-D input (N, C, ...),"
+                             " got " + str(input.dim()) + "-D")
+        scales: List[Optional[float]] = [None for _ in range(dim)]
+        if len(self._size) > 0:
+            out = self._size * dim if len(self._size) == 1 else self._size
+            if len(out) != dim:
+                raise ValueError("qplugin.nn.Upsample: expected size of " + str(dim) +
+                                 " spatial dimensions, got " + str(self._size))
+        else:
+            sf = self._sf * dim if len(self._sf) == 1 else self._sf
+            if len(sf) != dim:
+                raise ValueError("qplugin.nn.Upsample: expected scale_factor of " + str(dim) +
+                                 " spatial dimensions, got " + str(self._sf))
+            out = [int(math.floor(float(input.size(i + 2)) * sf[i])) for i in range(dim)]
+            if not self._recompute:
+                for i in range(dim):
+                    scales[i] = sf[i]
+        if self.mode == "nearest":
+            if dim == 1:
+                return torch.ops.qplugin.upsample_nearest1d(input, out, scales[0])
+            if dim == 2:
+                return torch.ops.qplugin.upsample_nearest2d(input, out, scales[0], scales[1])
+            return torch.ops.qplugin.upsample_nearest3d(input, out, scales[0], scales[1],
+                                                        scales[2])
+        if self.mode == "nearest-exact":
+            if dim == 1:
+                return torch.ops.qplugin._upsample_nearest_exact1d(input, out, scales[0])
+            if dim == 2:
+                return torch.ops.qplugin._upsample_nearest_exact2d(input, out, scales[0],
+                                                                   scales[1])
+            return torch.ops.qplugin._upsample_nearest_exact3d(input, out, scales[0], scales[1],
+                                                               scales[2])
+        ac = self._ac
+        if self.mode == "linear" and dim == 1:
+            return torch.ops.qplugin.upsample_linear1d(input, out, ac, scales[0])
+        if self.mode == "bilinear" and dim == 2:
+            return torch.ops.qplugin.upsample_bilinear2d(input, out, ac, scales[0], scales[1])
+        if self.mode == "trilinear" and dim == 3:
+            return torch.ops.qplugin.upsample_trilinear3d(input, out, ac, scales[0], scales[1],
+                                                          scales[2])
+        raise NotImplementedError("qplugin.nn.Upsample: mode " + self.mode + " does not take a " +
+                                  str(input.dim()) + "-D input")
