@@ -30,6 +30,13 @@ struct Params {
   // |v| may reach 2^30: clamp in float before converting (otherwise the vector kernels round
   // first and saturate, which equals clamping first for integer bounds).
   bool clamp_float;
+  // Second level for the undecided lanes (AVX-512 kernel): with h = floor(v) + 0.5 the nearest
+  // tie, exact - h = [a*ra + b*rb + (c - h)]_hi + [a*ra_lo + b*rb_lo + c_lo] where the hi sum
+  // (float constants, as doubles) is exact in double and the lo sum (the remainders of the
+  // exact constants) is off by at most err: its sign decides the lane unless |sum| <= err, when
+  // fix() does. mul uses a = (a - za)*(b - zb) and no b terms. two_level false: fix() only.
+  bool two_level;
+  double ra_lo, rb_lo, c_lo, err;
   FixFn fix;
   const void* ctx;
 };

@@ -22,14 +22,16 @@ inline __m512i widen(__m128i v) {
 
 struct Consts {
   __m512 ra, rb, c, lo, hi, thr, absmask;
-  __m512i za, zb, blo, bhi;
+  __m512i za, zb, blo, bhi, ilo, ihi;
   explicit Consts(const Params& p)
       : ra(_mm512_set1_ps(p.ra)), rb(_mm512_set1_ps(p.rb)), c(_mm512_set1_ps(p.c)),
         lo(_mm512_set1_ps(p.lo)), hi(_mm512_set1_ps(p.hi)), thr(_mm512_set1_ps(p.thr)),
         absmask(_mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF))),
         za(_mm512_set1_epi32(p.za)), zb(_mm512_set1_epi32(p.zb)),
         blo(_mm512_set1_epi8(static_cast<char>(static_cast<int32_t>(p.lo)))),
-        bhi(_mm512_set1_epi8(static_cast<char>(static_cast<int32_t>(p.hi)))) {}
+        bhi(_mm512_set1_epi8(static_cast<char>(static_cast<int32_t>(p.hi)))),
+        ilo(_mm512_set1_epi32(static_cast<int32_t>(p.lo))),
+        ihi(_mm512_set1_epi32(static_cast<int32_t>(p.hi))) {}
 };
 
 // 16 lanes of v (binary.h), unclamped.
@@ -44,9 +46,49 @@ inline __m512 value16(__m512i ai, __m512i bi, const Consts& k) {
                          _mm512_fmadd_ps(_mm512_cvtepi32_ps(bi), k.rb, k.c));
 }
 
-// v - nearbyint(v): its magnitude tells how close v is to a tie (0.5).
+// v - nearbyint(v) (exact): its magnitude tells how close v is to a tie (0.5).
 inline __m512 frac_dist(__m512 v) {
   return _mm512_sub_ps(v, _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// Second level (binary.h) for 16 lanes: exact codes where the lo sum decides; *unres gets the
+// lanes it cannot decide (|sum| <= err), left to fix().
+template <bool kMul>
+inline __m512i resolve16(__m512i ai, __m512i bi, __m512 v, const Params& p, __mmask16* unres) {
+  const __m512 fl = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512i x = kMul ? _mm512_mullo_epi32(_mm512_sub_epi32(ai, _mm512_set1_epi32(p.za)),
+                                              _mm512_sub_epi32(bi, _mm512_set1_epi32(p.zb)))
+                         : ai;
+  const __m512d ra = _mm512_set1_pd(p.ra), rb = _mm512_set1_pd(p.rb), c = _mm512_set1_pd(p.c);
+  const __m512d ra_lo = _mm512_set1_pd(p.ra_lo), rb_lo = _mm512_set1_pd(p.rb_lo);
+  const __m512d c_lo = _mm512_set1_pd(p.c_lo), err = _mm512_set1_pd(p.err);
+  const __m512d half = _mm512_set1_pd(0.5);
+  const __m512d absmask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
+  __m256i k[2];
+  __mmask8 un[2];
+  for (int h = 0; h < 2; ++h) {
+    const __m256 flh = h ? _mm512_extractf32x8_ps(fl, 1) : _mm512_castps512_ps256(fl);
+    const __m256i xh = h ? _mm512_extracti64x4_epi64(x, 1) : _mm512_castsi512_si256(x);
+    const __m512d fd = _mm512_cvtps_pd(flh);
+    const __m512d tie = _mm512_add_pd(fd, half);
+    const __m512d xd = _mm512_cvtepi32_pd(xh);
+    __m512d t, s;
+    if (kMul) {
+      t = _mm512_fmadd_pd(xd, ra, _mm512_sub_pd(c, tie));
+      s = _mm512_fmadd_pd(xd, ra_lo, _mm512_add_pd(t, c_lo));
+    } else {
+      const __m256i bh = h ? _mm512_extracti64x4_epi64(bi, 1) : _mm512_castsi512_si256(bi);
+      const __m512d bd = _mm512_cvtepi32_pd(bh);
+      t = _mm512_fmadd_pd(xd, ra, _mm512_fmadd_pd(bd, rb, _mm512_sub_pd(c, tie)));
+      s = _mm512_fmadd_pd(xd, ra_lo, _mm512_fmadd_pd(bd, rb_lo, _mm512_add_pd(t, c_lo)));
+    }
+    const __mmask8 up = _mm512_cmp_pd_mask(s, err, _CMP_GT_OQ);
+    un[h] = _mm512_cmp_pd_mask(_mm512_and_pd(s, absmask), err, _CMP_LE_OQ);
+    const __m256i kf = _mm512_cvtpd_epi32(fd);
+    k[h] = _mm256_mask_add_epi32(kf, up, kf, _mm256_set1_epi32(1));
+  }
+  *unres = static_cast<__mmask16>(un[0] | (static_cast<unsigned>(un[1]) << 8));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(k[0]), k[1], 1);
 }
 
 // Four vectors of rounded int32 codes -> 64 bytes in order, saturated to the 8-bit range (the
@@ -92,29 +134,50 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     // Load all inputs before storing (y may alias a or b).
-    const __m512 v0 = clampf(value16<kMul>(load(a, as, i, abc), load(b, bs, i, bbc), k));
-    const __m512 v1 = clampf(value16<kMul>(load(a, as, i + 16, abc), load(b, bs, i + 16, bbc), k));
-    const __m512 v2 = clampf(value16<kMul>(load(a, as, i + 32, abc), load(b, bs, i + 32, bbc), k));
-    const __m512 v3 = clampf(value16<kMul>(load(a, as, i + 48, abc), load(b, bs, i + 48, bbc), k));
-    const __m512i q = narrow64<T>(_mm512_cvtps_epi32(v0), _mm512_cvtps_epi32(v1),
-                                  _mm512_cvtps_epi32(v2), _mm512_cvtps_epi32(v3), k);
+    __m512i ai[4], bi[4];
+    __m512 v[4];
+    for (int j = 0; j < 4; ++j) {
+      ai[j] = load(a, as, i + 16 * j, abc);
+      bi[j] = load(b, bs, i + 16 * j, bbc);
+      v[j] = clampf(value16<kMul>(ai[j], bi[j], k));
+    }
+    const __m512i q = narrow64<T>(_mm512_cvtps_epi32(v[0]), _mm512_cvtps_epi32(v[1]),
+                                  _mm512_cvtps_epi32(v[2]), _mm512_cvtps_epi32(v[3]), k);
     if (kCheck) {
-      const __m512 d0 = frac_dist(v0), d1 = frac_dist(v1), d2 = frac_dist(v2), d3 = frac_dist(v3);
+      __m512 d[4];
+      for (int j = 0; j < 4; ++j) d[j] = frac_dist(v[j]);
       // VRANGEPS imm 0xB: the operand of larger magnitude, sign cleared.
-      const __m512 dm = _mm512_range_ps(_mm512_range_ps(d0, d1, 0xB), _mm512_range_ps(d2, d3, 0xB),
-                                        0xB);
+      const __m512 dm = _mm512_range_ps(_mm512_range_ps(d[0], d[1], 0xB),
+                                        _mm512_range_ps(d[2], d[3], 0xB), 0xB);
       if (_mm512_cmp_ps_mask(dm, k.thr, _CMP_GT_OQ)) {
-        // Fix the undecided lanes in a copy first: y may alias the inputs the fixup reads.
-        alignas(64) T tmp[64];
-        _mm512_store_si512(tmp, q);
-        const uint64_t m =
-            static_cast<uint64_t>(_mm512_cmp_ps_mask(_mm512_and_ps(d0, k.absmask), k.thr, _CMP_GT_OQ)) |
-            (static_cast<uint64_t>(_mm512_cmp_ps_mask(_mm512_and_ps(d1, k.absmask), k.thr, _CMP_GT_OQ)) << 16) |
-            (static_cast<uint64_t>(_mm512_cmp_ps_mask(_mm512_and_ps(d2, k.absmask), k.thr, _CMP_GT_OQ)) << 32) |
-            (static_cast<uint64_t>(_mm512_cmp_ps_mask(_mm512_and_ps(d3, k.absmask), k.thr, _CMP_GT_OQ)) << 48);
-        fixup<T, kMul>(a + i * as, as, b + i * bs, bs, tmp, 0, static_cast<uint32_t>(m), p);
-        fixup<T, kMul>(a + i * as, as, b + i * bs, bs, tmp, 32, static_cast<uint32_t>(m >> 32), p);
-        _mm512_storeu_si512(y + i, _mm512_load_si512(tmp));
+        // Undecided lanes: the second level in registers, then fix() for what it leaves (in a
+        // copy: y may alias the inputs fix() reads).
+        __m512i q2 = q;
+        uint64_t left = 0;
+        for (int j = 0; j < 4; ++j) {
+          __mmask16 m = _mm512_cmp_ps_mask(_mm512_and_ps(d[j], k.absmask), k.thr, _CMP_GT_OQ);
+          if (!m) continue;
+          if (p.two_level) {
+            __mmask16 un = 0;
+            __m512i codes = resolve16<kMul>(ai[j], bi[j], v[j], p, &un);
+            codes = _mm512_min_epi32(_mm512_max_epi32(codes, k.ilo), k.ihi);
+            const __m512i c64 = _mm512_broadcast_i32x4(_mm512_cvtepi32_epi8(codes));
+            const __mmask64 bm = static_cast<__mmask64>(static_cast<uint64_t>(
+                                     static_cast<uint16_t>(m & ~un)) << (16 * j));
+            q2 = _mm512_mask_blend_epi8(bm, q2, c64);
+            m &= un;
+          }
+          left |= static_cast<uint64_t>(m) << (16 * j);
+        }
+        if (left) {
+          alignas(64) T tmp[64];
+          _mm512_store_si512(tmp, q2);
+          fixup<T, kMul>(a + i * as, as, b + i * bs, bs, tmp, 0, static_cast<uint32_t>(left), p);
+          fixup<T, kMul>(a + i * as, as, b + i * bs, bs, tmp, 32,
+                         static_cast<uint32_t>(left >> 32), p);
+          q2 = _mm512_load_si512(tmp);
+        }
+        _mm512_storeu_si512(y + i, q2);
         continue;
       }
     }

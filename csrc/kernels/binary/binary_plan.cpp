@@ -34,6 +34,14 @@ float threshold(double eps, bool exact_mode) {
 // Whether values that are multiples of 2^g and bounded by m are all exact floats.
 bool fits_float(int g, double m) { return m < std::ldexp(1.0, g + 24); }
 
+int lsb_or(double x, int dflt) { return x != 0.0 ? exact::lsb_exponent(x) : dflt; }
+
+// x - f as a double, for f a float approximation of the exact quotient x = n / d: the residual
+// n - f*d is formed with one rounding (fma) and divided once, so it is off by <= 2^-51 relative.
+double quotient_lo(double n, double d, float f) {
+  return std::fma(-static_cast<double>(f), d, n) / d;
+}
+
 }  // namespace
 
 int64_t ExactCtx::compute(int64_t a, int64_t b) const {
@@ -103,6 +111,23 @@ Params plan_add(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
       1.01 * ((Ma + Mb + Mc) * (kU + 0x1p-50) + Cterms * 0x1p-50 + kU * T + kU * V) + 1e-30;
   p.thr = threshold(eps, exact_mode);
   p.clamp_float = !(V * (1 + 4 * kU) < 0x1p30);
+  {
+    // Second level: hi sum a*ra + b*rb + c - h exact in double when every term is a multiple of
+    // 2^g and the partial sums stay below 2^(g + 53).
+    const int g = std::min({lsb_or(p.ra, 0), lsb_or(p.rb, 0), lsb_or(p.c, 0), -1});
+    const double span = m * std::fabs(p.ra) + m * std::fabs(p.rb) + std::fabs(p.c) + V + 2;
+    p.ra_lo = quotient_lo(sa, so, p.ra);
+    p.rb_lo = quotient_lo(sb, so, p.rb);
+    // c_exact - c_f = (zo - za*ra_f - zb*rb_f - c_f) [exact in double] - za*ra_lo - zb*rb_lo.
+    const double c_hi = static_cast<double>(zo) - static_cast<double>(za) * p.ra -
+                        static_cast<double>(zb) * p.rb - static_cast<double>(p.c);
+    p.c_lo = c_hi - static_cast<double>(za) * p.ra_lo - static_cast<double>(zb) * p.rb_lo;
+    const double L = m * std::fabs(p.ra_lo) + m * std::fabs(p.rb_lo) + std::fabs(p.c_lo) +
+                     Cterms * 0x1p-50;
+    p.err = 0x1p-46 * (L + 4 * eps) + 0x1p-1000;
+    p.two_level = !exact_mode && span < std::ldexp(1.0, g + 52) &&
+                  std::fabs(c_hi) < std::ldexp(1.0, g + 52);
+  }
   p.za = static_cast<int32_t>(za);
   p.zb = static_cast<int32_t>(zb);
   p.lo = static_cast<float>(lo);
@@ -137,6 +162,17 @@ Params plan_mul(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
   const double eps = 1.01 * (mp * std::fabs(r) * (kU + 0x1p-50) + kU * Mv) + 1e-30;
   p.thr = threshold(eps, exact_mode);
   p.clamp_float = !(Mv * (1 + 4 * kU) < 0x1p30);
+  {
+    // r_exact - r_f = (sa*sb - r_f*so) / so with sa*sb split exactly into hi + lo (fma).
+    const double hi_ab = sa * sb, lo_ab = std::fma(sa, sb, -hi_ab);
+    p.ra_lo = (std::fma(-static_cast<double>(p.ra), so, hi_ab) + lo_ab) / so;
+    p.rb_lo = 0.0;
+    p.c_lo = 0.0;
+    const int g = std::min(lsb_or(p.ra, 0), -1);
+    const double span = mp * std::fabs(p.ra) + 2 * std::fabs(static_cast<double>(zo)) + Mv + 2;
+    p.err = 0x1p-46 * (mp * std::fabs(p.ra_lo) + 4 * eps) + 0x1p-1000;
+    p.two_level = !exact_mode && span < std::ldexp(1.0, g + 52);
+  }
   p.za = static_cast<int32_t>(za);
   p.zb = static_cast<int32_t>(zb);
   p.lo = static_cast<float>(lo);
