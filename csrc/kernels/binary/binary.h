@@ -18,7 +18,7 @@ using FixFn = int32_t (*)(const void* ctx, int32_t a, int32_t b);
 // Per-lane math, in float, identical in every ISA (explicit FMAs, -ffp-contract=off):
 //   add: v = fma(a, ra, fma(b, rb, c))           with c = zo - za*ra - zb*rb
 //   mul: v = fma(float((a - za) * (b - zb)), ra, c) with c = zo, ra = sa*sb/so
-//   v = min(max(v, lo), hi); y = nearbyint(v)    (round half to even)
+//   v = min(max(v, lo - zadd), hi - zadd); y = nearbyint(v) + zadd   (round half to even)
 // |v - exact| <= eps by the plan's error bound, so rounding v gives the exact result unless v
 // lies within eps of a tie: lanes with |v - nearbyint(v)| > thr (= 0.5 - eps) are recomputed
 // by fix(ctx, a, b). thr >= 0.5 means every float operation is exact (no check needed).
@@ -26,6 +26,11 @@ struct Params {
   float ra, rb, c;
   int32_t za, zb;
   float lo, hi;
+  // Round half to even is not invariant under odd shifts: nearbyint(x) + zo != nearbyint(x + zo)
+  // at exact ties when zo is odd. With thr >= 0.5 (exact float math, ties are real) c holds
+  // zo - zadd (zadd = zo & 1) and zadd is added after rounding; otherwise ties are always
+  // flagged and fixed, and zadd = 0.
+  int32_t zadd;
   float thr;
   // |v| may reach 2^30: clamp in float before converting (otherwise the vector kernels round
   // first and saturate, which equals clamping first for integer bounds).

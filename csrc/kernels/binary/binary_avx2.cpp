@@ -23,12 +23,13 @@ inline __m256i widen8(const T* x) {
 
 struct Consts {
   __m256 ra, rb, c, lo, hi, thr, absmask;
-  __m256i za, zb, blo, bhi;
+  __m256i za, zb, zadd, blo, bhi;
   explicit Consts(const Params& p)
       : ra(_mm256_set1_ps(p.ra)), rb(_mm256_set1_ps(p.rb)), c(_mm256_set1_ps(p.c)),
-        lo(_mm256_set1_ps(p.lo)), hi(_mm256_set1_ps(p.hi)), thr(_mm256_set1_ps(p.thr)),
+        lo(_mm256_set1_ps(p.lo - static_cast<float>(p.zadd))),
+        hi(_mm256_set1_ps(p.hi - static_cast<float>(p.zadd))), thr(_mm256_set1_ps(p.thr)),
         absmask(_mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF))),
-        za(_mm256_set1_epi32(p.za)), zb(_mm256_set1_epi32(p.zb)),
+        za(_mm256_set1_epi32(p.za)), zb(_mm256_set1_epi32(p.zb)), zadd(_mm256_set1_epi32(p.zadd)),
         blo(_mm256_set1_epi8(static_cast<char>(static_cast<int32_t>(p.lo)))),
         bhi(_mm256_set1_epi8(static_cast<char>(static_cast<int32_t>(p.hi)))) {}
 };
@@ -81,8 +82,12 @@ inline __m256i block32(const __m256i* ai, const __m256i* bi, const Consts& k, ui
     v[j] = value8<kMul>(ai[j], bi[j], k);
     if (kClampF) v[j] = _mm256_min_ps(_mm256_max_ps(v[j], k.lo), k.hi);
   }
-  const __m256i q = narrow32<T>(_mm256_cvtps_epi32(v[0]), _mm256_cvtps_epi32(v[1]),
-                                _mm256_cvtps_epi32(v[2]), _mm256_cvtps_epi32(v[3]), k);
+  // Round half to even (MXCSR default), then zadd (binary.h; 0 whenever kCheck).
+  auto rnd = [&](__m256 x) {
+    const __m256i q = _mm256_cvtps_epi32(x);
+    return kCheck ? q : _mm256_add_epi32(q, k.zadd);
+  };
+  const __m256i q = narrow32<T>(rnd(v[0]), rnd(v[1]), rnd(v[2]), rnd(v[3]), k);
   if (kCheck) {
     const __m256 d0 = frac_dist(v[0], k), d1 = frac_dist(v[1], k);
     const __m256 d2 = frac_dist(v[2], k), d3 = frac_dist(v[3], k);

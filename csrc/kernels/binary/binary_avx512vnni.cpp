@@ -22,12 +22,13 @@ inline __m512i widen(__m128i v) {
 
 struct Consts {
   __m512 ra, rb, c, lo, hi, thr, absmask;
-  __m512i za, zb, blo, bhi, ilo, ihi;
+  __m512i za, zb, zadd, blo, bhi, ilo, ihi;
   explicit Consts(const Params& p)
       : ra(_mm512_set1_ps(p.ra)), rb(_mm512_set1_ps(p.rb)), c(_mm512_set1_ps(p.c)),
-        lo(_mm512_set1_ps(p.lo)), hi(_mm512_set1_ps(p.hi)), thr(_mm512_set1_ps(p.thr)),
+        lo(_mm512_set1_ps(p.lo - static_cast<float>(p.zadd))),
+        hi(_mm512_set1_ps(p.hi - static_cast<float>(p.zadd))), thr(_mm512_set1_ps(p.thr)),
         absmask(_mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF))),
-        za(_mm512_set1_epi32(p.za)), zb(_mm512_set1_epi32(p.zb)),
+        za(_mm512_set1_epi32(p.za)), zb(_mm512_set1_epi32(p.zb)), zadd(_mm512_set1_epi32(p.zadd)),
         blo(_mm512_set1_epi8(static_cast<char>(static_cast<int32_t>(p.lo)))),
         bhi(_mm512_set1_epi8(static_cast<char>(static_cast<int32_t>(p.hi)))),
         ilo(_mm512_set1_epi32(static_cast<int32_t>(p.lo))),
@@ -128,6 +129,11 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
   auto load = [](const T* x, int64_t step, int64_t i, __m512i bc) {
     return step ? widen<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))) : bc;
   };
+  // Round half to even (MXCSR default), then zadd (binary.h; 0 whenever kCheck).
+  auto rnd = [&](__m512 v) {
+    const __m512i q = _mm512_cvtps_epi32(v);
+    return kCheck ? q : _mm512_add_epi32(q, k.zadd);
+  };
   auto clampf = [&](__m512 v) {
     return kClampF ? _mm512_min_ps(_mm512_max_ps(v, k.lo), k.hi) : v;
   };
@@ -141,8 +147,7 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
       bi[j] = load(b, bs, i + 16 * j, bbc);
       v[j] = clampf(value16<kMul>(ai[j], bi[j], k));
     }
-    const __m512i q = narrow64<T>(_mm512_cvtps_epi32(v[0]), _mm512_cvtps_epi32(v[1]),
-                                  _mm512_cvtps_epi32(v[2]), _mm512_cvtps_epi32(v[3]), k);
+    const __m512i q = narrow64<T>(rnd(v[0]), rnd(v[1]), rnd(v[2]), rnd(v[3]), k);
     if (kCheck) {
       __m512 d[4];
       for (int j = 0; j < 4; ++j) d[j] = frac_dist(v[j]);
@@ -189,7 +194,7 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
     const __m512i ai = as ? widen<T>(_mm_maskz_loadu_epi8(lm, a + i)) : abc;
     const __m512i bi = bs ? widen<T>(_mm_maskz_loadu_epi8(lm, b + i)) : bbc;
     const __m512 v = clampf(value16<kMul>(ai, bi, k));
-    const __m512i qi = _mm512_cvtps_epi32(v);
+    const __m512i qi = rnd(v);
     const __m512i q = narrow64<T>(qi, qi, qi, qi, k);  // first 16 bytes: the 16 codes
     const __m128i q16 = _mm512_castsi512_si128(q);
     uint32_t m = 0;

@@ -24,11 +24,12 @@ inline T one(T a, T b, const Params& p) {
   } else {
     v = std::fma(static_cast<float>(ai), p.ra, std::fma(static_cast<float>(bi), p.rb, p.c));
   }
-  v = v > p.lo ? v : p.lo;
-  v = v < p.hi ? v : p.hi;
+  const float lo = p.lo - static_cast<float>(p.zadd), hi = p.hi - static_cast<float>(p.zadd);
+  v = v > lo ? v : lo;
+  v = v < hi ? v : hi;
   const float r = std::nearbyint(v);
   if (std::fabs(v - r) > p.thr) return static_cast<T>(p.fix(p.ctx, ai, bi));
-  return static_cast<T>(static_cast<int32_t>(r));
+  return static_cast<T>(static_cast<int32_t>(r) + p.zadd);
 }
 
 template <typename T, bool kMul>

@@ -81,9 +81,12 @@ Params plan_add(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
   const double m = max_code(is_signed);
   bool exact_mode = float_is_exact(p.ra, sa, 1.0, so) && float_is_exact(p.rb, sb, 1.0, so);
   double c;
+  // zadd (binary.h): only in exact mode, where ties are real and not flagged.
+  p.zadd = exact_mode ? static_cast<int32_t>(zo & 1) : 0;
   if (exact_mode) {
     // ra, rb are floats: za*ra, zb*rb and the sum are exact in double.
-    c = static_cast<double>(zo) - static_cast<double>(za) * p.ra - static_cast<double>(zb) * p.rb;
+    c = static_cast<double>(zo - p.zadd) - static_cast<double>(za) * p.ra -
+        static_cast<double>(zb) * p.rb;
     p.c = static_cast<float>(c);
     exact_mode = static_cast<double>(p.c) == c;
     if (exact_mode) {
@@ -94,7 +97,9 @@ Params plan_add(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
       const double bound = m * std::fabs(p.ra) + m * std::fabs(p.rb) + std::fabs(p.c);
       exact_mode = g == std::numeric_limits<int>::max() || fits_float(g, bound);
     }
-  } else {
+  }
+  if (!exact_mode) {
+    p.zadd = 0;
     c = static_cast<double>(zo) - static_cast<double>(za) * ra - static_cast<double>(zb) * rb;
     p.c = static_cast<float>(c);
   }
@@ -144,7 +149,6 @@ Params plan_mul(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
   const double r = sa * sb / so;
   p.ra = static_cast<float>(r);
   p.rb = 0.0f;
-  p.c = static_cast<float>(zo);
   // Largest |(a - za) * (b - zb)|: each difference is at most 255 in magnitude.
   const double ma = std::max(std::fabs(static_cast<double>(is_signed ? -128 : 0) - za),
                              std::fabs(static_cast<double>(is_signed ? 127 : 255) - za));
@@ -157,6 +161,8 @@ Params plan_mul(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
     if (p.ra != 0.0f) g = std::min(g, exact::lsb_exponent(p.ra));
     exact_mode = fits_float(g, mp * std::fabs(p.ra) + std::fabs(static_cast<double>(zo)));
   }
+  p.zadd = exact_mode ? static_cast<int32_t>(zo & 1) : 0;
+  p.c = static_cast<float>(zo - p.zadd);
   // v = fma(p, r_f, zo): |r_f - r_exact| <= (2^-24 + 2^-52)|r|, plus one rounding of v.
   const double Mv = mp * std::fabs(r) * (1 + 2 * kU) + std::fabs(static_cast<double>(zo));
   const double eps = 1.01 * (mp * std::fabs(r) * (kU + 0x1p-50) + kU * Mv) + 1e-30;

@@ -245,3 +245,5 @@ at::Tensor cat_out_op(const c10::List<at::Tensor>& qxs, int64_t dim, at::Tensor 
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_CAT(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_CAT(m) }
+// An empty list has no tensor to dispatch on: this kernel gives it the op's own error.
+TORCH_LIBRARY_IMPL(qplugin, CompositeExplicitAutograd, m) { QPLUGIN_REGISTER_CAT(m) }
