@@ -95,17 +95,18 @@ inline __m512i resolve16(__m512i ai, __m512i bi, __m512 v, const Params& p, __mm
 // Four vectors of rounded int32 codes -> 64 bytes in order, saturated to the 8-bit range (the
 // clamp: rounding then saturating equals clamping then rounding for integer bounds), then the
 // [lo, hi] byte clamp (ReLU).
-template <typename T>
+// kClampB: lo/hi narrower than the type's range (ReLU); else saturation is the whole clamp.
+template <typename T, bool kClampB>
 inline __m512i narrow64(__m512i q0, __m512i q1, __m512i q2, __m512i q3, const Consts& k) {
   const __m512i w01 = _mm512_packs_epi32(q0, q1), w23 = _mm512_packs_epi32(q2, q3);
   // Per 128-bit lane L: dwords [q0 L, q1 L, q2 L, q3 L] (4 codes each) -> transpose to order.
   const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   if (std::is_signed<T>::value) {
     const __m512i b = _mm512_permutexvar_epi32(idx, _mm512_packs_epi16(w01, w23));
-    return _mm512_min_epi8(_mm512_max_epi8(b, k.blo), k.bhi);
+    return kClampB ? _mm512_min_epi8(_mm512_max_epi8(b, k.blo), k.bhi) : b;
   }
   const __m512i b = _mm512_permutexvar_epi32(idx, _mm512_packus_epi16(w01, w23));
-  return _mm512_min_epu8(_mm512_max_epu8(b, k.blo), k.bhi);
+  return kClampB ? _mm512_min_epu8(_mm512_max_epu8(b, k.blo), k.bhi) : b;
 }
 
 template <typename T, bool kMul>
@@ -121,7 +122,7 @@ inline void fixup(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t 
 
 // kCheck: test for near-ties (the float math is not exact); kClampF: clamp in float before the
 // conversion (|v| may exceed the int32 range).
-template <typename T, bool kMul, bool kCheck, bool kClampF>
+template <typename T, bool kMul, bool kCheck, bool kClampF, bool kClampB>
 void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   const Consts k(p);
   const __m512i abc = _mm512_set1_epi32(static_cast<int32_t>(a[0]));
@@ -147,7 +148,7 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
       bi[j] = load(b, bs, i + 16 * j, bbc);
       v[j] = clampf(value16<kMul>(ai[j], bi[j], k));
     }
-    const __m512i q = narrow64<T>(rnd(v[0]), rnd(v[1]), rnd(v[2]), rnd(v[3]), k);
+    const __m512i q = narrow64<T, kClampB>(rnd(v[0]), rnd(v[1]), rnd(v[2]), rnd(v[3]), k);
     if (kCheck) {
       __m512 d[4];
       for (int j = 0; j < 4; ++j) d[j] = frac_dist(v[j]);
@@ -195,7 +196,7 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
     const __m512i bi = bs ? widen<T>(_mm_maskz_loadu_epi8(lm, b + i)) : bbc;
     const __m512 v = clampf(value16<kMul>(ai, bi, k));
     const __m512i qi = rnd(v);
-    const __m512i q = narrow64<T>(qi, qi, qi, qi, k);  // first 16 bytes: the 16 codes
+    const __m512i q = narrow64<T, kClampB>(qi, qi, qi, qi, k);  // first 16 bytes: the 16 codes
     const __m128i q16 = _mm512_castsi512_si128(q);
     uint32_t m = 0;
     if (kCheck) {
@@ -212,20 +213,31 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
   }
 }
 
+template <typename T, bool kMul, bool kCheck, bool kClampF>
+void run_b(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
+  constexpr float kMin = std::is_signed<T>::value ? -128.0f : 0.0f;
+  constexpr float kMax = std::is_signed<T>::value ? 127.0f : 255.0f;
+  if (p.lo > kMin || p.hi < kMax) {
+    run_impl<T, kMul, kCheck, kClampF, true>(a, as, b, bs, y, n, p);
+  } else {
+    run_impl<T, kMul, kCheck, kClampF, false>(a, as, b, bs, y, n, p);
+  }
+}
+
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   if (n <= 0) return;
   const bool check = p.thr < 0.5f;
   if (p.clamp_float) {
     if (check) {
-      run_impl<T, kMul, true, true>(a, as, b, bs, y, n, p);
+      run_b<T, kMul, true, true>(a, as, b, bs, y, n, p);
     } else {
-      run_impl<T, kMul, false, true>(a, as, b, bs, y, n, p);
+      run_b<T, kMul, false, true>(a, as, b, bs, y, n, p);
     }
   } else if (check) {
-    run_impl<T, kMul, true, false>(a, as, b, bs, y, n, p);
+    run_b<T, kMul, true, false>(a, as, b, bs, y, n, p);
   } else {
-    run_impl<T, kMul, false, false>(a, as, b, bs, y, n, p);
+    run_b<T, kMul, false, false>(a, as, b, bs, y, n, p);
   }
 }
 

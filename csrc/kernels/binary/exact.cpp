@@ -167,6 +167,18 @@ int64_t round_prod_wide(int64_t A, int64_t B, double sa, double sb, double so) {
   return static_cast<int64_t>(r);
 }
 
+int64_t round_ratio(int64_t A, double si, double so) {
+  const double v = static_cast<double>(A) * (si / so);  // two roundings: <= 2^-52 |v| off
+  if (!(std::fabs(v) < 0x1p61)) return v > 0 ? kHuge : -kHuge;
+  const double fl = std::floor(v), fr = v - fl;  // v - floor(v) is exact
+  if (std::fabs(fr - 0.5) > 0x1p-45 * (std::fabs(v) + 1.0)) {
+    return static_cast<int64_t>(fr < 0.5 ? fl : fl + 1.0);
+  }
+  int64_t q;
+  if (round_lin(A, si, 0, 0.0, so, &q)) return q;
+  return round_lin_wide(A, si, 0, 0.0, so);
+}
+
 }  // namespace exact
 }  // namespace kernels
 }  // namespace qplugin

@@ -34,6 +34,10 @@ int64_t round_lin_wide(int64_t A, double sa, int64_t B, double sb, double so);
 // round_half_even(P * sa * sb / so), the same way.
 int64_t round_prod_wide(int64_t A, int64_t B, double sa, double sb, double so);
 
+// round_half_even(A * si / so), exact: a double estimate, made exact with round_lin near ties.
+// A few ns; for requantization tables and per-element qint32 requantization.
+int64_t round_ratio(int64_t A, double si, double so);
+
 }  // namespace exact
 }  // namespace kernels
 }  // namespace qplugin

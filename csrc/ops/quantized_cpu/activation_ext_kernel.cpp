@@ -21,7 +21,7 @@ namespace {
 
 using unary::keep_format;
 using unary::map_codes;
-using unary::map_unary;
+using unary::map_unary_cached;
 
 double finite_scalar(const char* op, const char* what, const c10::Scalar& s) {
   const double v = s.toDouble();
@@ -64,14 +64,15 @@ at::Tensor leaky_relu(const at::Tensor& qx, const c10::Scalar& negative_slope, b
   // returned (quantized::leaky_relu ignores inplace); with equal ones qx is updated.
   const bool in_place =
       inplace && qx.q_scale() == output_scale && qx.q_zero_point() == output_zero_point;
-  return map_unary(op, qx, output_scale, output_zero_point, keep_format(qx),
-                   [a](double v) { return v > 0 ? v : v * a; }, in_place);
+  return map_unary_cached(op, qx, output_scale, output_zero_point, keep_format(qx),
+                          [a](double v) { return v > 0 ? v : v * a; }, {a}, in_place);
 }
 
 double sigmoid_d(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
 at::Tensor sigmoid(const at::Tensor& qx, double output_scale, int64_t output_zero_point) {
-  return map_unary("sigmoid", qx, output_scale, output_zero_point, keep_format(qx), sigmoid_d);
+  return map_unary_cached("sigmoid", qx, output_scale, output_zero_point, keep_format(qx),
+                          sigmoid_d, {});
 }
 
 at::Tensor hardsigmoid(const at::Tensor& qx, std::optional<double> output_scale,
@@ -79,8 +80,9 @@ at::Tensor hardsigmoid(const at::Tensor& qx, std::optional<double> output_scale,
   const char* op = "hardsigmoid";
   check_input(op, qx);
   const auto qp = qparams_or(op, qx, output_scale, output_zero_point, fixed_qparams(qx, false));
-  return map_unary(op, qx, qp.first, qp.second, keep_format(qx),
-                   [](double v) { return std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0; });
+  return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx),
+                          [](double v) { return std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0; },
+                          {});
 }
 
 at::Tensor tanh_op(const at::Tensor& qx, std::optional<double> output_scale,
@@ -88,7 +90,8 @@ at::Tensor tanh_op(const at::Tensor& qx, std::optional<double> output_scale,
   const char* op = "tanh";
   check_input(op, qx);
   const auto qp = qparams_or(op, qx, output_scale, output_zero_point, fixed_qparams(qx, true));
-  return map_unary(op, qx, qp.first, qp.second, keep_format(qx), [](double v) { return std::tanh(v); });
+  return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx),
+                          [](double v) { return std::tanh(v); }, {});
 }
 
 at::Tensor celu(const at::Tensor& qx, double output_scale, int64_t output_zero_point,
@@ -98,8 +101,8 @@ at::Tensor celu(const at::Tensor& qx, double output_scale, int64_t output_zero_p
   const double a = finite_scalar(op, "alpha", alpha);
   TORCH_CHECK(a != 0.0, "qplugin::celu: expected a nonzero alpha, got 0");
   // Contiguous output whatever the input layout, as quantized::celu.
-  return map_unary(op, qx, output_scale, output_zero_point, at::MemoryFormat::Contiguous,
-                   [a](double v) { return v > 0 ? v : a * std::expm1(v / a); });
+  return map_unary_cached(op, qx, output_scale, output_zero_point, at::MemoryFormat::Contiguous,
+                          [a](double v) { return v > 0 ? v : a * std::expm1(v / a); }, {a});
 }
 
 // y = x if x > threshold else value, decided on the dequantized value (exact); the output keeps
@@ -152,28 +155,29 @@ at::Tensor gelu(const at::Tensor& qx, std::optional<double> output_scale,
   const auto qp =
       qparams_or(op, qx, output_scale, output_zero_point, {qx.q_scale(), qx.q_zero_point()});
   if (approximate == "none") {
-    return map_unary(op, qx, qp.first, qp.second, keep_format(qx),
-                     [](double v) { return 0.5 * v * (1.0 + std::erf(v * M_SQRT1_2)); });
+    return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx),
+                            [](double v) { return 0.5 * v * (1.0 + std::erf(v * M_SQRT1_2)); },
+                            {0.0});
   }
   TORCH_CHECK(approximate == "tanh", "qplugin::gelu: expected approximate 'none' or 'tanh', got '",
               std::string(approximate), "'");
-  return map_unary(op, qx, qp.first, qp.second, keep_format(qx), [](double v) {
+  return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx), [](double v) {
     const double k = std::sqrt(2.0 / M_PI);
     return 0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v)));
-  });
+  }, {1.0});  // the key's 1.0 tells the tanh form from erf's 0.0
 }
 
 at::Tensor silu(const at::Tensor& qx, double output_scale, int64_t output_zero_point) {
-  return map_unary("silu", qx, output_scale, output_zero_point, keep_format(qx),
-                   [](double v) { return v * sigmoid_d(v); });
+  return map_unary_cached("silu", qx, output_scale, output_zero_point, keep_format(qx),
+                          [](double v) { return v * sigmoid_d(v); }, {});
 }
 
 // log(1 + e^v), overflow-safe.
 double softplus_d(double v) { return v > 30.0 ? v : std::log1p(std::exp(v)); }
 
 at::Tensor mish(const at::Tensor& qx, double output_scale, int64_t output_zero_point) {
-  return map_unary("mish", qx, output_scale, output_zero_point, keep_format(qx),
-                   [](double v) { return v * std::tanh(softplus_d(v)); });
+  return map_unary_cached("mish", qx, output_scale, output_zero_point, keep_format(qx),
+                          [](double v) { return v * std::tanh(softplus_d(v)); }, {});
 }
 
 // torch.nn.functional.softplus: log(1 + exp(beta * x)) / beta, linear (x) where beta * x >
@@ -185,9 +189,10 @@ at::Tensor softplus(const at::Tensor& qx, double output_scale, int64_t output_ze
   const double b = finite_scalar(op, "beta", beta), t = threshold.toDouble();
   TORCH_CHECK(b != 0.0, "qplugin::softplus: expected a nonzero beta, got 0");
   TORCH_CHECK(!std::isnan(t), "qplugin::softplus: expected a threshold that is not NaN, got nan");
-  return map_unary(op, qx, output_scale, output_zero_point, keep_format(qx), [b, t](double v) {
-    return v * b > t ? v : std::log1p(std::exp(v * b)) / b;
-  });
+  return map_unary_cached(op, qx, output_scale, output_zero_point, keep_format(qx),
+                          [b, t](double v) {
+                            return v * b > t ? v : std::log1p(std::exp(v * b)) / b;
+                          }, {b, t});
 }
 
 // softmax over `dim`: y = quantize(exp(x - max) / sum exp(x - max)) in double. For 8-bit codes

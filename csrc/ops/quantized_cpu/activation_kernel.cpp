@@ -35,8 +35,9 @@ at::Tensor elu_quantized_cpu(const at::Tensor& qx, double output_scale, int64_t 
   TORCH_CHECK(std::isfinite(a) && std::isfinite(s) && std::isfinite(is), "qplugin::elu: expected "
               "finite alpha, scale and input_scale, got ", a, ", ", s, ", ", is);
   // Output contiguous (NCHW) whatever the input layout, as quantized::elu.
-  return map_unary("elu", qx, output_scale, output_zero_point, at::MemoryFormat::Contiguous,
-                   [a, s, is](double v) { return v > 0 ? v * s : std::expm1(v * is) * a * s; });
+  return unary::map_unary_cached(
+      "elu", qx, output_scale, output_zero_point, at::MemoryFormat::Contiguous,
+      [a, s, is](double v) { return v > 0 ? v * s : std::expm1(v * is) * a * s; }, {a, s, is});
 }
 
 // relu6 keeps the input's qparams: y = min(max(q, zp), q6), q6 = quantize(6.0) computed like

@@ -84,6 +84,8 @@ at::MemoryFormat format_of(const at::Tensor& t) {
 // An input made iterable against y: expanded view when its run steps 0 or 1, else a compact copy
 // in y's memory format (mixed layouts; PyTorch copies there too).
 at::Tensor iterable_input(const at::Tensor& x, const at::Tensor& y, bool is_a) {
+  // Common case, no view needed: same shape and strides as the (dense) output.
+  if (x.sizes() == y.sizes() && x.strides() == y.strides()) return x;
   at::Tensor e = x.expand(y.sizes());
   BinaryIter it(y, e, e);
   if (is_a ? it.a_ok() : it.b_ok()) return e;
@@ -276,7 +278,7 @@ at::Tensor add_scalar_impl(const char* op, const at::Tensor& qa, const c10::Scal
   auto g = [&](int64_t q) -> int64_t {
     int64_t v = q;
     if (requant) {
-      v = z2 + kernels::exact::round_lin_wide(q - z + c_q, s, 0, 0.0, s2);
+      v = z2 + kernels::exact::round_ratio(q - z + c_q, s, s2);
     }
     return v < lo ? lo : (v > qmax ? qmax : v);
   };

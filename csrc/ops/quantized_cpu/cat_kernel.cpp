@@ -81,7 +81,7 @@ void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at
     if (s.mode == 2 && st != at::kQInt32) {
       for (int raw = 0; raw < 256; ++raw) {
         const int64_t q = is_signed ? static_cast<int8_t>(raw) : raw;
-        int64_t v = zo + kernels::exact::round_lin_wide(q - s.zp, s.scale, 0, 0.0, so);
+        int64_t v = zo + kernels::exact::round_ratio(q - s.zp, s.scale, so);
         v = v < lo ? lo : (v > hi ? hi : v);
         s.table[raw] = static_cast<uint8_t>(v & 0xFF);
       }
@@ -103,8 +103,7 @@ void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at
       int32_t* dst = reinterpret_cast<int32_t*>(yp) + dst_off;
       for (int64_t i = 0; i < n; ++i) {
         int64_t v = s.mode == 1 ? src[i]
-                                : zo + kernels::exact::round_lin_wide(src[i] - s.zp, s.scale, 0,
-                                                                      0.0, so);
+                                : zo + kernels::exact::round_ratio(src[i] - s.zp, s.scale, so);
         dst[i] = static_cast<int32_t>(v < lo ? lo : (v > hi ? hi : v));
       }
       return;
@@ -123,22 +122,38 @@ void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at
     kt.lut8(s.src + src_off, yp + dst_off, n, s.table);
   };
   const int64_t numel = outer * total;
-  auto range = [&](int64_t begin, int64_t end) {
-    int64_t p = begin;
-    while (p < end) {
-      const int64_t row = p / total, col = p % total;
-      size_t i = 0;
-      while (col >= segs[i].offset + segs[i].width) ++i;
-      const int64_t c0 = col - segs[i].offset;
-      const int64_t n = std::min(segs[i].width - c0, end - p);
-      piece(segs[i], row, c0, n);
-      p += n;
+  if (total >= kGrain / static_cast<int64_t>(esize) || outer == 1) {
+    // Long rows: split the flat output range, pieces may start inside a segment.
+    auto range = [&](int64_t begin, int64_t end) {
+      int64_t p = begin;
+      while (p < end) {
+        const int64_t row = p / total, col = p % total;
+        size_t i = 0;
+        while (col >= segs[i].offset + segs[i].width) ++i;
+        const int64_t c0 = col - segs[i].offset;
+        const int64_t n = std::min(segs[i].width - c0, end - p);
+        piece(segs[i], row, c0, n);
+        p += n;
+      }
+    };
+    if (numel * static_cast<int64_t>(esize) < kGrain) {
+      range(0, numel);
+    } else {
+      at::parallel_for(0, numel, kGrain / static_cast<int64_t>(esize), range);
+    }
+    return;
+  }
+  // Short rows (e.g. channels-last cat on C): whole rows per task, no per-piece index math.
+  auto rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      for (const auto& sg : segs) piece(sg, row, 0, sg.width);
     }
   };
-  if (numel * static_cast<int64_t>(esize) < kGrain) {
-    range(0, numel);  // small: no thread pool round trip
+  const int64_t grain = std::max<int64_t>(1, kGrain / (total * static_cast<int64_t>(esize)));
+  if (outer <= grain) {
+    rows(0, outer);
   } else {
-    at::parallel_for(0, numel, kGrain / static_cast<int64_t>(esize), range);
+    at::parallel_for(0, outer, grain, rows);
   }
 }
 

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
 
 #include "common/checks.h"
 #include "common/quant_utils.h"
@@ -31,12 +33,70 @@ inline at::MemoryFormat keep_format(const at::Tensor& x) {
   return x.suggest_memory_format();
 }
 
+// Identity of an 8-bit table: the op (its name literal), the input dtype and qparams, the output
+// qparams and every other parameter the map depends on (extra). Building a table evaluates the
+// function 256 times in double (~5 us for exp-based maps); models call each op with the same
+// parameters every time, so each thread keeps its last few tables.
+struct TableKey {
+  const char* op = nullptr;
+  int dtype = 0;
+  double v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  bool operator==(const TableKey& o) const {
+    return op == o.op && dtype == o.dtype && std::memcmp(v, o.v, sizeof(v)) == 0;
+  }
+};
+
+struct TableCache {
+  static constexpr int kSlots = 8;
+  TableKey keys[kSlots];
+  uint8_t tables[kSlots][256];
+  int next = 0;
+  bool find(const TableKey& k, uint8_t* out) const {
+    for (int i = 0; i < kSlots; ++i) {
+      if (keys[i].op != nullptr && keys[i] == k) {
+        std::memcpy(out, tables[i], 256);
+        return true;
+      }
+    }
+    return false;
+  }
+  void put(const TableKey& k, const uint8_t* t) {
+    keys[next] = k;
+    std::memcpy(tables[next], t, 256);
+    next = (next + 1) % kSlots;
+  }
+};
+
+inline TableCache& table_cache() {
+  static thread_local TableCache cache;
+  return cache;
+}
+
+// Key of map_unary(op, qx, out_scale, out_zp, ...) with up to 4 extra parameters.
+inline TableKey make_key(const char* op, const at::Tensor& qx, double out_scale, int64_t out_zp,
+                         std::initializer_list<double> extra) {
+  TableKey k;
+  k.op = op;
+  k.dtype = static_cast<int>(qx.scalar_type());
+  k.v[0] = qx.q_scale();
+  k.v[1] = static_cast<double>(qx.q_zero_point());
+  k.v[2] = out_scale;
+  k.v[3] = static_cast<double>(out_zp);
+  int i = 4;
+  for (double e : extra) {
+    TORCH_INTERNAL_ASSERT(i < 8, "qplugin: TableKey holds at most 4 extra parameters");
+    k.v[i++] = e;
+  }
+  return k;
+}
+
 // y = g(q) for every code q of qx, g(q) the output code (in range). The output has the given
 // qparams and memory format. inplace: write into qx (whose qparams must be the output's) and
-// return it.
+// return it. key: cache the 8-bit table under it (it must capture everything g depends on).
 template <typename G>
 at::Tensor map_codes(const char* op, const at::Tensor& qx, double out_scale, int64_t out_zp,
-                     at::MemoryFormat fmt, G g, bool inplace = false) {
+                     at::MemoryFormat fmt, G g, bool inplace = false,
+                     const TableKey* key = nullptr) {
   checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
   checks::check_output_qparams(op, out_scale, out_zp, qx.scalar_type());
   if (inplace) {
@@ -66,9 +126,12 @@ at::Tensor map_codes(const char* op, const at::Tensor& qx, double out_scale, int
       // 8-bit: table indexed by the raw byte (the two's-complement pattern for qint8).
       const bool is_signed = qx.scalar_type() == at::kQInt8;
       uint8_t table[256];
-      for (int raw = 0; raw < 256; ++raw) {
-        const int64_t q = is_signed ? static_cast<int8_t>(raw) : raw;
-        table[raw] = static_cast<uint8_t>(g(q) & 0xFF);
+      if (key == nullptr || !table_cache().find(*key, table)) {
+        for (int raw = 0; raw < 256; ++raw) {
+          const int64_t q = is_signed ? static_cast<int8_t>(raw) : raw;
+          table[raw] = static_cast<uint8_t>(g(q) & 0xFF);
+        }
+        if (key != nullptr) table_cache().put(*key, table);
       }
       const uint8_t* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
       uint8_t* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
@@ -100,9 +163,11 @@ at::Tensor map_codes(const char* op, const at::Tensor& qx, double out_scale, int
 }
 
 // y = quantize(f(dequantize(q))) with f evaluated in double and exact rounding.
+// y = quantize(f(dequantize(q))) with f evaluated in double and exact rounding; no table cache.
 template <typename F>
 at::Tensor map_unary(const char* op, const at::Tensor& qx, double out_scale, int64_t out_zp,
-                     at::MemoryFormat fmt, F f, bool inplace = false) {
+                     at::MemoryFormat fmt, F f, bool inplace = false,
+                     const TableKey* key = nullptr) {
   // Validate before reading qparams (a float input has none).
   checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
   const double in_scale = qx.q_scale();
@@ -114,7 +179,18 @@ at::Tensor map_unary(const char* op, const at::Tensor& qx, double out_scale, int
         const double v = f((static_cast<double>(q) - in_zp) * in_scale);
         return quantize_exact(v, out_scale, out_zp, r.first, r.second);
       },
-      inplace);
+      inplace, key);
+}
+
+// map_unary with the 8-bit table cached per thread under (op, dtype, qparams, params): `params`
+// must list every value f depends on besides the qparams (e.g. {alpha}); `op` must name one f.
+template <typename F>
+at::Tensor map_unary_cached(const char* op, const at::Tensor& qx, double out_scale,
+                            int64_t out_zp, at::MemoryFormat fmt, F f,
+                            std::initializer_list<double> params, bool inplace = false) {
+  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
+  const TableKey key = make_key(op, qx, out_scale, out_zp, params);
+  return map_unary(op, qx, out_scale, out_zp, fmt, f, inplace, &key);
 }
 
 }  // namespace unary
