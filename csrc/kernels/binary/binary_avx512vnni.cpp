@@ -148,10 +148,13 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
       bi[j] = load(b, bs, i + 16 * j, bbc);
       v[j] = clampf(value16<kMul>(ai[j], bi[j], k));
     }
-    const __m512i q = narrow64<T, kClampB>(rnd(v[0]), rnd(v[1]), rnd(v[2]), rnd(v[3]), k);
+    __m512i qi[4];
+    for (int j = 0; j < 4; ++j) qi[j] = rnd(v[j]);
+    const __m512i q = narrow64<T, kClampB>(qi[0], qi[1], qi[2], qi[3], k);
     if (kCheck) {
+      // v - nearbyint(v) from the rounded codes (exact: |v| >= 2^24 is integral, d = 0).
       __m512 d[4];
-      for (int j = 0; j < 4; ++j) d[j] = frac_dist(v[j]);
+      for (int j = 0; j < 4; ++j) d[j] = _mm512_sub_ps(v[j], _mm512_cvtepi32_ps(qi[j]));
       // VRANGEPS imm 0xB: the operand of larger magnitude, sign cleared.
       const __m512 dm = _mm512_range_ps(_mm512_range_ps(d[0], d[1], 0xB),
                                         _mm512_range_ps(d[2], d[3], 0xB), 0xB);
