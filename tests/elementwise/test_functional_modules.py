@@ -196,3 +196,29 @@ def test_from_float_errors():
         QFunctional.from_float(nn.ReLU())
     with pytest.raises(ValueError, match=r"output observer"):
         QFunctional.from_float(FloatFunctional())  # Identity, no calculate_qparams
+
+
+def test_other_pytorch_doc_examples_agree():
+    """The remaining examples of the PyTorch documentation named by the issue, with qplugin.nn
+    (ReLU6 on a qint32 tensor; Quantize / DeQuantize)."""
+    from qplugin import nn as qnn
+    x = torch.quantize_per_tensor(torch.randn(2), 1.0, 0, dtype=torch.qint32)
+    assert torch.equal(qnn.ReLU6()(x).int_repr(), nnq.ReLU6()(x).int_repr())
+    t = torch.tensor([[1., -1.], [1., -1.]])
+    qt, ref = qnn.Quantize(1.0, 2, torch.qint8)(t), nnq.Quantize(1.0, 2, torch.qint8)(t)
+    assert torch.equal(qt.int_repr(), ref.int_repr())
+    assert qt.q_scale() == ref.q_scale() and qt.q_zero_point() == ref.q_zero_point()
+    assert torch.equal(qnn.DeQuantize()(qt), nnq.DeQuantize()(ref))
+
+
+def test_ops_wrappers_script():
+    from qplugin import _ops_elementwise as ops
+    x = rand_q((2, 3, 4), 0.05, 128, 30)
+    y = rand_q((3, 1), 0.04, 120, 31)
+    for fn, args in [(ops.add, (x, y, 0.1, 128)), (ops.mul_relu, (x, y, 0.1, 128)),
+                     (ops.cat, ([x, x], 1)), (ops.add_scalar, (x, 0.5)),
+                     (ops.silu, (x, 0.02, 9)), (ops.gelu, (x,)), (ops.clamp, (x, -0.5, 0.5)),
+                     (ops.softmax, (x, 2, 1 / 256, 0))]:
+        assert torch.equal(torch.jit.script(fn)(*args).int_repr(), fn(*args).int_repr())
+    out = torch._empty_affine_quantized((2, 3, 4), scale=0.1, zero_point=128, dtype=torch.quint8)
+    assert ops.add_out(x, y, out) is out
