@@ -320,3 +320,12 @@ def test_functional_errors_and_script():
                      (qF.sigmoid, ()), (qF.gelu, ())]:
         scripted = torch.jit.script(fn)
         assert torch.equal(scripted(x, *args).int_repr(), fn(x, *args).int_repr())
+
+
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8, torch.qint32])
+def test_clamp_min_above_max_and_one_sided(isa, dtype):
+    x = rand_q((3, 70), 0.05, ZP[dtype], dtype, 14)
+    for lo, hi in [(0.5, -0.5), (None, 0.3), (-0.2, None), (-1e9, 1e9)]:
+        y = torch.ops.qplugin.clamp(x, lo, hi)
+        ref = torch.clamp(deq64(x), lo, hi)
+        assert np.array_equal(codes(y), ref_quantize(ref, 0.05, ZP[dtype], dtype))

@@ -13,6 +13,7 @@
 
 #include "common/checks.h"
 #include "common/quant_utils.h"
+#include "kernels/dispatch.h"
 #include "ops/quantized_cpu/unary_lut.h"
 
 namespace qplugin {
@@ -144,8 +145,28 @@ at::Tensor clamp(const at::Tensor& qx, const std::optional<c10::Scalar>& min,
     TORCH_CHECK(!std::isnan(m), "qplugin::clamp: expected max not NaN, got nan");
     hi = quantize_exact(m, s, zp, r.first, r.second);
   }
-  return map_codes(op, qx, s, zp, keep_format(qx),
-                   [lo, hi](int64_t q) { return std::min(std::max(q, lo), hi); });
+  if (qx.scalar_type() == at::kQInt32) {
+    return map_codes(op, qx, s, zp, keep_format(qx),
+                     [lo, hi](int64_t q) { return std::min(std::max(q, lo), hi); });
+  }
+  // 8-bit: a min/max pass (no table), as relu6.
+  const auto fmt = keep_format(qx);
+  const at::Tensor x = qx.contiguous(fmt);
+  at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), s, zp, fmt);
+  const int64_t n = x.numel();
+  const auto& k = kernels::table();
+  at::parallel_for(0, n, unary::kGrain, [&](int64_t b, int64_t e) {
+    if (qx.scalar_type() == at::kQInt8) {
+      k.s8.clamp(reinterpret_cast<const int8_t*>(x.data_ptr()) + b,
+                 reinterpret_cast<int8_t*>(y.data_ptr()) + b, e - b, static_cast<int8_t>(lo),
+                 static_cast<int8_t>(hi));
+    } else {
+      k.u8.clamp(reinterpret_cast<const uint8_t*>(x.data_ptr()) + b,
+                 reinterpret_cast<uint8_t*>(y.data_ptr()) + b, e - b, static_cast<uint8_t>(lo),
+                 static_cast<uint8_t>(hi));
+    }
+  });
+  return y;
 }
 
 at::Tensor gelu(const at::Tensor& qx, std::optional<double> output_scale,
