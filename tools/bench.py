@@ -102,7 +102,21 @@ def act_cases():
     return out
 
 
-FAMILIES = {"norm": bn_cases, "activation": act_cases}
+def _family(module):
+    """Cases of an op family whose benchmark lives in tools/bench/<module>.py (a cases() function
+    returning (name, qplugin_fn, torch_quantized_fn, fp32_fn, bytes_moved) tuples)."""
+    def cases():
+        import importlib
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
+        return importlib.import_module(module).cases()
+    return cases
+
+
+FAMILIES = {
+    "norm": bn_cases,
+    "activation": act_cases,
+    "normalization": _family("bench_normalization"),
+}
 
 
 def run(families, threads):

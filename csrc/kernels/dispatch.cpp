@@ -97,6 +97,11 @@ Isa set_isa(Isa requested) {
   return chosen;
 }
 
+namespace {
+// Read QPLUGIN_CPU_ISA and detect the CPU when the library is loaded, not at the first op call.
+[[maybe_unused]] const bool kIsaChosenAtLoad = (current(), ceiling_isa(), true);
+}  // namespace
+
 const KernelTable& table() {
   static const KernelTable& s = scalar::make_table();
   static const KernelTable& a2 = detected_isa() >= Isa::kAvx2 ? avx2::make_table() : s;

@@ -11,6 +11,13 @@ from .modules import (  # noqa: F401
     Quantize,
     ReLU6,
 )
+from .modules.normalization import (  # noqa: F401
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LayerNorm,
+)
 from . import intrinsic  # noqa: F401,E402  (after .modules: its classes derive from them)
 
 __all__ = [
@@ -18,7 +25,12 @@ __all__ = [
     "BatchNorm3d",
     "DeQuantize",
     "ELU",
+    "GroupNorm",
     "Hardswish",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "LayerNorm",
     "Quantize",
     "ReLU6",
     "functional",

@@ -9,7 +9,7 @@ from typing import List
 import torch
 from torch import Tensor
 
-__all__: List[str] = ["hardswish", "elu", "relu6"]
+__all__: List[str] = ["hardswish", "elu", "relu6", "layer_norm", "group_norm", "instance_norm"]
 
 # The non-quantized input check is in Python (ValueError, as PyTorch's functional); everything
 # else (dtype, qscheme, qparams) is checked by the op ("qplugin::<op>: expected ...").
@@ -74,3 +74,6 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
                          " tensor; quantize it first (torch.quantize_per_tensor or"
                          " qplugin.nn.Quantize)")
     return torch.ops.qplugin.relu6(input, inplace)
+
+
+from ._functional_norm import group_norm, instance_norm, layer_norm  # noqa: E402,F401

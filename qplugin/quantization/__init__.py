@@ -44,6 +44,11 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     nn.ELU: qnn.ELU,
     nn.Hardswish: qnn.Hardswish,
     nn.ReLU6: qnn.ReLU6,
+    nn.LayerNorm: qnn.LayerNorm,
+    nn.GroupNorm: qnn.GroupNorm,
+    nn.InstanceNorm1d: qnn.InstanceNorm1d,
+    nn.InstanceNorm2d: qnn.InstanceNorm2d,
+    nn.InstanceNorm3d: qnn.InstanceNorm3d,
     nni.BNReLU2d: qnni.BNReLU2d,
     nni.BNReLU3d: qnni.BNReLU3d,
 }

@@ -71,15 +71,8 @@ bool is_dense(const at::Tensor& t) {
          (t.dim() == 5 && t.is_contiguous(at::MemoryFormat::ChannelsLast3d));
 }
 
-at::MemoryFormat format_of(const at::Tensor& t) {
-  if (t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast)) {
-    return at::MemoryFormat::ChannelsLast;
-  }
-  if (t.dim() == 5 && !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast3d)) {
-    return at::MemoryFormat::ChannelsLast3d;
-  }
-  return t.is_contiguous() ? at::MemoryFormat::Contiguous : t.suggest_memory_format();
-}
+// PyTorch's rule for the output of quantized add/mul: the input's suggested memory format.
+at::MemoryFormat format_of(const at::Tensor& t) { return t.suggest_memory_format(); }
 
 // An input made iterable against y: expanded view when its run steps 0 or 1, else a compact copy
 // in y's memory format (mixed layouts; PyTorch copies there too).

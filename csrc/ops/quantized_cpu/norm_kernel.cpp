@@ -129,6 +129,37 @@ void run_affine_i32(const at::Tensor& x, at::Tensor& y, int64_t N, int64_t C, in
   });
 }
 
+// Exact fallback for channels whose float32 scale factors overflow (e.g. a tiny output scale):
+// the affine map in double, clamped before rounding, element by element. Never taken by sane
+// models; it exists so such inputs saturate like the float reference instead of turning
+// inf * 0 into NaN.
+template <typename T>
+void run_affine_double(const at::Tensor& x, at::Tensor& y, int64_t N, int64_t C, int64_t HW,
+                       bool channels_last_in, bool nhwc_out, const std::vector<double>& alpha,
+                       const std::vector<double>& beta, int64_t in_zp, int64_t out_zp, double lo,
+                       double hi) {
+  const T* xp = reinterpret_cast<const T*>(x.data_ptr());
+  T* yp = reinterpret_cast<T*>(y.data_ptr());
+  at::parallel_for(0, N * C * HW, kGrainBytes, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      int64_t c, src;
+      if (nhwc_out) {
+        c = i % C;
+        const int64_t pix = i / C, n = pix / HW, hw = pix % HW;
+        src = channels_last_in ? i : (n * C + c) * HW + hw;
+      } else {
+        c = (i / HW) % C;
+        src = i;
+      }
+      const double d = static_cast<double>(static_cast<int64_t>(xp[src]) - in_zp);
+      // alpha * 0 is 0 even for huge alpha: only a nonzero offset moves off beta.
+      double v = d == 0 ? beta[c] : alpha[c] * d + beta[c];
+      v = std::isnan(v) ? lo : std::min(std::max(v, lo), hi);
+      yp[i] = static_cast<T>(static_cast<int64_t>(std::nearbyint(v)) + out_zp);
+    }
+  });
+}
+
 template <bool ReluFused>
 at::Tensor batch_norm_impl(const char* op, Rank rank, const at::Tensor& qx,
                            const c10::optional<at::Tensor>& weight,
@@ -172,6 +203,8 @@ at::Tensor batch_norm_impl(const char* op, Rank rank, const at::Tensor& qx,
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
   const double in_scale = qx.q_scale();
   std::vector<float> alpha(C), beta(C);
+  std::vector<double> alpha_d(C), beta_d(C);
+  bool finite = true;
   for (int64_t c = 0; c < C; ++c) {
     const float denom = vp[c] + static_cast<float>(eps);
     TORCH_CHECK(denom > 0 && std::isfinite(denom) && std::isfinite(mp[c]), "qplugin::", op,
@@ -181,6 +214,10 @@ at::Tensor batch_norm_impl(const char* op, Rank rank, const at::Tensor& qx,
     const float wv = wp ? wp[c] : 1.0f, bv = bp ? bp[c] : 0.0f;
     alpha[c] = inv_sigma * wv * (in_scale / output_scale);
     beta[c] = (bv - mp[c] * inv_sigma * wv) / output_scale;
+    const double inv_sigma_d = 1.0 / std::sqrt(static_cast<double>(denom));
+    alpha_d[c] = inv_sigma_d * wv * (in_scale / output_scale);
+    beta_d[c] = (bv - static_cast<double>(mp[c]) * inv_sigma_d * wv) / output_scale;
+    finite = finite && std::isfinite(alpha[c]) && std::isfinite(beta[c]);
   }
 
   // Output memory format as PyTorch's: channels-last for 4-D/5-D, contiguous otherwise.
@@ -202,6 +239,25 @@ at::Tensor batch_norm_impl(const char* op, Rank rank, const at::Tensor& qx,
                  static_cast<float>((ReluFused ? std::max<int64_t>(r.first, out_zp) : r.first) -
                                     out_zp),
                  static_cast<float>(r.second - out_zp)};
+  if (!finite) {
+    const double lo = static_cast<double>(p.lo), hi = static_cast<double>(p.hi);
+    switch (qx.scalar_type()) {
+      case at::kQUInt8:
+        run_affine_double<uint8_t>(x, y, N, C, HW, cl_in, nhwc_out, alpha_d, beta_d, p.in_zp,
+                                   out_zp, lo, hi);
+        break;
+      case at::kQInt8:
+        run_affine_double<int8_t>(x, y, N, C, HW, cl_in, nhwc_out, alpha_d, beta_d, p.in_zp,
+                                  out_zp, lo, hi);
+        break;
+      default:
+        run_affine_double<int32_t>(x, y, N, C, HW, cl_in, nhwc_out, alpha_d, beta_d, p.in_zp,
+                                   out_zp, static_cast<double>(ReluFused ? std::max<int64_t>(r.first, out_zp) : r.first) - out_zp,
+                                   static_cast<double>(r.second - out_zp));
+        break;
+    }
+    return y;
+  }
   const auto& k = kernels::table();
   switch (qx.scalar_type()) {
     case at::kQUInt8: run_affine<uint8_t>(k.u8, x, y, N, C, HW, cl_in, !nhwc_out, p); break;

@@ -21,17 +21,9 @@ namespace unary {
 
 constexpr int64_t kGrain = 64 * 1024;
 
-// Output memory format rule of PyTorch's elementwise quantized ops: keep channels-last inputs,
-// make everything else contiguous.
-inline at::MemoryFormat keep_format(const at::Tensor& x) {
-  if (x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast)) {
-    return at::MemoryFormat::ChannelsLast;
-  }
-  if (x.dim() == 5 && x.is_contiguous(at::MemoryFormat::ChannelsLast3d)) {
-    return at::MemoryFormat::ChannelsLast3d;
-  }
-  return x.suggest_memory_format();
-}
+// Output memory format rule of PyTorch's elementwise quantized ops:
+// qx.contiguous(qx.suggest_memory_format()).
+inline at::MemoryFormat keep_format(const at::Tensor& x) { return x.suggest_memory_format(); }
 
 // Identity of an 8-bit table: the op (its name literal), the input dtype and qparams, the output
 // qparams and every other parameter the map depends on (extra). Building a table evaluates the

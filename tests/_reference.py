@@ -1,0 +1,330 @@
+# References for qplugin's op tests (STYLE.md section 8): torch_ao_<op> (PyTorch's own quantized
+# op, x86 engine), float_<op> (exact: float64 op on dequantized inputs, quantized with the output
+# qparams, round half to even, clamp), assert_qclose / assert_qequal, an input-mutation check and
+# the ISA helpers (the scalar path is the reference of the vector paths), opcheck_schema.
+# Changes with: tests/_sweeps.py, every tests/<family>/test_<op>.py.
+import contextlib
+import json
+import math
+import os
+
+import pytest
+import torch
+
+from _sweeps import INT_DTYPE, QRANGE
+
+# ---------------------------------------------------------------------------------------------
+# torch_ao_<op>: PyTorch's quantized ops (the oracle; conftest sets the x86 engine).
+
+
+def torch_ao_quantized_batch_norm(input, weight, bias, mean, var, eps, output_scale,
+                                  output_zero_point):
+    return torch.quantized_batch_norm(input, weight, bias, mean, var, eps, output_scale,
+                                      output_zero_point)
+
+
+def torch_ao_batch_norm(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
+    return torch.ops.quantized.batch_norm(qx, weight, bias, mean, var, eps, output_scale,
+                                          output_zero_point)
+
+
+def torch_ao_batch_norm1d(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
+    return torch.ops.quantized.batch_norm1d(qx, weight, bias, mean, var, eps, output_scale,
+                                            output_zero_point)
+
+
+def torch_ao_batch_norm2d(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
+    return torch.ops.quantized.batch_norm2d(qx, weight, bias, mean, var, eps, output_scale,
+                                            output_zero_point)
+
+
+def torch_ao_batch_norm3d(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
+    return torch.ops.quantized.batch_norm3d(qx, weight, bias, mean, var, eps, output_scale,
+                                            output_zero_point)
+
+
+def torch_ao_batch_norm_relu(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
+    return torch.ops.quantized.batch_norm_relu(qx, weight, bias, mean, var, eps, output_scale,
+                                               output_zero_point)
+
+
+def torch_ao_batch_norm1d_relu(qx, weight, bias, mean, var, eps, output_scale,
+                               output_zero_point):
+    return torch.ops.quantized.batch_norm1d_relu(qx, weight, bias, mean, var, eps, output_scale,
+                                                 output_zero_point)
+
+
+def torch_ao_batch_norm2d_relu(qx, weight, bias, mean, var, eps, output_scale,
+                               output_zero_point):
+    return torch.ops.quantized.batch_norm2d_relu(qx, weight, bias, mean, var, eps, output_scale,
+                                                 output_zero_point)
+
+
+def torch_ao_batch_norm3d_relu(qx, weight, bias, mean, var, eps, output_scale,
+                               output_zero_point):
+    return torch.ops.quantized.batch_norm3d_relu(qx, weight, bias, mean, var, eps, output_scale,
+                                                 output_zero_point)
+
+
+def torch_ao_relu6(qx, inplace=False):
+    return torch.ops.quantized.relu6(qx, inplace)
+
+
+def torch_ao_hardswish(input, output_scale, output_zero_point):
+    return torch.ops.quantized.hardswish(input, output_scale, output_zero_point)
+
+
+def torch_ao_elu(self, output_scale, output_zero_point, alpha=1, scale=1, input_scale=1):
+    return torch.ops.quantized.elu(self, output_scale, output_zero_point, alpha, scale,
+                                   input_scale)
+
+
+# ---------------------------------------------------------------------------------------------
+# float_<op>: exact references.
+
+
+def dequantize64(q):
+    """(int_repr - zero_point) * scale, in float64 (exact for every 8-bit and qint32 code)."""
+    return (q.int_repr().to(torch.float64) - q.q_zero_point()) * q.q_scale()
+
+
+def quantize64(v, scale, zero_point, dtype):
+    """clamp(round_half_even(v / scale) + zero_point, qmin, qmax) in float64, as a contiguous
+    per-tensor quantized tensor with exactly these qparams."""
+    assert v.dtype == torch.float64
+    assert not torch.isnan(v).any(), "the float reference produced NaN"
+    qmin, qmax = QRANGE[dtype]
+    r = (torch.round(v / scale) + zero_point).clamp(qmin, qmax)  # torch.round: half to even
+    codes = r.to(torch.int64).to(INT_DTYPE[dtype]).contiguous()
+    return torch._make_per_tensor_quantized_tensor(codes, scale, zero_point)
+
+
+def _per_channel(t, x):
+    """A [C] parameter as float64, shaped to broadcast over x's dim 1."""
+    shape = [1] * x.dim()
+    shape[1] = x.shape[1]
+    return t.to(torch.float64).reshape(shape)
+
+
+def float_batch_norm(input, weight, bias, mean, var, eps, output_scale, output_zero_point,
+                     relu=False):
+    """(x - mean) / sqrt(var + eps) * weight + bias [then relu], all float64; weight/bias None
+    mean 1/0 (as float batch norm)."""
+    x = dequantize64(input)
+    y = (x - _per_channel(mean, x)) / torch.sqrt(_per_channel(var, x) + eps)
+    if weight is not None:
+        y = y * _per_channel(weight, x)
+    if bias is not None:
+        y = y + _per_channel(bias, x)
+    if relu:
+        y = torch.clamp_min(y, 0.0)
+    return quantize64(y, output_scale, output_zero_point, input.dtype)
+
+
+def float_relu6(qx):
+    """min(max(x, 0), 6) with the input's qparams."""
+    x = dequantize64(qx)
+    return quantize64(torch.clamp(x, 0.0, 6.0), qx.q_scale(), qx.q_zero_point(), qx.dtype)
+
+
+def hardswish64(v):
+    # Same evaluation order as qplugin's table: (v * relu6(v + 3)) / 6.
+    return v * torch.clamp(v + 3.0, 0.0, 6.0) / 6.0
+
+
+def float_hardswish(input, output_scale, output_zero_point):
+    return quantize64(hardswish64(dequantize64(input)), output_scale, output_zero_point,
+                      input.dtype)
+
+
+def elu64(v, alpha=1.0, scale=1.0, input_scale=1.0):
+    # PyTorch's generalized ELU: x > 0 ? x * scale : expm1(x * input_scale) * alpha * scale.
+    return torch.where(v > 0, v * scale, torch.expm1(v * input_scale) * alpha * scale)
+
+
+def float_elu(self, output_scale, output_zero_point, alpha=1, scale=1, input_scale=1):
+    return quantize64(elu64(dequantize64(self), float(alpha), float(scale), float(input_scale)),
+                      output_scale, output_zero_point, self.dtype)
+
+
+def exact_code_table(fn, dtype, in_scale, in_zp, out_scale, out_zp):
+    """Per-code reference with Python's libm (math.*): out code for every input code of an 8-bit
+    dtype, as a dict. Independent of torch's vectorized float64 functions."""
+    qmin, qmax = QRANGE[dtype]
+    table = {}
+    for q in range(qmin, qmax + 1):
+        v = fn((q - in_zp) * in_scale)
+        r = v / out_scale
+        assert not math.isnan(r), f"the reference gave NaN for code {q}"
+        if math.isinf(r):
+            o = qmax if r > 0 else qmin
+        else:
+            o = min(max(round(r) + out_zp, qmin), qmax)  # round(): half to even
+        table[q] = o
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparisons.
+
+
+def _describe(q):
+    return (f"{q.dtype} {tuple(q.shape)} scale={q.q_scale()!r} zero_point={q.q_zero_point()} "
+            f"strides={q.stride()}")
+
+
+def assert_qclose(actual, expected, max_diff=1, min_identical=0.99, msg=""):
+    """actual and expected agree as quantized tensors: same dtype, shape, qscheme, scale and zero
+    point; int_repr at most max_diff apart everywhere and identical on at least min_identical of
+    the elements. The message names the worst index and the mismatch share."""
+    where = f"{msg}: " if msg else ""
+    assert actual.is_quantized, f"{where}actual is not quantized: {actual.dtype}"
+    assert expected.is_quantized, f"{where}expected is not quantized: {expected.dtype}"
+    assert actual.dtype == expected.dtype, f"{where}dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, (
+        f"{where}shape {tuple(actual.shape)} != {tuple(expected.shape)}")
+    assert actual.qscheme() == torch.per_tensor_affine, f"{where}qscheme {actual.qscheme()}"
+    assert actual.q_scale() == expected.q_scale(), (
+        f"{where}scale {actual.q_scale()!r} != {expected.q_scale()!r}")
+    assert actual.q_zero_point() == expected.q_zero_point(), (
+        f"{where}zero point {actual.q_zero_point()} != {expected.q_zero_point()}")
+    n = actual.numel()
+    if n == 0:
+        return
+    wide = torch.int64 if actual.dtype == torch.qint32 else torch.int32
+    a = actual.int_repr().to(wide)
+    e = expected.int_repr().to(wide)
+    d = (a - e).abs_()
+    worst = int(d.argmax())
+    dmax = int(d.reshape(-1)[worst])
+    n_diff = int((d != 0).sum())
+    identical = 1.0 - n_diff / n
+    if dmax > max_diff or identical < min_identical:
+        idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), tuple(d.shape)))
+        raise AssertionError(
+            f"{where}{n_diff} of {n} elements ({n_diff / n:.3%}) differ; worst |diff| {dmax} at "
+            f"index {idx}: actual {int(a[idx])}, expected {int(e[idx])} "
+            f"(allowed: max_diff={max_diff}, identical >= {min_identical:.2%}); "
+            f"actual {_describe(actual)}, expected {_describe(expected)}")
+
+
+def assert_qequal(actual, expected, msg=""):
+    """Bit-identical quantized tensors (values and qparams; not strides: see assert_same_layout)."""
+    assert_qclose(actual, expected, max_diff=0, min_identical=1.0, msg=msg)
+
+
+def effective_strides(t):
+    """Strides of the dims that have more than one element: the ones that say where data is.
+    The stride of a size-1 dim is arbitrary (PyTorch itself picks different ones for the same
+    memory layout), and an empty tensor has no layout at all."""
+    if t.numel() == 0:
+        return ()
+    return tuple((i, s) for i, (n, s) in enumerate(zip(t.shape, t.stride())) if n > 1)
+
+
+def assert_same_layout(actual, expected, msg=""):
+    """Same memory layout: equal strides on every dim of size > 1, both dense or both not."""
+    where = f"{msg}: " if msg else ""
+    assert effective_strides(actual) == effective_strides(expected), (
+        f"{where}strides {actual.stride()} != {expected.stride()} for shape {tuple(actual.shape)}")
+
+
+def assert_bytes_equal(actual, expected, msg=""):
+    """Identical codes, qparams and strides (for comparing one ISA's output with another's)."""
+    assert_qequal(actual, expected, msg=msg)
+    where = f"{msg}: " if msg else ""
+    assert actual.stride() == expected.stride(), (
+        f"{where}strides {actual.stride()} != {expected.stride()}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs must not change.
+
+
+def _snapshot(value):
+    if not isinstance(value, torch.Tensor):
+        return None
+    if value.is_quantized:
+        return (value.int_repr().clone(), value.q_scale(), value.q_zero_point(), value.stride(),
+                value.storage_offset())
+    return (value.detach().clone(), None, None, value.stride(), value.storage_offset())
+
+
+def _same(before, value):
+    data, scale, zp, stride, offset = before
+    if value.stride() != stride or value.storage_offset() != offset:
+        return False
+    if value.is_quantized:
+        return (torch.equal(value.int_repr(), data) and value.q_scale() == scale
+                and value.q_zero_point() == zp)
+    return torch.equal(value.isnan(), data.isnan()) and torch.equal(
+        value.nan_to_num(0.0), data.nan_to_num(0.0))
+
+
+def call_unmodified(fn, *args, **kwargs):
+    """fn(*args, **kwargs), asserting that no tensor argument changed (values, qparams, strides)."""
+    named = list(enumerate(args)) + list(kwargs.items())
+    before = {k: _snapshot(v) for k, v in named}
+    out = fn(*args, **kwargs)
+    for k, v in named:
+        if before[k] is not None:
+            assert _same(before[k], v), f"{getattr(fn, '__name__', fn)} modified argument {k!r}"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# ISA helpers: the scalar path is the reference every vector path must equal byte for byte.
+
+
+@contextlib.contextmanager
+def using_isa(name):
+    """Temporarily sets the kernel ISA (must be available), restoring the previous one."""
+    prev = torch.ops.qplugin._cpu_isa()
+    got = torch.ops.qplugin._set_cpu_isa(name)
+    assert got == name, f"_set_cpu_isa({name!r}) gave {got!r}"
+    try:
+        yield
+    finally:
+        torch.ops.qplugin._set_cpu_isa(prev)
+
+
+def on_scalar(fn, *args, **kwargs):
+    """fn(*args, **kwargs) computed with the scalar kernels."""
+    with using_isa("scalar"):
+        return fn(*args, **kwargs)
+
+
+def on_one_thread(fn, *args, **kwargs):
+    """fn(*args, **kwargs) with torch.set_num_threads(1): results must not depend on how
+    at::parallel_for splits the work."""
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        torch.set_num_threads(prev)
+
+
+# ---------------------------------------------------------------------------------------------
+# opcheck. Ops on quint8/qint8/qint32 tensors cannot run on FakeTensor in torch 2.13 ("quantized
+# nyi in meta tensors"), so only opcheck's schema test applies (STYLE.md section 8). Known
+# failures live in tests/opcheck_failures.json with a reason, and must keep failing.
+
+_OPCHECK_FAILURES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                      "opcheck_failures.json")
+with open(_OPCHECK_FAILURES_PATH) as _f:
+    OPCHECK_FAILURES = {k: v for k, v in json.load(_f).items() if not k.startswith("_")}
+
+
+def opcheck_schema(op, args, case_id):
+    """torch.library.opcheck(op, args, test_utils=("test_schema",)), or, for a case recorded in
+    opcheck_failures.json, the recorded failure."""
+    from torch.testing._internal.optests import OpCheckError
+
+    known = OPCHECK_FAILURES.get(case_id, {})
+    if "test_schema" in known:
+        with pytest.raises(OpCheckError, match="test_schema failed"):
+            torch.library.opcheck(op, args, test_utils=("test_schema",))
+        return
+    assert torch.library.opcheck(op, args, test_utils=("test_schema",)) == {
+        "test_schema": "SUCCESS"}
