@@ -116,6 +116,7 @@ FAMILIES = {
     "norm": bn_cases,
     "activation": act_cases,
     "normalization": _family("bench_normalization"),
+    "elementwise": _family("bench_elementwise"),
 }
 
 
