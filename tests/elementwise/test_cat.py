@@ -149,11 +149,13 @@ def test_cat_errors():
         torch.ops.qplugin.cat([a, rand_q((2, 3), 0.1, 0, torch.quint8, 2)], 0, None, None)
     with pytest.raises(RuntimeError, match=r"expected qx\[1\] of size 3 at dimension 1"):
         torch.ops.qplugin.cat([a, rand_q((2, 5, 4), 0.1, 0, torch.quint8, 2)], 0, None, None)
-    with pytest.raises(RuntimeError, match=r"expected dim in \[-3, 2\] \(qx\[0\] has 3 dimensions\), got 3"):
+    with pytest.raises(RuntimeError,
+                       match=r"expected dim in \[-3, 2\] \(qx\[0\] has 3 dimensions\), got 3"):
         torch.ops.qplugin.cat([a, a], 3, None, None)
     with pytest.raises(RuntimeError, match=r"qplugin::cat: expected qx\[0\] to be a quantized"):
         torch.ops.qplugin.cat([torch.randn(2), torch.randn(2)], 0, None, None)
-    with pytest.raises(RuntimeError, match=r"qplugin::cat_relu: expected qx\[1\] to be a quantized"):
+    with pytest.raises(RuntimeError,
+                       match=r"qplugin::cat_relu: expected qx\[1\] to be a quantized"):
         torch.ops.qplugin.cat_relu([a, torch.randn(2, 3, 4)], 0, None, None)
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(RuntimeError, match=r"expected a finite, positive output_scale"):

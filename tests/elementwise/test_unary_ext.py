@@ -112,7 +112,8 @@ def _cases():
 
 CASES = _cases()
 FIXED = {  # PyTorch's fixed output qparams of sigmoid/hardsigmoid ([0, 1]) and tanh ([-1, 1])
-    "sigmoid": {torch.quint8: (1 / 256, 0), torch.qint8: (1 / 256, -128), torch.qint32: (2**-32, 0)},
+    "sigmoid": {torch.quint8: (1 / 256, 0), torch.qint8: (1 / 256, -128),
+                torch.qint32: (2**-32, 0)},
     "hardsigmoid": {torch.quint8: (1 / 256, 0), torch.qint8: (1 / 256, -128),
                     torch.qint32: (2**-32, 0)},
     "tanh": {torch.quint8: (2 / 256, 128), torch.qint8: (2 / 256, 0), torch.qint32: (2**-31, 0)},

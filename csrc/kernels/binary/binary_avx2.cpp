@@ -1,6 +1,7 @@
 // AVX2 + FMA add/mul kernels: 8 lanes of float per vector, four vectors (32 elements) per
 // iteration. Same float operations as binary_impl.h in the same order; clamp by saturating packs
-// after rounding (equal for integer bounds); lanes are provably exact or fixed exactly. Changes with: binary_impl.h, binary.h.
+// after rounding (equal for integer bounds); lanes are provably exact or fixed exactly.
+// Changes with: binary_impl.h, binary.h.
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
 
@@ -94,10 +95,10 @@ inline __m256i block32(const __m256i* ai, const __m256i* bi, const Consts& k, ui
     const __m256 dm = _mm256_max_ps(_mm256_max_ps(d0, d1), _mm256_max_ps(d2, d3));
     *amb = 0;
     if (_mm256_movemask_ps(_mm256_cmp_ps(dm, k.thr, _CMP_GT_OQ))) {
-      *amb = static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(d0, k.thr, _CMP_GT_OQ))) |
-             (static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(d1, k.thr, _CMP_GT_OQ))) << 8) |
-             (static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(d2, k.thr, _CMP_GT_OQ))) << 16) |
-             (static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(d3, k.thr, _CMP_GT_OQ))) << 24);
+      auto mask8 = [&](__m256 d) {
+        return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(d, k.thr, _CMP_GT_OQ)));
+      };
+      *amb = mask8(d0) | (mask8(d1) << 8) | (mask8(d2) << 16) | (mask8(d3) << 24);
     }
   }
   return q;

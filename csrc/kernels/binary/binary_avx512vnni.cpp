@@ -1,7 +1,8 @@
 // AVX-512 (F/BW/VL/DQ, the avx512vnni tier) add/mul kernels: 16 lanes of float per vector, four
 // vectors per iteration. Same float operations as binary_impl.h in the same order; the clamp is a
 // saturating pack after rounding (equal for integer bounds), and every lane is either provably
-// exact or fixed exactly, so the bytes equal the scalar kernel's. Changes with: binary_impl.h, binary.h.
+// exact or fixed exactly, so the bytes equal the scalar kernel's.
+// Changes with: binary_impl.h, binary.h.
 #define QPLUGIN_ISA_NS avx512vnni
 #include <immintrin.h>
 

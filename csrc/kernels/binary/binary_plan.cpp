@@ -48,7 +48,9 @@ int64_t ExactCtx::compute(int64_t a, int64_t b) const {
   int64_t r;
   if (is_mul_) {
     const int64_t p = (a - za_) * (b - zb_);
-    if (!exact::round_prod(p, sa_, sb_, so_, &r)) r = exact::round_prod_wide(a - za_, b - zb_, sa_, sb_, so_);
+    if (!exact::round_prod(p, sa_, sb_, so_, &r)) {
+      r = exact::round_prod_wide(a - za_, b - zb_, sa_, sb_, so_);
+    }
   } else {
     if (!exact::round_lin(a - za_, sa_, b - zb_, sb_, so_, &r)) {
       r = exact::round_lin_wide(a - za_, sa_, b - zb_, sb_, so_);
@@ -110,7 +112,8 @@ Params plan_add(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
   const double T = Mb * (1 + kU) + Mc * (1 + kU);
   const double V = Ma * (1 + kU) + T * (1 + kU);
   // c's double evaluation may cancel: its error is relative to its terms, not to |c|.
-  const double Cterms = std::fabs(static_cast<double>(zo)) + std::fabs(static_cast<double>(za) * ra) +
+  const double Cterms = std::fabs(static_cast<double>(zo)) +
+                        std::fabs(static_cast<double>(za) * ra) +
                         std::fabs(static_cast<double>(zb) * rb);
   const double eps =
       1.01 * ((Ma + Mb + Mc) * (kU + 0x1p-50) + Cterms * 0x1p-50 + kU * T + kU * V) + 1e-30;

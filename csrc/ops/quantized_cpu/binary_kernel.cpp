@@ -135,8 +135,9 @@ void run_binary(const char* op, const at::Tensor& qa, const at::Tensor& qb, cons
     });
   };
   if (is_signed) {
-    body(reinterpret_cast<const int8_t*>(a.data_ptr()), reinterpret_cast<const int8_t*>(b.data_ptr()),
-         reinterpret_cast<int8_t*>(y.data_ptr()), kMul ? t.mul_s8 : t.add_s8);
+    body(reinterpret_cast<const int8_t*>(a.data_ptr()),
+         reinterpret_cast<const int8_t*>(b.data_ptr()), reinterpret_cast<int8_t*>(y.data_ptr()),
+         kMul ? t.mul_s8 : t.add_s8);
   } else {
     body(reinterpret_cast<const uint8_t*>(a.data_ptr()),
          reinterpret_cast<const uint8_t*>(b.data_ptr()), reinterpret_cast<uint8_t*>(y.data_ptr()),
@@ -168,7 +169,8 @@ at::Tensor binary(const at::Tensor& qa, const at::Tensor& qb, double scale, int6
 // and aliases an input exactly or not at all; otherwise through a temporary.
 template <bool kMul, bool kRelu>
 at::Tensor binary_out(const at::Tensor& qa, const at::Tensor& qb, at::Tensor out) {
-  const char* op = kMul ? (kRelu ? "mul_relu.out" : "mul.out") : (kRelu ? "add_relu.out" : "add.out");
+  const char* op =
+      kMul ? (kRelu ? "mul_relu.out" : "mul.out") : (kRelu ? "add_relu.out" : "add.out");
   check_pair(op, qa, qb);
   check_out(op, out, qa.scalar_type());
   const auto shape = broadcast_shape(op, qa.sizes(), qb.sizes());
@@ -215,7 +217,8 @@ void map_codes(const at::Tensor& x, const at::Tensor& y, const uint8_t* table, F
   const uint8_t* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
   uint8_t* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
   const auto& k = kernels::table();
-  at::parallel_for(0, n, 2 * kGrain, [&](int64_t b, int64_t e) { k.lut8(xp + b, yp + b, e - b, table); });
+  at::parallel_for(0, n, 2 * kGrain,
+                   [&](int64_t b, int64_t e) { k.lut8(xp + b, yp + b, e - b, table); });
 }
 
 // 8-bit table of g(code) (raw byte index -> raw byte), codes interpreted in x's dtype.

@@ -242,7 +242,8 @@ at::Tensor cat_out_op(const c10::List<at::Tensor>& qxs, int64_t dim, at::Tensor 
     cat_into<kRelu>(op, p.xs, p.dim, out);
     return out;
   }
-  at::Tensor y = at::_empty_affine_quantized(p.shape, out.options(), out.q_scale(), out.q_zero_point(), p.fmt);
+  at::Tensor y = at::_empty_affine_quantized(p.shape, out.options(), out.q_scale(),
+                                             out.q_zero_point(), p.fmt);
   cat_into<kRelu>(op, p.xs, p.dim, y);
   out.copy_(y);
   return out;

@@ -21,8 +21,8 @@ class BinaryIter {
   // a, b: views expanded to y's shape (stride 0 on broadcast dims). Strides in elements.
   BinaryIter(const at::Tensor& y, const at::Tensor& a, const at::Tensor& b) {
     const int64_t nd = y.dim();
-    TORCH_CHECK_NOT_IMPLEMENTED(nd <= kMaxDims, "qplugin: elementwise ops support tensors of up to ",
-                                kMaxDims, " dimensions, got ", nd);
+    TORCH_CHECK_NOT_IMPLEMENTED(nd <= kMaxDims, "qplugin: elementwise ops support tensors of up ",
+                                "to ", kMaxDims, " dimensions, got ", nd);
     std::vector<int64_t> perm;
     for (int64_t d = 0; d < nd; ++d) {
       if (y.size(d) != 1) perm.push_back(d);

@@ -103,16 +103,18 @@ at::Tensor map_codes(const char* op, const at::Tensor& qx, double out_scale, int
                            (qx.dim() == 5 && qx.is_contiguous(at::MemoryFormat::ChannelsLast3d)));
   const bool dense_in_place = inplace && qx.is_contiguous(fmt);
   at::Tensor x = (cl_to_nchw || dense_in_place) ? qx : qx.contiguous(fmt);
-  at::Tensor y = dense_in_place
-                     ? qx
-                     : at::_empty_affine_quantized(qx.sizes(), qx.options(), out_scale, out_zp, fmt);
+  at::Tensor y = dense_in_place ? qx
+                                : at::_empty_affine_quantized(qx.sizes(), qx.options(), out_scale,
+                                                              out_zp, fmt);
   const int64_t n = x.numel();
   if (n > 0) {
     if (qx.scalar_type() == at::kQInt32) {
       const int32_t* xp = reinterpret_cast<const int32_t*>(x.data_ptr());
       int32_t* yp = reinterpret_cast<int32_t*>(y.data_ptr());
       at::parallel_for(0, n, kGrain / 16, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) yp[i] = static_cast<int32_t>(g(static_cast<int64_t>(xp[i])));
+        for (int64_t i = b; i < e; ++i) {
+          yp[i] = static_cast<int32_t>(g(static_cast<int64_t>(xp[i])));
+        }
       });
     } else {
       // 8-bit: table indexed by the raw byte (the two's-complement pattern for qint8).
