@@ -210,3 +210,8 @@ def cpu_isa() -> str:
         by the environment variable ``QPLUGIN_CPU_ISA``.
     """
     return torch.ops.qplugin._cpu_isa()
+
+from ._ops_elementwise import *  # noqa: E402,F401,F403
+from . import _ops_elementwise as _ew  # noqa: E402
+
+__all__ = list(__all__) + list(_ew.__all__)

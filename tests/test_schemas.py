@@ -84,10 +84,41 @@ MIRRORS = {
     "linear_prepack": torch.ops.quantized.linear_prepack,
     "linear_relu": torch.ops.quantized.linear_relu,
     "linear_unpack": torch.ops.quantized.linear_unpack,
+    # elementwise (issue 6)
+    "add_out": torch.ops.quantized.add_out,
+    "add_relu_out": torch.ops.quantized.add_relu_out,
+    "mul_out": torch.ops.quantized.mul_out,
+    "mul_relu_out": torch.ops.quantized.mul_relu_out,
+    "cat": torch.ops.quantized.cat,
+    "cat_relu": torch.ops.quantized.cat_relu,
+    "cat_out": torch.ops.quantized.cat_out,
+    "cat_relu_out": torch.ops.quantized.cat_relu_out,
+    "leaky_relu": torch.ops.quantized.leaky_relu,
+    "sigmoid": torch.ops.quantized.sigmoid,
+    "celu": torch.ops.quantized.celu,
+    "threshold": torch.ops.quantized.threshold,
+    "clamp": torch.ops.quantized.clamp,
+    "softmax": torch.ops.quantized.softmax,
 }
+# Mirrors with several overloads (every overload equals PyTorch's, modulo the namespace).
+OVERLOADED_MIRRORS = {
+    "add": torch.ops.quantized.add,
+    "add_relu": torch.ops.quantized.add_relu,
+    "mul": torch.ops.quantized.mul,
+    "mul_relu": torch.ops.quantized.mul_relu,
+    "add_scalar": torch.ops.quantized.add_scalar,
+    "add_scalar_relu": torch.ops.quantized.add_scalar_relu,
+    "add_scalar_out": torch.ops.quantized.add_scalar_out,
+    "add_scalar_relu_out": torch.ops.quantized.add_scalar_relu_out,
+    "mul_scalar": torch.ops.quantized.mul_scalar,
+    "mul_scalar_relu": torch.ops.quantized.mul_scalar_relu,
+    "mul_scalar_out": torch.ops.quantized.mul_scalar_out,
+    "mul_scalar_relu_out": torch.ops.quantized.mul_scalar_relu_out,
+}
+# Extensions: no PyTorch counterpart in torch.ops.quantized (docs/deviations_elementwise.md).
+EXTENSIONS = ("hardsigmoid", "tanh", "gelu", "silu", "mish", "softplus", "adaptive_max_pool2d")
 # Library-level ops with no PyTorch counterpart (leading underscore: private).
 # qplugin extensions with no PyTorch counterpart of the same schema (pinned, not mirrored).
-EXTENSIONS = ("adaptive_max_pool2d",)
 PRIVATE = ("_cpu_isa", "_detected_cpu_isa", "_set_cpu_isa", "_build_torch_version")
 
 
@@ -269,6 +300,138 @@ class TestSchemas(expecttest.TestCase):
     def test_elu(self):
         self.assertExpectedInline(schema("elu"), """qplugin::elu(Tensor self, float output_scale, int output_zero_point, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor""")
 
+    def test_add_out(self):
+        self.assertExpectedInline(schema("add_out"), """qplugin::add_out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_add_relu_out(self):
+        self.assertExpectedInline(schema("add_relu_out"), """qplugin::add_relu_out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_mul_out(self):
+        self.assertExpectedInline(schema("mul_out"), """qplugin::mul_out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_mul_relu_out(self):
+        self.assertExpectedInline(schema("mul_relu_out"), """qplugin::mul_relu_out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_cat(self):
+        self.assertExpectedInline(schema("cat"), """qplugin::cat(Tensor[] qx, int dim, float? scale, int? zero_point) -> Tensor""")
+
+    def test_cat_relu(self):
+        self.assertExpectedInline(schema("cat_relu"), """qplugin::cat_relu(Tensor[] qx, int dim, float? scale, int? zero_point) -> Tensor""")
+
+    def test_cat_out(self):
+        self.assertExpectedInline(schema("cat_out"), """qplugin::cat_out(Tensor[] qx, int dim, Tensor(a!) out) -> Tensor(a!)""")
+
+    def test_cat_relu_out(self):
+        self.assertExpectedInline(schema("cat_relu_out"), """qplugin::cat_relu_out(Tensor[] qx, int dim, Tensor(a!) out) -> Tensor(a!)""")
+
+    def test_leaky_relu(self):
+        self.assertExpectedInline(schema("leaky_relu"), """qplugin::leaky_relu(Tensor qx, Scalar negative_slope, bool inplace, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_sigmoid(self):
+        self.assertExpectedInline(schema("sigmoid"), """qplugin::sigmoid(Tensor qx, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_celu(self):
+        self.assertExpectedInline(schema("celu"), """qplugin::celu(Tensor self, float output_scale, int output_zero_point, Scalar alpha=1) -> Tensor""")
+
+    def test_threshold(self):
+        self.assertExpectedInline(schema("threshold"), """qplugin::threshold(Tensor qx, Scalar threshold, Scalar value) -> Tensor qy""")
+
+    def test_clamp(self):
+        self.assertExpectedInline(schema("clamp"), """qplugin::clamp(Tensor qx, Scalar? min=None, Scalar? max=None) -> Tensor qy""")
+
+    def test_softmax(self):
+        self.assertExpectedInline(schema("softmax"), """qplugin::softmax(Tensor qx, int dim, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_add(self):
+        self.assertExpectedInline(schema("add"), """\
+qplugin::add.Scalar(Tensor qa, Scalar b) -> Tensor qc
+qplugin::add.Scalar2(Scalar b, Tensor qa) -> Tensor qc
+qplugin::add.Scalar_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out
+qplugin::add(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc
+qplugin::add.out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_add_relu(self):
+        self.assertExpectedInline(schema("add_relu"), """\
+qplugin::add_relu.Scalar(Tensor qa, Scalar b) -> Tensor qc
+qplugin::add_relu.Scalar2(Scalar b, Tensor qa) -> Tensor qc
+qplugin::add_relu.Scalar_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out
+qplugin::add_relu(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc
+qplugin::add_relu.out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_mul(self):
+        self.assertExpectedInline(schema("mul"), """\
+qplugin::mul.Scalar(Tensor qa, Scalar b) -> Tensor qc
+qplugin::mul.Scalar2(Scalar b, Tensor qa) -> Tensor qc
+qplugin::mul.Scalar_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out
+qplugin::mul(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc
+qplugin::mul.out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_mul_relu(self):
+        self.assertExpectedInline(schema("mul_relu"), """\
+qplugin::mul_relu.Scalar(Tensor qa, Scalar b) -> Tensor qc
+qplugin::mul_relu.Scalar2(Scalar b, Tensor qa) -> Tensor qc
+qplugin::mul_relu.Scalar_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out
+qplugin::mul_relu(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc
+qplugin::mul_relu.out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_add_scalar(self):
+        self.assertExpectedInline(schema("add_scalar"), """\
+qplugin::add_scalar.Tensor(Tensor qa, Tensor b) -> Tensor qc
+qplugin::add_scalar(Tensor qa, Scalar b) -> Tensor qc""")
+
+    def test_add_scalar_relu(self):
+        self.assertExpectedInline(schema("add_scalar_relu"), """\
+qplugin::add_scalar_relu.Tensor(Tensor qa, Tensor b) -> Tensor qc
+qplugin::add_scalar_relu(Tensor qa, Scalar b) -> Tensor qc""")
+
+    def test_add_scalar_out(self):
+        self.assertExpectedInline(schema("add_scalar_out"), """\
+qplugin::add_scalar_out.Tensor(Tensor qa, Tensor b, Tensor(a!) out) -> Tensor(a!) out
+qplugin::add_scalar_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_add_scalar_relu_out(self):
+        self.assertExpectedInline(schema("add_scalar_relu_out"), """\
+qplugin::add_scalar_relu_out.Tensor(Tensor qa, Tensor b, Tensor(a!) out) -> Tensor(a!) out
+qplugin::add_scalar_relu_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_mul_scalar(self):
+        self.assertExpectedInline(schema("mul_scalar"), """\
+qplugin::mul_scalar.Tensor(Tensor qa, Tensor b) -> Tensor qc
+qplugin::mul_scalar(Tensor qa, Scalar b) -> Tensor qc""")
+
+    def test_mul_scalar_relu(self):
+        self.assertExpectedInline(schema("mul_scalar_relu"), """\
+qplugin::mul_scalar_relu.Tensor(Tensor qa, Tensor b) -> Tensor qc
+qplugin::mul_scalar_relu(Tensor qa, Scalar b) -> Tensor qc""")
+
+    def test_mul_scalar_out(self):
+        self.assertExpectedInline(schema("mul_scalar_out"), """\
+qplugin::mul_scalar_out.Tensor(Tensor qa, Tensor b, Tensor(a!) out) -> Tensor(a!) out
+qplugin::mul_scalar_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_mul_scalar_relu_out(self):
+        self.assertExpectedInline(schema("mul_scalar_relu_out"), """\
+qplugin::mul_scalar_relu_out.Tensor(Tensor qa, Tensor b, Tensor(a!) out) -> Tensor(a!) out
+qplugin::mul_scalar_relu_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out""")
+
+    def test_hardsigmoid(self):
+        self.assertExpectedInline(schema("hardsigmoid"), """qplugin::hardsigmoid(Tensor qx, float? output_scale=None, int? output_zero_point=None) -> Tensor""")
+
+    def test_tanh(self):
+        self.assertExpectedInline(schema("tanh"), """qplugin::tanh(Tensor qx, float? output_scale=None, int? output_zero_point=None) -> Tensor""")
+
+    def test_gelu(self):
+        self.assertExpectedInline(schema("gelu"), """qplugin::gelu(Tensor qx, float? output_scale=None, int? output_zero_point=None, str approximate="none") -> Tensor""")
+
+    def test_silu(self):
+        self.assertExpectedInline(schema("silu"), """qplugin::silu(Tensor qx, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_mish(self):
+        self.assertExpectedInline(schema("mish"), """qplugin::mish(Tensor qx, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_softplus(self):
+        self.assertExpectedInline(schema("softplus"), """qplugin::softplus(Tensor qx, float output_scale, int output_zero_point, Scalar beta=1, Scalar threshold=20) -> Tensor""")
+
     def test_cpu_isa(self):
         self.assertExpectedInline(schema("_cpu_isa"), """qplugin::_cpu_isa() -> str""")
 
@@ -292,7 +455,7 @@ def test_every_op_is_pinned():
     assert registered == pinned, (
         f"not pinned: {sorted(registered - pinned)}; pinned but not registered: "
         f"{sorted(pinned - registered)}")
-    assert registered == set(MIRRORS) | set(PRIVATE) | set(EXTENSIONS)
+    assert registered == set(MIRRORS) | set(PRIVATE) | set(OVERLOADED_MIRRORS) | set(EXTENSIONS)
 
 
 def _arg(a):
@@ -325,3 +488,18 @@ NAMED_OVERLOADS = {"conv2d": ["new"], "conv2d_relu": ["new"], "conv3d": ["new"],
 @pytest.mark.parametrize("name", list(MIRRORS) + list(PRIVATE))
 def test_registered_overloads(name):
     assert getattr(torch.ops.qplugin, name).overloads() == NAMED_OVERLOADS.get(name, ["default"])
+
+
+@pytest.mark.parametrize("name", list(OVERLOADED_MIRRORS))
+def test_overloaded_mirrors_pytorch_schemas(name):
+    ours = getattr(torch.ops.qplugin, name)
+    theirs = OVERLOADED_MIRRORS[name]
+    assert ours.overloads() == theirs.overloads()
+    for o in ours.overloads():
+        assert (str(getattr(ours, o)._schema).split("::", 1)[1]
+                == str(getattr(theirs, o)._schema).split("::", 1)[1])
+
+
+@pytest.mark.parametrize("name", list(EXTENSIONS))
+def test_extensions_have_one_overload(name):
+    assert getattr(torch.ops.qplugin, name).overloads() == ["default"]

@@ -117,6 +117,7 @@ FAMILIES = {
     "activation": act_cases,
     "normalization": _family("bench_normalization"),
     "pooling": _family("bench_pooling"),
+    "elementwise": _family("bench_elementwise"),
 }
 
 

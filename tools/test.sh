@@ -9,4 +9,5 @@ MAX_JOBS=${MAX_JOBS:-2} $PY setup.py -q build_ext --inplace
 echo "qplugin: build took $(( $(date +%s) - start )) s"
 $PY -m pytest -q -p no:cacheprovider tests "$@"
 # Scalar-only pass over the op tests: the path a plain x86-64 machine takes.
-QPLUGIN_CPU_ISA=scalar $PY -m pytest -q -p no:cacheprovider tests/norm tests/activation tests/normalization tests/pooling tests/upsample
+QPLUGIN_CPU_ISA=scalar $PY -m pytest -q -p no:cacheprovider tests/norm tests/activation tests/normalization \
+    tests/pooling tests/upsample tests/elementwise

@@ -40,6 +40,18 @@ from .modules.conv import (  # noqa: F401
     ConvTranspose2d,
     ConvTranspose3d,
 )
+from .modules.functional_modules import FloatFunctional, QFunctional  # noqa: F401
+from .modules.activation_ext import (  # noqa: F401
+    GELU,
+    Dropout,
+    LeakyReLU,
+    Mish,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+)
 from . import intrinsic  # noqa: F401,E402  (after .modules: its classes derive from them)
 
 __all__ = [
@@ -73,6 +85,17 @@ __all__ = [
     "Quantize",
     "ReLU6",
     "Upsample",
+    "FloatFunctional",
+    "QFunctional",
+    "GELU",
+    "Dropout",
+    "LeakyReLU",
+    "Mish",
+    "Sigmoid",
+    "SiLU",
+    "Softmax",
+    "Softplus",
+    "Tanh",
     "functional",
     "intrinsic",
 ]

@@ -15,6 +15,8 @@ __all__: List[str] = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool2d",
     "interpolate", "upsample", "upsample_bilinear", "upsample_nearest",
     "linear", "conv1d", "conv2d", "conv3d",
+    "hardsigmoid", "hardtanh", "leaky_relu", "celu", "threshold", "clamp", "sigmoid", "tanh",
+    "gelu", "silu", "mish", "softplus", "softmax",
 ]
 
 # The non-quantized input check is in Python (ValueError, as PyTorch's functional); everything
@@ -101,3 +103,18 @@ from ._functional_pool import (  # noqa: E402,F401
 )
 from ._functional_linear import linear  # noqa: E402,F401
 from ._functional_conv import conv1d, conv2d, conv3d  # noqa: E402,F401
+from ._functional_elementwise import (  # noqa: E402,F401
+    celu,
+    clamp,
+    gelu,
+    hardsigmoid,
+    hardtanh,
+    leaky_relu,
+    mish,
+    sigmoid,
+    silu,
+    softmax,
+    softplus,
+    tanh,
+    threshold,
+)

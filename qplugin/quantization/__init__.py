@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Optional
 
 import torch
 import torch.ao.nn.intrinsic as nni
+import torch.ao.nn.quantized  # noqa: F401  (FloatFunctional is a mapping key)
 import torch.ao.nn.intrinsic.qat as nniqat
 import torch.ao.nn.qat as nnqat
 from torch import nn
@@ -92,6 +93,18 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     nn.ConvTranspose1d: qnn.ConvTranspose1d,
     nn.ConvTranspose2d: qnn.ConvTranspose2d,
     nn.ConvTranspose3d: qnn.ConvTranspose3d,
+    # Elementwise and activations
+    torch.ao.nn.quantized.FloatFunctional: qnn.QFunctional,
+    qnn.FloatFunctional: qnn.QFunctional,
+    nn.LeakyReLU: qnn.LeakyReLU,
+    nn.Sigmoid: qnn.Sigmoid,
+    nn.Softmax: qnn.Softmax,
+    nn.Dropout: qnn.Dropout,
+    nn.SiLU: qnn.SiLU,
+    nn.GELU: qnn.GELU,
+    nn.Tanh: qnn.Tanh,
+    nn.Mish: qnn.Mish,
+    nn.Softplus: qnn.Softplus,
 }
 
 

@@ -1,0 +1,69 @@
+// Quantized add/mul microkernels (torch-free) and their plan: float fast path that is provably
+// exact except on lanes near a rounding tie, which an exact fixup decides.
+// Changes with: binary_impl.h (scalar reference + tails), binary_{scalar,avx2,avx512vnni}.cpp,
+// binary_plan.{h,cpp}, ops/quantized_cpu/binary_kernel.cpp. Included by the ISA files: no inline
+// code with std templates here (ODR across differently-flagged files).
+#pragma once
+#include <cstdint>
+
+#include "kernels/dispatch.h"
+
+namespace qplugin {
+namespace kernels {
+namespace binary {
+
+// Output code of raw input codes (a, b), exact; see Plan::fix.
+using FixFn = int32_t (*)(const void* ctx, int32_t a, int32_t b);
+
+// Per-lane math, in float, identical in every ISA (explicit FMAs, -ffp-contract=off):
+//   add: v = fma(a, ra, fma(b, rb, c))           with c = zo - za*ra - zb*rb
+//   mul: v = fma(float((a - za) * (b - zb)), ra, c) with c = zo, ra = sa*sb/so
+//   v = min(max(v, lo - zadd), hi - zadd); y = nearbyint(v) + zadd   (round half to even)
+// |v - exact| <= eps by the plan's error bound, so rounding v gives the exact result unless v
+// lies within eps of a tie: lanes with |v - nearbyint(v)| > thr (= 0.5 - eps) are recomputed
+// by fix(ctx, a, b). thr >= 0.5 means every float operation is exact (no check needed).
+struct Params {
+  float ra, rb, c;
+  int32_t za, zb;
+  float lo, hi;
+  // Round half to even is not invariant under odd shifts: nearbyint(x) + zo != nearbyint(x + zo)
+  // at exact ties when zo is odd. With thr >= 0.5 (exact float math, ties are real) c holds
+  // zo - zadd (zadd = zo & 1) and zadd is added after rounding; otherwise ties are always
+  // flagged and fixed, and zadd = 0.
+  int32_t zadd;
+  float thr;
+  // |v| may reach 2^30: clamp in float before converting (otherwise the vector kernels round
+  // first and saturate, which equals clamping first for integer bounds).
+  bool clamp_float;
+  // Second level for the undecided lanes (AVX-512 kernel): with h = floor(v) + 0.5 the nearest
+  // tie, exact - h = [a*ra + b*rb + (c - h)]_hi + [a*ra_lo + b*rb_lo + c_lo] where the hi sum
+  // (float constants, as doubles) is exact in double and the lo sum (the remainders of the
+  // exact constants) is off by at most err: its sign decides the lane unless |sum| <= err, when
+  // fix() does. mul uses a = (a - za)*(b - zb) and no b terms. two_level false: fix() only.
+  bool two_level;
+  double ra_lo, rb_lo, c_lo, err;
+  FixFn fix;
+  const void* ctx;
+};
+
+// n output elements y[i] = op(a[i * a_step], b[i * b_step]); a_step, b_step are 1 or 0 (0: the
+// operand is broadcast over the run). y may alias a or b exactly (in-place).
+template <typename T>
+using Kernel = void (*)(const T* a, int64_t a_step, const T* b, int64_t b_step, T* y, int64_t n,
+                        const Params& p);
+
+struct Table {
+  Kernel<uint8_t> add_u8, mul_u8;
+  Kernel<int8_t> add_s8, mul_s8;
+};
+
+// The table of kernels::current_isa().
+const Table& table();
+
+namespace scalar { const Table& make_table(); }
+namespace avx2 { const Table& make_table(); }
+namespace avx512vnni { const Table& make_table(); }
+
+}  // namespace binary
+}  // namespace kernels
+}  // namespace qplugin

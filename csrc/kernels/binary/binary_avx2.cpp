@@ -1,0 +1,181 @@
+// AVX2 + FMA add/mul kernels: 8 lanes of float per vector, four vectors (32 elements) per
+// iteration. Same float operations as binary_impl.h in the same order; clamp by saturating packs
+// after rounding (equal for integer bounds); lanes are provably exact or fixed exactly.
+// Changes with: binary_impl.h, binary.h.
+#define QPLUGIN_ISA_NS avx2
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/binary/binary_impl.h"
+
+namespace qplugin {
+namespace kernels {
+namespace binary {
+namespace avx2 {
+namespace {
+
+template <typename T>
+inline __m256i widen8(const T* x) {
+  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x));
+  return std::is_signed<T>::value ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
+}
+
+struct Consts {
+  __m256 ra, rb, c, lo, hi, thr, absmask;
+  __m256i za, zb, zadd, blo, bhi;
+  explicit Consts(const Params& p)
+      : ra(_mm256_set1_ps(p.ra)), rb(_mm256_set1_ps(p.rb)), c(_mm256_set1_ps(p.c)),
+        lo(_mm256_set1_ps(p.lo - static_cast<float>(p.zadd))),
+        hi(_mm256_set1_ps(p.hi - static_cast<float>(p.zadd))), thr(_mm256_set1_ps(p.thr)),
+        absmask(_mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF))),
+        za(_mm256_set1_epi32(p.za)), zb(_mm256_set1_epi32(p.zb)), zadd(_mm256_set1_epi32(p.zadd)),
+        blo(_mm256_set1_epi8(static_cast<char>(static_cast<int32_t>(p.lo)))),
+        bhi(_mm256_set1_epi8(static_cast<char>(static_cast<int32_t>(p.hi)))) {}
+};
+
+template <bool kMul>
+inline __m256 value8(__m256i ai, __m256i bi, const Consts& k) {
+  if (kMul) {
+    const __m256i prod =
+        _mm256_mullo_epi32(_mm256_sub_epi32(ai, k.za), _mm256_sub_epi32(bi, k.zb));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod), k.ra, k.c);
+  }
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai), k.ra,
+                         _mm256_fmadd_ps(_mm256_cvtepi32_ps(bi), k.rb, k.c));
+}
+
+// |v - nearbyint(v)|
+inline __m256 frac_dist(__m256 v, const Consts& k) {
+  return _mm256_and_ps(
+      _mm256_sub_ps(v, _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
+      k.absmask);
+}
+
+// Four int32 x8 vectors to 32 bytes in order, saturated, then the [lo, hi] byte clamp.
+template <typename T>
+inline __m256i narrow32(__m256i q0, __m256i q1, __m256i q2, __m256i q3, const Consts& k) {
+  const __m256i w01 = _mm256_packs_epi32(q0, q1), w23 = _mm256_packs_epi32(q2, q3);
+  const __m256i idx = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  if (std::is_signed<T>::value) {
+    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), idx);
+    return _mm256_min_epi8(_mm256_max_epi8(b, k.blo), k.bhi);
+  }
+  const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w01, w23), idx);
+  return _mm256_min_epu8(_mm256_max_epu8(b, k.blo), k.bhi);
+}
+
+template <typename T, bool kMul>
+inline void fixup(const T* a, int64_t as, const T* b, int64_t bs, T* y, uint32_t m,
+                  const Params& p) {
+  while (m) {
+    const int l = __builtin_ctz(m);
+    m &= m - 1;
+    y[l] = static_cast<T>(p.fix(p.ctx, a[l * as], b[l * bs]));
+  }
+}
+
+template <typename T, bool kMul, bool kCheck, bool kClampF>
+inline __m256i block32(const __m256i* ai, const __m256i* bi, const Consts& k, uint32_t* amb) {
+  __m256 v[4];
+  for (int j = 0; j < 4; ++j) {
+    v[j] = value8<kMul>(ai[j], bi[j], k);
+    if (kClampF) v[j] = _mm256_min_ps(_mm256_max_ps(v[j], k.lo), k.hi);
+  }
+  // Round half to even (MXCSR default), then zadd (binary.h; 0 whenever kCheck).
+  auto rnd = [&](__m256 x) {
+    const __m256i q = _mm256_cvtps_epi32(x);
+    return kCheck ? q : _mm256_add_epi32(q, k.zadd);
+  };
+  const __m256i q = narrow32<T>(rnd(v[0]), rnd(v[1]), rnd(v[2]), rnd(v[3]), k);
+  if (kCheck) {
+    const __m256 d0 = frac_dist(v[0], k), d1 = frac_dist(v[1], k);
+    const __m256 d2 = frac_dist(v[2], k), d3 = frac_dist(v[3], k);
+    const __m256 dm = _mm256_max_ps(_mm256_max_ps(d0, d1), _mm256_max_ps(d2, d3));
+    *amb = 0;
+    if (_mm256_movemask_ps(_mm256_cmp_ps(dm, k.thr, _CMP_GT_OQ))) {
+      auto mask8 = [&](__m256 d) {
+        return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(d, k.thr, _CMP_GT_OQ)));
+      };
+      *amb = mask8(d0) | (mask8(d1) << 8) | (mask8(d2) << 16) | (mask8(d3) << 24);
+    }
+  }
+  return q;
+}
+
+template <typename T, bool kMul, bool kCheck, bool kClampF>
+void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
+  const Consts k(p);
+  const __m256i abc = _mm256_set1_epi32(static_cast<int32_t>(a[0]));
+  const __m256i bbc = _mm256_set1_epi32(static_cast<int32_t>(b[0]));
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i ai[4], bi[4];
+    for (int j = 0; j < 4; ++j) {
+      ai[j] = as ? widen8<T>(a + i + 8 * j) : abc;
+      bi[j] = bs ? widen8<T>(b + i + 8 * j) : bbc;
+    }
+    uint32_t m = 0;
+    const __m256i q = block32<T, kMul, kCheck, kClampF>(ai, bi, k, &m);
+    if (kCheck && m) {
+      // Fix the undecided lanes in a copy first: y may alias the inputs the fixup reads.
+      alignas(32) T tmp[32];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), q);
+      fixup<T, kMul>(a + i * as, as, b + i * bs, bs, tmp, m, p);
+      std::memcpy(y + i, tmp, 32);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), q);
+    }
+  }
+  if (i < n) {
+    // Tail: copy the inputs into padded buffers, run one more 32-element block on them.
+    alignas(32) T ta[32] = {}, tb[32] = {}, ty[32];
+    const int64_t left = n - i;
+    for (int64_t j = 0; j < left; ++j) {
+      ta[j] = a[(i + j) * as];
+      tb[j] = b[(i + j) * bs];
+    }
+    __m256i ai[4], bi[4];
+    for (int j = 0; j < 4; ++j) {
+      ai[j] = widen8<T>(ta + 8 * j);
+      bi[j] = widen8<T>(tb + 8 * j);
+    }
+    uint32_t m = 0;
+    const __m256i q = block32<T, kMul, kCheck, kClampF>(ai, bi, k, &m);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(ty), q);
+    m &= (1u << left) - 1u;  // left < 32
+    if (kCheck && m) fixup<T, kMul>(ta, 1, tb, 1, ty, m, p);
+    std::memcpy(y + i, ty, static_cast<size_t>(left));
+  }
+}
+
+template <typename T, bool kMul>
+void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
+  if (n <= 0) return;
+  const bool check = p.thr < 0.5f;
+  if (p.clamp_float) {
+    if (check) {
+      run_impl<T, kMul, true, true>(a, as, b, bs, y, n, p);
+    } else {
+      run_impl<T, kMul, false, true>(a, as, b, bs, y, n, p);
+    }
+  } else if (check) {
+    run_impl<T, kMul, true, false>(a, as, b, bs, y, n, p);
+  } else {
+    run_impl<T, kMul, false, false>(a, as, b, bs, y, n, p);
+  }
+}
+
+}  // namespace
+
+const Table& make_table() {
+  static const Table t = {&run<uint8_t, false>, &run<uint8_t, true>, &run<int8_t, false>,
+                          &run<int8_t, true>};
+  return t;
+}
+
+}  // namespace avx2
+}  // namespace binary
+}  // namespace kernels
+}  // namespace qplugin

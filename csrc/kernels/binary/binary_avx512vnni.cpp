@@ -1,0 +1,259 @@
+// AVX-512 (F/BW/VL/DQ, the avx512vnni tier) add/mul kernels: 16 lanes of float per vector, four
+// vectors per iteration. Same float operations as binary_impl.h in the same order; the clamp is a
+// saturating pack after rounding (equal for integer bounds), and every lane is either provably
+// exact or fixed exactly, so the bytes equal the scalar kernel's.
+// Changes with: binary_impl.h, binary.h.
+#define QPLUGIN_ISA_NS avx512vnni
+#include <immintrin.h>
+
+#include <type_traits>
+
+#include "kernels/binary/binary_impl.h"
+
+namespace qplugin {
+namespace kernels {
+namespace binary {
+namespace avx512vnni {
+namespace {
+
+template <typename T>
+inline __m512i widen(__m128i v) {
+  return std::is_signed<T>::value ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
+}
+
+struct Consts {
+  __m512 ra, rb, c, lo, hi, thr, absmask;
+  __m512i za, zb, zadd, blo, bhi, ilo, ihi;
+  explicit Consts(const Params& p)
+      : ra(_mm512_set1_ps(p.ra)), rb(_mm512_set1_ps(p.rb)), c(_mm512_set1_ps(p.c)),
+        lo(_mm512_set1_ps(p.lo - static_cast<float>(p.zadd))),
+        hi(_mm512_set1_ps(p.hi - static_cast<float>(p.zadd))), thr(_mm512_set1_ps(p.thr)),
+        absmask(_mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF))),
+        za(_mm512_set1_epi32(p.za)), zb(_mm512_set1_epi32(p.zb)), zadd(_mm512_set1_epi32(p.zadd)),
+        blo(_mm512_set1_epi8(static_cast<char>(static_cast<int32_t>(p.lo)))),
+        bhi(_mm512_set1_epi8(static_cast<char>(static_cast<int32_t>(p.hi)))),
+        ilo(_mm512_set1_epi32(static_cast<int32_t>(p.lo))),
+        ihi(_mm512_set1_epi32(static_cast<int32_t>(p.hi))) {}
+};
+
+// 16 lanes of v (binary.h), unclamped.
+template <bool kMul>
+inline __m512 value16(__m512i ai, __m512i bi, const Consts& k) {
+  if (kMul) {
+    const __m512i prod =
+        _mm512_mullo_epi32(_mm512_sub_epi32(ai, k.za), _mm512_sub_epi32(bi, k.zb));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), k.ra, k.c);
+  }
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(ai), k.ra,
+                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(bi), k.rb, k.c));
+}
+
+// v - nearbyint(v) (exact): its magnitude tells how close v is to a tie (0.5).
+inline __m512 frac_dist(__m512 v) {
+  return _mm512_sub_ps(v, _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// Second level (binary.h) for 16 lanes: exact codes where the lo sum decides; *unres gets the
+// lanes it cannot decide (|sum| <= err), left to fix().
+template <bool kMul>
+inline __m512i resolve16(__m512i ai, __m512i bi, __m512 v, const Params& p, __mmask16* unres) {
+  const __m512 fl = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512i x = kMul ? _mm512_mullo_epi32(_mm512_sub_epi32(ai, _mm512_set1_epi32(p.za)),
+                                              _mm512_sub_epi32(bi, _mm512_set1_epi32(p.zb)))
+                         : ai;
+  const __m512d ra = _mm512_set1_pd(p.ra), rb = _mm512_set1_pd(p.rb), c = _mm512_set1_pd(p.c);
+  const __m512d ra_lo = _mm512_set1_pd(p.ra_lo), rb_lo = _mm512_set1_pd(p.rb_lo);
+  const __m512d c_lo = _mm512_set1_pd(p.c_lo), err = _mm512_set1_pd(p.err);
+  const __m512d half = _mm512_set1_pd(0.5);
+  const __m512d absmask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
+  __m256i k[2];
+  __mmask8 un[2];
+  for (int h = 0; h < 2; ++h) {
+    const __m256 flh = h ? _mm512_extractf32x8_ps(fl, 1) : _mm512_castps512_ps256(fl);
+    const __m256i xh = h ? _mm512_extracti64x4_epi64(x, 1) : _mm512_castsi512_si256(x);
+    const __m512d fd = _mm512_cvtps_pd(flh);
+    const __m512d tie = _mm512_add_pd(fd, half);
+    const __m512d xd = _mm512_cvtepi32_pd(xh);
+    __m512d t, s;
+    if (kMul) {
+      t = _mm512_fmadd_pd(xd, ra, _mm512_sub_pd(c, tie));
+      s = _mm512_fmadd_pd(xd, ra_lo, _mm512_add_pd(t, c_lo));
+    } else {
+      const __m256i bh = h ? _mm512_extracti64x4_epi64(bi, 1) : _mm512_castsi512_si256(bi);
+      const __m512d bd = _mm512_cvtepi32_pd(bh);
+      t = _mm512_fmadd_pd(xd, ra, _mm512_fmadd_pd(bd, rb, _mm512_sub_pd(c, tie)));
+      s = _mm512_fmadd_pd(xd, ra_lo, _mm512_fmadd_pd(bd, rb_lo, _mm512_add_pd(t, c_lo)));
+    }
+    const __mmask8 up = _mm512_cmp_pd_mask(s, err, _CMP_GT_OQ);
+    un[h] = _mm512_cmp_pd_mask(_mm512_and_pd(s, absmask), err, _CMP_LE_OQ);
+    const __m256i kf = _mm512_cvtpd_epi32(fd);
+    k[h] = _mm256_mask_add_epi32(kf, up, kf, _mm256_set1_epi32(1));
+  }
+  *unres = static_cast<__mmask16>(un[0] | (static_cast<unsigned>(un[1]) << 8));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(k[0]), k[1], 1);
+}
+
+// Four vectors of rounded int32 codes -> 64 bytes in order, saturated to the 8-bit range (the
+// clamp: rounding then saturating equals clamping then rounding for integer bounds), then the
+// [lo, hi] byte clamp (ReLU).
+// kClampB: lo/hi narrower than the type's range (ReLU); else saturation is the whole clamp.
+template <typename T, bool kClampB>
+inline __m512i narrow64(__m512i q0, __m512i q1, __m512i q2, __m512i q3, const Consts& k) {
+  const __m512i w01 = _mm512_packs_epi32(q0, q1), w23 = _mm512_packs_epi32(q2, q3);
+  // Per 128-bit lane L: dwords [q0 L, q1 L, q2 L, q3 L] (4 codes each) -> transpose to order.
+  const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  if (std::is_signed<T>::value) {
+    const __m512i b = _mm512_permutexvar_epi32(idx, _mm512_packs_epi16(w01, w23));
+    return kClampB ? _mm512_min_epi8(_mm512_max_epi8(b, k.blo), k.bhi) : b;
+  }
+  const __m512i b = _mm512_permutexvar_epi32(idx, _mm512_packus_epi16(w01, w23));
+  return kClampB ? _mm512_min_epu8(_mm512_max_epu8(b, k.blo), k.bhi) : b;
+}
+
+template <typename T, bool kMul>
+inline void fixup(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t i0, uint32_t m,
+                  const Params& p) {
+  while (m) {
+    const int l = __builtin_ctz(m);
+    m &= m - 1;
+    const int64_t i = i0 + l;
+    y[i] = static_cast<T>(p.fix(p.ctx, a[i * as], b[i * bs]));
+  }
+}
+
+// kCheck: test for near-ties (the float math is not exact); kClampF: clamp in float before the
+// conversion (|v| may exceed the int32 range).
+template <typename T, bool kMul, bool kCheck, bool kClampF, bool kClampB>
+void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
+  const Consts k(p);
+  const __m512i abc = _mm512_set1_epi32(static_cast<int32_t>(a[0]));
+  const __m512i bbc = _mm512_set1_epi32(static_cast<int32_t>(b[0]));
+  auto load = [](const T* x, int64_t step, int64_t i, __m512i bc) {
+    return step ? widen<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))) : bc;
+  };
+  // Round half to even (MXCSR default), then zadd (binary.h; 0 whenever kCheck).
+  auto rnd = [&](__m512 v) {
+    const __m512i q = _mm512_cvtps_epi32(v);
+    return kCheck ? q : _mm512_add_epi32(q, k.zadd);
+  };
+  auto clampf = [&](__m512 v) {
+    return kClampF ? _mm512_min_ps(_mm512_max_ps(v, k.lo), k.hi) : v;
+  };
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    // Load all inputs before storing (y may alias a or b).
+    __m512i ai[4], bi[4];
+    __m512 v[4];
+    for (int j = 0; j < 4; ++j) {
+      ai[j] = load(a, as, i + 16 * j, abc);
+      bi[j] = load(b, bs, i + 16 * j, bbc);
+      v[j] = clampf(value16<kMul>(ai[j], bi[j], k));
+    }
+    __m512i qi[4];
+    for (int j = 0; j < 4; ++j) qi[j] = rnd(v[j]);
+    const __m512i q = narrow64<T, kClampB>(qi[0], qi[1], qi[2], qi[3], k);
+    if (kCheck) {
+      // v - nearbyint(v) from the rounded codes (exact: |v| >= 2^24 is integral, d = 0).
+      __m512 d[4];
+      for (int j = 0; j < 4; ++j) d[j] = _mm512_sub_ps(v[j], _mm512_cvtepi32_ps(qi[j]));
+      // VRANGEPS imm 0xB: the operand of larger magnitude, sign cleared.
+      const __m512 dm = _mm512_range_ps(_mm512_range_ps(d[0], d[1], 0xB),
+                                        _mm512_range_ps(d[2], d[3], 0xB), 0xB);
+      if (_mm512_cmp_ps_mask(dm, k.thr, _CMP_GT_OQ)) {
+        // Undecided lanes: the second level in registers, then fix() for what it leaves (in a
+        // copy: y may alias the inputs fix() reads).
+        __m512i q2 = q;
+        uint64_t left = 0;
+        for (int j = 0; j < 4; ++j) {
+          __mmask16 m = _mm512_cmp_ps_mask(_mm512_and_ps(d[j], k.absmask), k.thr, _CMP_GT_OQ);
+          if (!m) continue;
+          if (p.two_level) {
+            __mmask16 un = 0;
+            __m512i codes = resolve16<kMul>(ai[j], bi[j], v[j], p, &un);
+            codes = _mm512_min_epi32(_mm512_max_epi32(codes, k.ilo), k.ihi);
+            const __m512i c64 = _mm512_broadcast_i32x4(_mm512_cvtepi32_epi8(codes));
+            const __mmask64 bm = static_cast<__mmask64>(static_cast<uint64_t>(
+                                     static_cast<uint16_t>(m & ~un)) << (16 * j));
+            q2 = _mm512_mask_blend_epi8(bm, q2, c64);
+            m &= un;
+          }
+          left |= static_cast<uint64_t>(m) << (16 * j);
+        }
+        if (left) {
+          alignas(64) T tmp[64];
+          _mm512_store_si512(tmp, q2);
+          fixup<T, kMul>(a + i * as, as, b + i * bs, bs, tmp, 0, static_cast<uint32_t>(left), p);
+          fixup<T, kMul>(a + i * as, as, b + i * bs, bs, tmp, 32,
+                         static_cast<uint32_t>(left >> 32), p);
+          q2 = _mm512_load_si512(tmp);
+        }
+        _mm512_storeu_si512(y + i, q2);
+        continue;
+      }
+    }
+    _mm512_storeu_si512(y + i, q);
+  }
+  for (; i < n; i += 16) {
+    const int64_t left = n - i < 16 ? n - i : 16;
+    const __mmask16 lm = static_cast<__mmask16>((1u << left) - 1u);
+    const __m512i ai = as ? widen<T>(_mm_maskz_loadu_epi8(lm, a + i)) : abc;
+    const __m512i bi = bs ? widen<T>(_mm_maskz_loadu_epi8(lm, b + i)) : bbc;
+    const __m512 v = clampf(value16<kMul>(ai, bi, k));
+    const __m512i qi = rnd(v);
+    const __m512i q = narrow64<T, kClampB>(qi, qi, qi, qi, k);  // first 16 bytes: the 16 codes
+    const __m128i q16 = _mm512_castsi512_si128(q);
+    uint32_t m = 0;
+    if (kCheck) {
+      m = _mm512_cmp_ps_mask(_mm512_and_ps(frac_dist(v), k.absmask), k.thr, _CMP_GT_OQ) & lm;
+    }
+    if (m) {
+      alignas(16) T tmp[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(tmp), q16);
+      fixup<T, kMul>(a + i * as, as, b + i * bs, bs, tmp, 0, m, p);
+      _mm_mask_storeu_epi8(y + i, lm, _mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
+    } else {
+      _mm_mask_storeu_epi8(y + i, lm, q16);
+    }
+  }
+}
+
+template <typename T, bool kMul, bool kCheck, bool kClampF>
+void run_b(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
+  constexpr float kMin = std::is_signed<T>::value ? -128.0f : 0.0f;
+  constexpr float kMax = std::is_signed<T>::value ? 127.0f : 255.0f;
+  if (p.lo > kMin || p.hi < kMax) {
+    run_impl<T, kMul, kCheck, kClampF, true>(a, as, b, bs, y, n, p);
+  } else {
+    run_impl<T, kMul, kCheck, kClampF, false>(a, as, b, bs, y, n, p);
+  }
+}
+
+template <typename T, bool kMul>
+void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
+  if (n <= 0) return;
+  const bool check = p.thr < 0.5f;
+  if (p.clamp_float) {
+    if (check) {
+      run_b<T, kMul, true, true>(a, as, b, bs, y, n, p);
+    } else {
+      run_b<T, kMul, false, true>(a, as, b, bs, y, n, p);
+    }
+  } else if (check) {
+    run_b<T, kMul, true, false>(a, as, b, bs, y, n, p);
+  } else {
+    run_b<T, kMul, false, false>(a, as, b, bs, y, n, p);
+  }
+}
+
+}  // namespace
+
+const Table& make_table() {
+  static const Table t = {&run<uint8_t, false>, &run<uint8_t, true>, &run<int8_t, false>,
+                          &run<int8_t, true>};
+  return t;
+}
+
+}  // namespace avx512vnni
+}  // namespace binary
+}  // namespace kernels
+}  // namespace qplugin

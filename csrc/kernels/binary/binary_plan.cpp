@@ -1,0 +1,207 @@
+// Plans of the add/mul fast path (float constants, error bound, exactness detection), the exact
+// per-pair fallback, and the table choice by ISA. Changes with: binary.h, exact.{h,cpp}.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/binary/binary_plan.h"
+#include "kernels/binary/exact.h"
+
+namespace qplugin {
+namespace kernels {
+namespace binary {
+namespace {
+
+constexpr double kU = 0x1p-24;  // unit roundoff of float (round to nearest)
+
+// Largest |code - zp| over the 8-bit range (the integer operand of the fast path).
+double max_code(bool is_signed) { return is_signed ? 128.0 : 255.0; }
+
+// True iff the float `f` equals x*y/z exactly (i.e. f*z == x*y), all finite, z > 0.
+bool float_is_exact(float f, double x, double y, double z) {
+  return exact::prod_equal(static_cast<double>(f), z, x, y);
+}
+
+// Finalizes thr from the error bound eps (thr >= 0.5: the float math is exact).
+float threshold(double eps, bool exact_mode) {
+  if (exact_mode) return 1.0f;
+  // Round the threshold down to float so the comparison can only flag more lanes.
+  const double thr = 0.5 - eps;
+  if (thr <= 0.0) return 0.0f;  // absurd ranges: every lane goes to the exact path
+  return std::nextafter(static_cast<float>(thr), 0.0f);
+}
+
+// Whether values that are multiples of 2^g and bounded by m are all exact floats.
+bool fits_float(int g, double m) { return m < std::ldexp(1.0, g + 24); }
+
+int lsb_or(double x, int dflt) { return x != 0.0 ? exact::lsb_exponent(x) : dflt; }
+
+// x - f as a double, for f a float approximation of the exact quotient x = n / d: the residual
+// n - f*d is formed with one rounding (fma) and divided once, so it is off by <= 2^-51 relative.
+double quotient_lo(double n, double d, float f) {
+  return std::fma(-static_cast<double>(f), d, n) / d;
+}
+
+}  // namespace
+
+int64_t ExactCtx::compute(int64_t a, int64_t b) const {
+  int64_t r;
+  if (is_mul_) {
+    const int64_t p = (a - za_) * (b - zb_);
+    if (!exact::round_prod(p, sa_, sb_, so_, &r)) {
+      r = exact::round_prod_wide(a - za_, b - zb_, sa_, sb_, so_);
+    }
+  } else {
+    if (!exact::round_lin(a - za_, sa_, b - zb_, sb_, so_, &r)) {
+      r = exact::round_lin_wide(a - za_, sa_, b - zb_, sb_, so_);
+    }
+  }
+  r += zo_;
+  return r < lo_ ? lo_ : (r > hi_ ? hi_ : r);
+}
+
+int32_t ExactCtx::cached(int32_t a, int32_t b) const {
+  std::call_once(once_, [this] {
+    cache_.reset(new std::atomic<uint16_t>[65536]);
+    for (int i = 0; i < 65536; ++i) cache_[i].store(0, std::memory_order_relaxed);
+  });
+  const int key = ((a & 0xFF) << 8) | (b & 0xFF);
+  const uint16_t c = cache_[key].load(std::memory_order_relaxed);
+  if (c & 0x8000u) return is_signed_ ? static_cast<int8_t>(c & 0xFF) : (c & 0xFF);
+  const int64_t v = compute(a, b);
+  cache_[key].store(static_cast<uint16_t>(0x8000u | (static_cast<uint16_t>(v) & 0xFF)),
+                    std::memory_order_relaxed);
+  return static_cast<int32_t>(v);
+}
+
+Params plan_add(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, double sb, int64_t zb,
+                double so, int64_t zo, int64_t lo, int64_t hi) {
+  Params p{};
+  const double ra = sa / so, rb = sb / so;
+  p.ra = static_cast<float>(ra);
+  p.rb = static_cast<float>(rb);
+  const double m = max_code(is_signed);
+  bool exact_mode = float_is_exact(p.ra, sa, 1.0, so) && float_is_exact(p.rb, sb, 1.0, so);
+  double c;
+  // zadd (binary.h): only in exact mode, where ties are real and not flagged.
+  p.zadd = exact_mode ? static_cast<int32_t>(zo & 1) : 0;
+  if (exact_mode) {
+    // ra, rb are floats: za*ra, zb*rb and the sum are exact in double.
+    c = static_cast<double>(zo - p.zadd) - static_cast<double>(za) * p.ra -
+        static_cast<double>(zb) * p.rb;
+    p.c = static_cast<float>(c);
+    exact_mode = static_cast<double>(p.c) == c;
+    if (exact_mode) {
+      int g = std::numeric_limits<int>::max();
+      if (p.ra != 0.0f) g = std::min(g, exact::lsb_exponent(p.ra));
+      if (p.rb != 0.0f) g = std::min(g, exact::lsb_exponent(p.rb));
+      if (p.c != 0.0f) g = std::min(g, exact::lsb_exponent(p.c));
+      const double bound = m * std::fabs(p.ra) + m * std::fabs(p.rb) + std::fabs(p.c);
+      exact_mode = g == std::numeric_limits<int>::max() || fits_float(g, bound);
+    }
+  }
+  if (!exact_mode) {
+    p.zadd = 0;
+    c = static_cast<double>(zo) - static_cast<double>(za) * ra - static_cast<double>(zb) * rb;
+    p.c = static_cast<float>(c);
+  }
+  // Error bound of v = fma(a, ra_f, fma(b, rb_f, c_f)) against the exact a*ra + b*rb + c:
+  // representation errors of ra, rb, c (float rounding after a double quotient) plus one
+  // rounding per fma; 1.01 and the 2^-50 terms absorb the double-precision steps.
+  const double Ma = m * std::fabs(ra), Mb = m * std::fabs(rb), Mc = std::fabs(c);
+  const double T = Mb * (1 + kU) + Mc * (1 + kU);
+  const double V = Ma * (1 + kU) + T * (1 + kU);
+  // c's double evaluation may cancel: its error is relative to its terms, not to |c|.
+  const double Cterms = std::fabs(static_cast<double>(zo)) +
+                        std::fabs(static_cast<double>(za) * ra) +
+                        std::fabs(static_cast<double>(zb) * rb);
+  const double eps =
+      1.01 * ((Ma + Mb + Mc) * (kU + 0x1p-50) + Cterms * 0x1p-50 + kU * T + kU * V) + 1e-30;
+  p.thr = threshold(eps, exact_mode);
+  p.clamp_float = !(V * (1 + 4 * kU) < 0x1p30);
+  {
+    // Second level: hi sum a*ra + b*rb + c - h exact in double when every term is a multiple of
+    // 2^g and the partial sums stay below 2^(g + 53).
+    const int g = std::min({lsb_or(p.ra, 0), lsb_or(p.rb, 0), lsb_or(p.c, 0), -1});
+    const double span = m * std::fabs(p.ra) + m * std::fabs(p.rb) + std::fabs(p.c) + V + 2;
+    p.ra_lo = quotient_lo(sa, so, p.ra);
+    p.rb_lo = quotient_lo(sb, so, p.rb);
+    // c_exact - c_f = (zo - za*ra_f - zb*rb_f - c_f) [exact in double] - za*ra_lo - zb*rb_lo.
+    const double c_hi = static_cast<double>(zo) - static_cast<double>(za) * p.ra -
+                        static_cast<double>(zb) * p.rb - static_cast<double>(p.c);
+    p.c_lo = c_hi - static_cast<double>(za) * p.ra_lo - static_cast<double>(zb) * p.rb_lo;
+    const double L = m * std::fabs(p.ra_lo) + m * std::fabs(p.rb_lo) + std::fabs(p.c_lo) +
+                     Cterms * 0x1p-50;
+    p.err = 0x1p-46 * (L + 4 * eps) + 0x1p-1000;
+    p.two_level = !exact_mode && span < std::ldexp(1.0, g + 52) &&
+                  std::fabs(c_hi) < std::ldexp(1.0, g + 52);
+  }
+  p.za = static_cast<int32_t>(za);
+  p.zb = static_cast<int32_t>(zb);
+  p.lo = static_cast<float>(lo);
+  p.hi = static_cast<float>(hi);
+  p.fix = &ExactCtx::fix;
+  p.ctx = &ctx;
+  return p;
+}
+
+Params plan_mul(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, double sb, int64_t zb,
+                double so, int64_t zo, int64_t lo, int64_t hi) {
+  Params p{};
+  // r = sa*sb/so with one rounding to double (then to float); its error is in the bound.
+  const double r = sa * sb / so;
+  p.ra = static_cast<float>(r);
+  p.rb = 0.0f;
+  // Largest |(a - za) * (b - zb)|: each difference is at most 255 in magnitude.
+  const double ma = std::max(std::fabs(static_cast<double>(is_signed ? -128 : 0) - za),
+                             std::fabs(static_cast<double>(is_signed ? 127 : 255) - za));
+  const double mb = std::max(std::fabs(static_cast<double>(is_signed ? -128 : 0) - zb),
+                             std::fabs(static_cast<double>(is_signed ? 127 : 255) - zb));
+  const double mp = ma * mb;  // <= 65025 < 2^24: exact as float
+  bool exact_mode = float_is_exact(p.ra, sa, sb, so);
+  if (exact_mode) {
+    int g = 0;  // zo is an integer
+    if (p.ra != 0.0f) g = std::min(g, exact::lsb_exponent(p.ra));
+    exact_mode = fits_float(g, mp * std::fabs(p.ra) + std::fabs(static_cast<double>(zo)));
+  }
+  p.zadd = exact_mode ? static_cast<int32_t>(zo & 1) : 0;
+  p.c = static_cast<float>(zo - p.zadd);
+  // v = fma(p, r_f, zo): |r_f - r_exact| <= (2^-24 + 2^-52)|r|, plus one rounding of v.
+  const double Mv = mp * std::fabs(r) * (1 + 2 * kU) + std::fabs(static_cast<double>(zo));
+  const double eps = 1.01 * (mp * std::fabs(r) * (kU + 0x1p-50) + kU * Mv) + 1e-30;
+  p.thr = threshold(eps, exact_mode);
+  p.clamp_float = !(Mv * (1 + 4 * kU) < 0x1p30);
+  {
+    // r_exact - r_f = (sa*sb - r_f*so) / so with sa*sb split exactly into hi + lo (fma).
+    const double hi_ab = sa * sb, lo_ab = std::fma(sa, sb, -hi_ab);
+    p.ra_lo = (std::fma(-static_cast<double>(p.ra), so, hi_ab) + lo_ab) / so;
+    p.rb_lo = 0.0;
+    p.c_lo = 0.0;
+    const int g = std::min(lsb_or(p.ra, 0), -1);
+    const double span = mp * std::fabs(p.ra) + 2 * std::fabs(static_cast<double>(zo)) + Mv + 2;
+    p.err = 0x1p-46 * (mp * std::fabs(p.ra_lo) + 4 * eps) + 0x1p-1000;
+    p.two_level = !exact_mode && span < std::ldexp(1.0, g + 52);
+  }
+  p.za = static_cast<int32_t>(za);
+  p.zb = static_cast<int32_t>(zb);
+  p.lo = static_cast<float>(lo);
+  p.hi = static_cast<float>(hi);
+  p.fix = &ExactCtx::fix;
+  p.ctx = &ctx;
+  return p;
+}
+
+const Table& table() {
+  static const Table& s = scalar::make_table();
+  static const Table& a2 = detected_isa() >= Isa::kAvx2 ? avx2::make_table() : s;
+  static const Table& a512 = detected_isa() >= Isa::kAvx512Vnni ? avx512vnni::make_table() : a2;
+  switch (current_isa()) {
+    case Isa::kAvx512Vnni: return a512;
+    case Isa::kAvx2: return a2;
+    default: return s;
+  }
+}
+
+}  // namespace binary
+}  // namespace kernels
+}  // namespace qplugin

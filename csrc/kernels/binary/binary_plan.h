@@ -1,0 +1,48 @@
+// Planning of one add/mul call: float constants and error bound for the fast path (binary.h),
+// and the exact per-pair fallback with its cache. Not included by the ISA files.
+// Changes with: binary_plan.cpp, binary.h, exact.{h,cpp}.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "kernels/binary/binary.h"
+
+namespace qplugin {
+namespace kernels {
+namespace binary {
+
+// The exact fallback of one add/mul call: the op's qparams and a lazily allocated cache of
+// results per (a, b) code pair (8-bit inputs have 65536 pairs), shared by the threads.
+class ExactCtx {
+ public:
+  ExactCtx(bool is_mul, bool is_signed, double sa, int64_t za, double sb, int64_t zb, double so,
+           int64_t zo, int64_t lo, int64_t hi)
+      : is_mul_(is_mul), is_signed_(is_signed), sa_(sa), sb_(sb), so_(so), za_(za), zb_(zb),
+        zo_(zo), lo_(lo), hi_(hi) {}
+  // Exact output code for raw codes a, b (for 8-bit types, the byte's value in the type).
+  int64_t compute(int64_t a, int64_t b) const;
+  // Cached compute() for 8-bit codes.
+  int32_t cached(int32_t a, int32_t b) const;
+  static int32_t fix(const void* ctx, int32_t a, int32_t b) {
+    return static_cast<const ExactCtx*>(ctx)->cached(a, b);
+  }
+
+ private:
+  bool is_mul_, is_signed_;
+  double sa_, sb_, so_;
+  int64_t za_, zb_, zo_, lo_, hi_;
+  mutable std::once_flag once_;
+  mutable std::unique_ptr<std::atomic<uint16_t>[]> cache_;  // bit 15: filled
+};
+
+// Plans for 8-bit operands of one signedness; lo/hi are the output code bounds.
+Params plan_add(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, double sb, int64_t zb,
+                double so, int64_t zo, int64_t lo, int64_t hi);
+Params plan_mul(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, double sb, int64_t zb,
+                double so, int64_t zo, int64_t lo, int64_t hi);
+
+}  // namespace binary
+}  // namespace kernels
+}  // namespace qplugin

@@ -1,0 +1,39 @@
+// Schemas of the binary elementwise ops and cat (≙ torch.ops.quantized, every overload and the
+// deprecated names PyTorch still registers). Kernels: ops/quantized_cpu/binary_kernel.cpp,
+// ops/quantized_cpu/cat_kernel.cpp; pinned in tests/elementwise/test_schemas_elementwise.py.
+#include <torch/library.h>
+
+TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+  // Tensor x Tensor (broadcasting; output qparams given), out= (out's qparams), Tensor x Scalar
+  // (output qparams derived from the input's, PyTorch's rules), for add/add_relu/mul/mul_relu.
+#define QPLUGIN_DEF_BINARY(NAME)                                                             \
+  m.def(NAME "(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc");           \
+  m.def(NAME ".out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out");               \
+  m.def(NAME ".Scalar(Tensor qa, Scalar b) -> Tensor qc");                                  \
+  m.def(NAME ".Scalar2(Scalar b, Tensor qa) -> Tensor qc");                                 \
+  m.def(NAME ".Scalar_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out");         \
+  m.def(NAME "_out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out");
+  QPLUGIN_DEF_BINARY("add")
+  QPLUGIN_DEF_BINARY("add_relu")
+  QPLUGIN_DEF_BINARY("mul")
+  QPLUGIN_DEF_BINARY("mul_relu")
+#undef QPLUGIN_DEF_BINARY
+  // Deprecated names kept by PyTorch (QFunctional.add_scalar/mul_scalar call these); .Tensor
+  // takes a one-element tensor (torch.jit.trace records Scalars as tensors).
+#define QPLUGIN_DEF_SCALAR(NAME)                                                             \
+  m.def(NAME "(Tensor qa, Scalar b) -> Tensor qc");                                         \
+  m.def(NAME ".Tensor(Tensor qa, Tensor b) -> Tensor qc");                                  \
+  m.def(NAME "_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out");                \
+  m.def(NAME "_out.Tensor(Tensor qa, Tensor b, Tensor(a!) out) -> Tensor(a!) out");
+  QPLUGIN_DEF_SCALAR("add_scalar")
+  QPLUGIN_DEF_SCALAR("add_scalar_relu")
+  QPLUGIN_DEF_SCALAR("mul_scalar")
+  QPLUGIN_DEF_SCALAR("mul_scalar_relu")
+#undef QPLUGIN_DEF_SCALAR
+
+  // Concatenation; output qparams default to qx[0]'s. Equal qparams: a pure copy.
+  m.def("cat(Tensor[] qx, int dim, float? scale, int? zero_point) -> Tensor");
+  m.def("cat_relu(Tensor[] qx, int dim, float? scale, int? zero_point) -> Tensor");
+  m.def("cat_out(Tensor[] qx, int dim, Tensor(a!) out) -> Tensor(a!)");
+  m.def("cat_relu_out(Tensor[] qx, int dim, Tensor(a!) out) -> Tensor(a!)");
+}

@@ -1,0 +1,265 @@
+// QuantizedCPU (and CPU, for a clear error on float input) kernels of cat/cat_relu (+ out=).
+// Schemas: ops/elementwise.cpp. In the output's memory order the result is `outer` rows, each the
+// concatenation of every input's row; inputs whose qparams equal the output's are copied byte for
+// byte (memcpy; relu: a clamp at the zero point), others go through an exact 256-entry
+// requantization table (qint32: exact per element).
+#include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/checks.h"
+#include "common/quant_utils.h"
+#include "kernels/binary/exact.h"
+#include "kernels/dispatch.h"
+
+namespace qplugin {
+namespace ops {
+namespace {
+
+constexpr int64_t kGrain = 64 * 1024;
+
+std::vector<int64_t> memory_order(int64_t nd, at::MemoryFormat fmt) {
+  std::vector<int64_t> order;
+  if (fmt == at::MemoryFormat::ChannelsLast || fmt == at::MemoryFormat::ChannelsLast3d) {
+    order.push_back(0);
+    for (int64_t d = 2; d < nd; ++d) order.push_back(d);
+    order.push_back(1);
+  } else {
+    for (int64_t d = 0; d < nd; ++d) order.push_back(d);
+  }
+  return order;
+}
+
+struct Segment {
+  const uint8_t* src;   // input data (contiguous in the output's memory format)
+  int64_t width;        // elements of this input per output row
+  int64_t offset;       // column offset in the output row
+  int mode;             // 0 copy, 1 clamp (relu, same qparams), 2 table / requantize
+  uint8_t table[256];
+  double scale;
+  int64_t zp;
+};
+
+template <bool kRelu>
+void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at::Tensor& y) {
+  const int64_t nd = y.dim();
+  const auto fmt = y.is_contiguous() ? at::MemoryFormat::Contiguous : y.suggest_memory_format();
+  const auto order = memory_order(nd, fmt);
+  int64_t k = 0;
+  while (order[k] != dim) ++k;
+  int64_t outer = 1, tail = 1;
+  for (int64_t j = 0; j < k; ++j) outer *= y.size(order[j]);
+  for (int64_t j = k + 1; j < nd; ++j) tail *= y.size(order[j]);
+  const auto st = y.scalar_type();
+  const size_t esize = st == at::kQInt32 ? 4 : 1;
+  const double so = y.q_scale();
+  const int64_t zo = y.q_zero_point();
+  const auto r = qrange(st);
+  const int64_t lo = kRelu ? std::max<int64_t>(r.first, zo) : r.first, hi = r.second;
+  const bool is_signed = st == at::kQInt8;
+
+  std::vector<at::Tensor> keep;
+  std::vector<Segment> segs;
+  int64_t total = 0;
+  for (const auto& x : xs) {
+    const int64_t width = x.size(dim) * tail;
+    if (width == 0) continue;
+    keep.push_back(x.contiguous(fmt));
+    Segment s;
+    s.src = reinterpret_cast<const uint8_t*>(keep.back().data_ptr());
+    s.width = width;
+    s.offset = total;
+    s.scale = x.q_scale();
+    s.zp = x.q_zero_point();
+    const bool same = s.scale == so && s.zp == zo;
+    s.mode = same ? (kRelu && lo > r.first ? 1 : 0) : 2;
+    if (s.mode == 2 && st != at::kQInt32) {
+      for (int raw = 0; raw < 256; ++raw) {
+        const int64_t q = is_signed ? static_cast<int8_t>(raw) : raw;
+        int64_t v = zo + kernels::exact::round_ratio(q - s.zp, s.scale, so);
+        v = v < lo ? lo : (v > hi ? hi : v);
+        s.table[raw] = static_cast<uint8_t>(v & 0xFF);
+      }
+    }
+    segs.push_back(s);
+    total += width;
+  }
+  if (total == 0 || outer == 0) return;
+  uint8_t* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
+  const auto& kt = kernels::table();
+  auto piece = [&](const Segment& s, int64_t row, int64_t c0, int64_t n) {
+    const int64_t src_off = row * s.width + c0, dst_off = row * total + s.offset + c0;
+    if (s.mode == 0) {
+      std::memcpy(yp + dst_off * esize, s.src + src_off * esize, static_cast<size_t>(n) * esize);
+      return;
+    }
+    if (st == at::kQInt32) {
+      const int32_t* src = reinterpret_cast<const int32_t*>(s.src) + src_off;
+      int32_t* dst = reinterpret_cast<int32_t*>(yp) + dst_off;
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t v = s.mode == 1 ? src[i]
+                                : zo + kernels::exact::round_ratio(src[i] - s.zp, s.scale, so);
+        dst[i] = static_cast<int32_t>(v < lo ? lo : (v > hi ? hi : v));
+      }
+      return;
+    }
+    if (s.mode == 1) {
+      if (is_signed) {
+        kt.s8.clamp(reinterpret_cast<const int8_t*>(s.src) + src_off,
+                    reinterpret_cast<int8_t*>(yp) + dst_off, n, static_cast<int8_t>(lo),
+                    static_cast<int8_t>(hi));
+      } else {
+        kt.u8.clamp(s.src + src_off, yp + dst_off, n, static_cast<uint8_t>(lo),
+                    static_cast<uint8_t>(hi));
+      }
+      return;
+    }
+    kt.lut8(s.src + src_off, yp + dst_off, n, s.table);
+  };
+  const int64_t numel = outer * total;
+  if (total >= kGrain / static_cast<int64_t>(esize) || outer == 1) {
+    // Long rows: split the flat output range, pieces may start inside a segment.
+    auto range = [&](int64_t begin, int64_t end) {
+      int64_t p = begin;
+      while (p < end) {
+        const int64_t row = p / total, col = p % total;
+        size_t i = 0;
+        while (col >= segs[i].offset + segs[i].width) ++i;
+        const int64_t c0 = col - segs[i].offset;
+        const int64_t n = std::min(segs[i].width - c0, end - p);
+        piece(segs[i], row, c0, n);
+        p += n;
+      }
+    };
+    if (numel * static_cast<int64_t>(esize) < kGrain) {
+      range(0, numel);
+    } else {
+      at::parallel_for(0, numel, kGrain / static_cast<int64_t>(esize), range);
+    }
+    return;
+  }
+  // Short rows (e.g. channels-last cat on C): whole rows per task, no per-piece index math.
+  auto rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      for (const auto& sg : segs) piece(sg, row, 0, sg.width);
+    }
+  };
+  const int64_t grain = std::max<int64_t>(1, kGrain / (total * static_cast<int64_t>(esize)));
+  if (outer <= grain) {
+    rows(0, outer);
+  } else {
+    at::parallel_for(0, outer, grain, rows);
+  }
+}
+
+struct CatPlan {
+  std::vector<at::Tensor> xs;
+  std::vector<int64_t> shape;
+  int64_t dim;
+  at::MemoryFormat fmt;
+};
+
+CatPlan plan_cat(const char* op, const c10::List<at::Tensor>& qxs, int64_t dim) {
+  TORCH_CHECK(qxs.size() > 0, "qplugin::", op,
+              ": expected a non-empty list of tensors, got an empty list");
+  CatPlan p;
+  for (size_t i = 0; i < qxs.size(); ++i) p.xs.push_back(qxs.get(i));
+  const std::string name0 = "qx[0]";
+  checks::check_quantized_input(op, name0.c_str(), p.xs[0], {at::kQUInt8, at::kQInt8, at::kQInt32});
+  const auto& x0 = p.xs[0];
+  const int64_t nd = x0.dim();
+  TORCH_CHECK(nd > 0, "qplugin::", op, ": expected tensors with at least one dimension, got a "
+              "0-dimensional qx[0]");
+  TORCH_CHECK(dim >= -nd && dim < nd, "qplugin::", op, ": expected dim in [", -nd, ", ", nd - 1,
+              "] (qx[0] has ", nd, " dimensions), got ", dim);
+  p.dim = dim < 0 ? dim + nd : dim;
+  p.shape = x0.sizes().vec();
+  p.shape[p.dim] = 0;
+  auto fmt0 = x0.suggest_memory_format();
+  bool same_fmt = true;
+  for (size_t i = 0; i < p.xs.size(); ++i) {
+    const auto& x = p.xs[i];
+    const std::string nm = "qx[" + std::to_string(i) + "]";
+    checks::check_quantized_input(op, nm.c_str(), x, {at::kQUInt8, at::kQInt8, at::kQInt32});
+    TORCH_CHECK(x.scalar_type() == x0.scalar_type(), "qplugin::", op, ": expected ", nm,
+                " of dtype ", c10::toString(x0.scalar_type()), " (the dtype of qx[0]), got ",
+                c10::toString(x.scalar_type()));
+    TORCH_CHECK(x.dim() == nd, "qplugin::", op, ": expected ", nm, " with ", nd,
+                " dimensions (like qx[0]), got ", x.dim());
+    for (int64_t d = 0; d < nd; ++d) {
+      if (d == p.dim) continue;
+      TORCH_CHECK(x.size(d) == x0.size(d), "qplugin::", op, ": expected ", nm, " of size ",
+                  x0.size(d), " at dimension ", d, " (like qx[0]; only dimension ", p.dim,
+                  " may differ), got ", x.size(d));
+    }
+    p.shape[p.dim] += x.size(p.dim);
+    same_fmt = same_fmt && x.suggest_memory_format() == fmt0;
+  }
+  // PyTorch's cat rule: the inputs' common suggested memory format, else contiguous.
+  p.fmt = same_fmt ? fmt0 : at::MemoryFormat::Contiguous;
+  return p;
+}
+
+template <bool kRelu>
+at::Tensor cat_op(const c10::List<at::Tensor>& qxs, int64_t dim, std::optional<double> scale,
+                  std::optional<int64_t> zero_point) {
+  const char* op = kRelu ? "cat_relu" : "cat";
+  CatPlan p = plan_cat(op, qxs, dim);
+  const double s = scale.has_value() ? *scale : p.xs[0].q_scale();
+  const int64_t z = zero_point.has_value() ? *zero_point : p.xs[0].q_zero_point();
+  checks::check_output_qparams(op, s, z, p.xs[0].scalar_type());
+  at::Tensor y = at::_empty_affine_quantized(p.shape, p.xs[0].options(), s, z, p.fmt);
+  cat_into<kRelu>(op, p.xs, p.dim, y);
+  return y;
+}
+
+template <bool kRelu>
+at::Tensor cat_out_op(const c10::List<at::Tensor>& qxs, int64_t dim, at::Tensor out) {
+  const char* op = kRelu ? "cat_relu_out" : "cat_out";
+  CatPlan p = plan_cat(op, qxs, dim);
+  const auto dtype = p.xs[0].scalar_type();
+  TORCH_CHECK(out.is_quantized() && out.qscheme() == at::kPerTensorAffine, "qplugin::", op,
+              ": expected out to be a per-tensor quantized tensor (", c10::toString(dtype),
+              "), got a ", c10::toString(out.scalar_type()), " tensor");
+  TORCH_CHECK(out.scalar_type() == dtype, "qplugin::", op, ": expected out of dtype ",
+              c10::toString(dtype), " (the dtype of the inputs), got ",
+              c10::toString(out.scalar_type()));
+  TORCH_CHECK(out.sizes().vec() == p.shape, "qplugin::", op, ": expected out of shape ",
+              at::IntArrayRef(p.shape), ", got ", out.sizes());
+  checks::check_output_qparams(op, out.q_scale(), out.q_zero_point(), dtype);
+  bool direct = out.is_contiguous() ||
+                (out.dim() == 4 && out.is_contiguous(at::MemoryFormat::ChannelsLast)) ||
+                (out.dim() == 5 && out.is_contiguous(at::MemoryFormat::ChannelsLast3d));
+  for (const auto& x : p.xs) {
+    if (at::get_overlap_status(out, x) != at::MemOverlapStatus::No) direct = false;
+  }
+  if (direct) {
+    cat_into<kRelu>(op, p.xs, p.dim, out);
+    return out;
+  }
+  at::Tensor y = at::_empty_affine_quantized(p.shape, out.options(), out.q_scale(),
+                                             out.q_zero_point(), p.fmt);
+  cat_into<kRelu>(op, p.xs, p.dim, y);
+  out.copy_(y);
+  return out;
+}
+
+}  // namespace
+}  // namespace ops
+}  // namespace qplugin
+
+#define QPLUGIN_REGISTER_CAT(m)                                                \
+  m.impl("cat", TORCH_FN(qplugin::ops::cat_op<false>));                       \
+  m.impl("cat_relu", TORCH_FN(qplugin::ops::cat_op<true>));                   \
+  m.impl("cat_out", TORCH_FN(qplugin::ops::cat_out_op<false>));               \
+  m.impl("cat_relu_out", TORCH_FN(qplugin::ops::cat_out_op<true>));
+
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_CAT(m) }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_CAT(m) }
+// An empty list has no tensor to dispatch on: this kernel gives it the op's own error.
+TORCH_LIBRARY_IMPL(qplugin, CompositeExplicitAutograd, m) { QPLUGIN_REGISTER_CAT(m) }

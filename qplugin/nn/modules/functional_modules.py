@@ -1,0 +1,154 @@
+"""QFunctional and FloatFunctional (≙ torch.ao.nn.quantized.{QFunctional, FloatFunctional}):
+the stand-in modules for elementwise arithmetic in eager-mode quantized models. Ops:
+torch.ops.qplugin.{add, add_relu, mul, cat, add_scalar, mul_scalar}.
+Changes with: qplugin/quantization (FloatFunctional -> QFunctional mapping),
+tests/elementwise/test_functional_modules.py.
+"""
+from typing import Any, Dict, List
+
+import torch
+import torch.ao.nn.quantized as _tnnq
+from torch import Tensor
+
+from .utils import _check_float_module, _observer_qparams, _QParamsMixin, _scale_buffer
+
+__all__ = ["FloatFunctional", "QFunctional"]
+
+
+class FloatFunctional(_tnnq.FloatFunctional):
+    r"""State collector for float elementwise operations, to be swapped for
+    :class:`QFunctional` by :func:`qplugin.quantization.convert` (≙
+    :class:`torch.ao.nn.quantized.FloatFunctional`; a subclass of it, so that
+    :func:`torch.ao.quantization.prepare` attaches its output observer).
+
+    Use an instance instead of the ``torch.`` prefix: ``self.f = FloatFunctional()`` in
+    ``__init__``, ``self.f.add(x, y)`` in ``forward``.
+
+    Examples::
+
+        >>> f_add = FloatFunctional()
+        >>> f_add.add(torch.tensor(3.0), torch.tensor(4.0))  # torch.add(a, b)
+        tensor(7.)
+
+    Operations: ``add``, ``cat``, ``mul``, ``add_relu``, ``add_scalar``, ``mul_scalar``,
+    ``matmul`` (all from PyTorch's class).
+    """
+
+
+class QFunctional(_QParamsMixin, torch.nn.Module):
+    r"""Quantized elementwise operations with fixed output qparams (≙
+    :class:`torch.ao.nn.quantized.QFunctional`), on torch.ops.qplugin.
+
+    Use an instance instead of the ``torch.ops.quantized`` prefix. ``scale`` and ``zero_point``
+    are the output qparams of ``add``, ``add_relu``, ``mul`` and ``cat`` (``add_scalar`` and
+    ``mul_scalar`` derive theirs from the input, as PyTorch's); they are buffers, so they survive
+    ``state_dict`` round trips and TorchScript.
+
+    Examples::
+
+        >>> q_add = QFunctional()
+        >>> a = torch.quantize_per_tensor(torch.tensor(3.0), 1.0, 0, torch.qint32)
+        >>> b = torch.quantize_per_tensor(torch.tensor(4.0), 1.0, 0, torch.qint32)
+        >>> q_add.add(a, b)  # torch.ops.qplugin.add(a, b, 1.0, 0)
+        tensor(7., size=(), dtype=torch.qint32, quantization_scheme=torch.per_tensor_affine,
+               scale=1.0, zero_point=0)
+    """
+
+    _version = 1
+    _FLOAT_MODULE = (_tnnq.FloatFunctional, FloatFunctional)
+    scale: Tensor
+    zero_point: Tensor
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("scale", _scale_buffer("qplugin.nn.QFunctional", 1.0,
+                                                    dtype=torch.float64))
+        self.register_buffer("zero_point", torch.tensor(0, dtype=torch.long))
+        self.activation_post_process = torch.nn.Identity()
+
+    def _get_name(self):
+        return "QPluginQFunctional"
+
+    def extra_repr(self):
+        return f"scale={float(self.scale)}, zero_point={int(self.zero_point)}"
+
+    # State-dict layout:
+    #
+    #   version 1 (qplugin 0.1)
+    #   |--- scale       : 0-d float64 tensor
+    #   |--- zero_point  : 0-d int64 tensor
+    #
+    #   torch.ao.nn.quantized.QFunctional writes the same keys (scale as a 0-d float32 tensor);
+    #   such dicts load too (any one-element scale/zero_point), and a dict without them keeps the
+    #   current values.
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+
+    def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, local_metadata,
+                              strict: bool, missing_keys: List[str], unexpected_keys: List[str],
+                              error_msgs: List[str]) -> None:
+        self._load_qparams(state_dict, prefix, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+    def forward(self, x):
+        raise RuntimeError("qplugin.nn.QFunctional: expected a call of one of its operations"
+                           " (add, add_relu, mul, cat, add_scalar, mul_scalar, matmul), got a"
+                           " call of the module itself; it has no forward")
+
+    def add(self, x: Tensor, y: Tensor) -> Tensor:
+        r"""``torch.ops.qplugin.add(x, y, scale, zero_point)`` (broadcasting)."""
+        r = torch.ops.qplugin.add(x, y, float(self.scale), int(self.zero_point))
+        r = self.activation_post_process(r)
+        return r
+
+    def add_scalar(self, x: Tensor, y: float) -> Tensor:
+        r"""``torch.ops.qplugin.add_scalar(x, y)``: output qparams derived from x's (not
+        observed, as PyTorch's)."""
+        r = torch.ops.qplugin.add_scalar(x, y)
+        return r
+
+    def mul(self, x: Tensor, y: Tensor) -> Tensor:
+        r"""``torch.ops.qplugin.mul(x, y, scale, zero_point)`` (broadcasting)."""
+        r = torch.ops.qplugin.mul(x, y, float(self.scale), int(self.zero_point))
+        r = self.activation_post_process(r)
+        return r
+
+    def mul_scalar(self, x: Tensor, y: float) -> Tensor:
+        r"""``torch.ops.qplugin.mul_scalar(x, y)``: output qparams derived from x's."""
+        r = torch.ops.qplugin.mul_scalar(x, y)
+        return r
+
+    def cat(self, x: List[Tensor], dim: int = 0) -> Tensor:
+        r"""``torch.ops.qplugin.cat(x, dim, scale, zero_point)``."""
+        r = torch.ops.qplugin.cat(x, dim, float(self.scale), int(self.zero_point))
+        r = self.activation_post_process(r)
+        return r
+
+    def add_relu(self, x: Tensor, y: Tensor) -> Tensor:
+        r"""``torch.ops.qplugin.add_relu(x, y, scale, zero_point)``."""
+        r = torch.ops.qplugin.add_relu(x, y, float(self.scale), int(self.zero_point))
+        r = self.activation_post_process(r)
+        return r
+
+    def matmul(self, x: Tensor, y: Tensor) -> Tensor:
+        r"""Quantized ``torch.matmul`` with the module's output qparams. qplugin has no int8
+        matmul kernel yet: this dequantizes, multiplies in float and quantizes (round half to
+        even) -- correct, not accelerated."""
+        if not (x.is_quantized and y.is_quantized):
+            raise ValueError("qplugin.nn.QFunctional.matmul: expected quantized inputs, got"
+                             " non-quantized ones")
+        r = torch.matmul(x.dequantize(), y.dequantize())
+        return torch.quantize_per_tensor(r, float(self.scale), int(self.zero_point), x.dtype)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """A QFunctional from an observed FloatFunctional (qplugin's or torch.ao's): the output
+        qparams come from its activation_post_process."""
+        owner = "qplugin.nn.QFunctional.from_float"
+        _check_float_module(owner, mod, cls._FLOAT_MODULE)
+        scale, zero_point = _observer_qparams(owner, mod)
+        new_mod = cls()
+        new_mod.scale = scale
+        new_mod.zero_point = zero_point
+        return new_mod

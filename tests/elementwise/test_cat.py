@@ -1,0 +1,168 @@
+"""Tests of torch.ops.qplugin.{cat, cat_relu, cat_out, cat_relu_out}.
+
+Oracles: PyTorch's quantized cat (x86 engine): identical where the qparams are equal (a pure
+copy) and at most 1 apart otherwise (PyTorch requantizes through float); the exact requantization
+(q - zi) * si / so rounded half to even, computed with Python integers.
+"""
+import os
+import sys
+from fractions import Fraction
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import qplugin  # noqa: E402,F401
+
+torch.backends.quantized.engine = "x86"
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+]
+
+ISAS = ["scalar", "avx2", "avx512vnni"]
+QRANGE = {torch.quint8: (0, 255), torch.qint8: (-128, 127), torch.qint32: (-2**31, 2**31 - 1)}
+
+
+@pytest.fixture(params=ISAS)
+def isa(request):
+    got = torch.ops.qplugin._set_cpu_isa(request.param)
+    try:
+        if got != request.param:
+            pytest.skip(f"CPU (or QPLUGIN_CPU_ISA) does not allow {request.param}; got {got}")
+        yield got
+    finally:
+        torch.ops.qplugin._set_cpu_isa("auto")
+
+
+def codes(q):
+    return q.int_repr().numpy().astype(np.int64)
+
+
+def rand_q(shape, scale, zp, dtype, seed, cl=False):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.quantize_per_tensor(torch.randn(shape, generator=g) * 3, scale, zp, dtype)
+    return x.contiguous(memory_format=torch.channels_last) if cl else x
+
+
+def exact_requant(x, so, zo, relu=False):
+    f = Fraction(x.q_scale()) / Fraction(so)
+    num = (codes(x) - x.q_zero_point()).astype(object) * f.numerator
+    den = f.denominator
+    q = num // den
+    r = num - q * den
+    y = q + ((2 * r > den) | ((2 * r == den) & (q % 2 == 1))) + zo
+    lo, hi = QRANGE[x.dtype]
+    lo = max(lo, zo) if relu else lo
+    return np.clip(y, lo, hi).astype(np.int64)
+
+
+def exact_cat(xs, dim, so, zo, relu=False):
+    return np.concatenate([exact_requant(x, so, zo, relu) for x in xs], axis=dim)
+
+
+def same_layout(y, ref):
+    assert y.shape == ref.shape and y.dtype == ref.dtype
+    assert y.q_scale() == ref.q_scale() and y.q_zero_point() == ref.q_zero_point()
+    assert y.is_contiguous() == ref.is_contiguous()
+    assert y.is_contiguous(memory_format=torch.channels_last) == ref.is_contiguous(
+        memory_format=torch.channels_last)
+
+
+CASES = [
+    # shapes, dim, channels_last per input
+    ([(2, 128, 28, 28), (2, 128, 28, 28)], 1, (False, False)),
+    ([(2, 128, 28, 28), (2, 128, 28, 28)], 1, (True, True)),
+    ([(2, 16, 7, 9), (2, 8, 7, 9), (2, 3, 7, 9)], 1, (True, False, True)),
+    ([(2, 16, 7, 9), (3, 16, 7, 9)], 0, (True, True)),
+    ([(2, 16, 7, 9), (2, 16, 5, 9)], 2, (True, True)),
+    ([(2, 16, 7, 9), (2, 16, 7, 1)], -1, (False, False)),
+    ([(5,), (0,), (3,)], 0, (False, False, False)),
+    ([(4, 6)], 1, (False,)),
+]
+
+
+@pytest.mark.parametrize("shapes,dim,cl", CASES)
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8, torch.qint32])
+def test_cat_equal_qparams_is_a_copy(isa, shapes, dim, cl, relu, dtype):
+    zp = {torch.quint8: 128, torch.qint8: 3, torch.qint32: -5}[dtype]
+    xs = [rand_q(s, 0.05, zp, dtype, i, c) for i, (s, c) in enumerate(zip(shapes, cl))]
+    ours = torch.ops.qplugin.cat_relu if relu else torch.ops.qplugin.cat
+    theirs = torch.ops.quantized.cat_relu if relu else torch.ops.quantized.cat
+    y = ours(xs, dim, None, None)
+    ref = theirs(xs, dim, None, None)
+    same_layout(y, ref)
+    assert np.array_equal(codes(y), codes(ref))
+    y = ours(xs, dim, 0.05, zp)  # explicit, equal qparams
+    assert np.array_equal(codes(y), codes(ref))
+
+
+@pytest.mark.parametrize("shapes,dim,cl", CASES[2:5])
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8, torch.qint32])
+def test_cat_requantizes_exactly(isa, shapes, dim, cl, relu, dtype):
+    zp = {torch.quint8: 128, torch.qint8: 3, torch.qint32: -5}[dtype]
+    xs = [rand_q(s, 0.03 + 0.02 * i, zp - i, dtype, 10 + i, c)
+          for i, (s, c) in enumerate(zip(shapes, cl))]
+    so, zo = 0.07, zp + 1
+    ours = torch.ops.qplugin.cat_relu if relu else torch.ops.qplugin.cat
+    theirs = torch.ops.quantized.cat_relu if relu else torch.ops.quantized.cat
+    y = ours(xs, dim, so, zo)
+    ref = theirs(xs, dim, so, zo)
+    same_layout(y, ref)
+    assert np.array_equal(codes(y), exact_cat(xs, dim, so, zo, relu))
+    assert np.abs(codes(y) - codes(ref)).max() <= 1
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_cat_out(isa, relu):
+    xs = [rand_q((2, 8, 5, 5), 0.05, 128, torch.quint8, 20, True),
+          rand_q((2, 4, 5, 5), 0.04, 120, torch.quint8, 21, True)]
+    fn = torch.ops.qplugin.cat_relu_out if relu else torch.ops.qplugin.cat_out
+    for fmt in (torch.contiguous_format, torch.channels_last):
+        out = torch._empty_affine_quantized((2, 12, 5, 5), scale=0.06, zero_point=125,
+                                            dtype=torch.quint8, memory_format=fmt)
+        r = fn(xs, 1, out=out)
+        assert r is out
+        assert out.q_scale() == 0.06 and out.q_zero_point() == 125
+        assert np.array_equal(codes(out), exact_cat(xs, 1, 0.06, 125, relu))
+    # Non-dense out.
+    big = torch._empty_affine_quantized((2, 12, 5, 10), scale=0.06, zero_point=125,
+                                        dtype=torch.quint8)
+    fn(xs, 1, out=big[..., ::2])
+    assert np.array_equal(codes(big[..., ::2]), exact_cat(xs, 1, 0.06, 125, relu))
+
+
+def test_cat_errors():
+    a = rand_q((2, 3, 4), 0.1, 0, torch.quint8, 1)
+    with pytest.raises(RuntimeError, match=r"qplugin::cat: expected a non-empty list"):
+        torch.ops.qplugin.cat([], 0, None, None)
+    with pytest.raises(RuntimeError, match=r"qplugin::cat: expected qx\[1\] of dtype QUInt8"):
+        torch.ops.qplugin.cat([a, rand_q((2, 3, 4), 0.1, 0, torch.qint8, 2)], 0, None, None)
+    with pytest.raises(RuntimeError, match=r"qplugin::cat: expected qx\[1\] with 3 dimensions"):
+        torch.ops.qplugin.cat([a, rand_q((2, 3), 0.1, 0, torch.quint8, 2)], 0, None, None)
+    with pytest.raises(RuntimeError, match=r"expected qx\[1\] of size 3 at dimension 1"):
+        torch.ops.qplugin.cat([a, rand_q((2, 5, 4), 0.1, 0, torch.quint8, 2)], 0, None, None)
+    with pytest.raises(RuntimeError,
+                       match=r"expected dim in \[-3, 2\] \(qx\[0\] has 3 dimensions\), got 3"):
+        torch.ops.qplugin.cat([a, a], 3, None, None)
+    with pytest.raises(RuntimeError, match=r"qplugin::cat: expected qx\[0\] to be a quantized"):
+        torch.ops.qplugin.cat([torch.randn(2), torch.randn(2)], 0, None, None)
+    with pytest.raises(RuntimeError,
+                       match=r"qplugin::cat_relu: expected qx\[1\] to be a quantized"):
+        torch.ops.qplugin.cat_relu([a, torch.randn(2, 3, 4)], 0, None, None)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(RuntimeError, match=r"expected a finite, positive output_scale"):
+            torch.ops.qplugin.cat([a, a], 0, bad, 0)
+    out = torch._empty_affine_quantized((4, 3, 4), scale=0.1, zero_point=0, dtype=torch.qint8)
+    with pytest.raises(RuntimeError, match=r"qplugin::cat_out: expected out of dtype QUInt8"):
+        torch.ops.qplugin.cat_out([a, a], 0, out=out)
+    out = torch._empty_affine_quantized((5, 3, 4), scale=0.1, zero_point=0, dtype=torch.quint8)
+    with pytest.raises(RuntimeError, match=r"qplugin::cat_out: expected out of shape"):
+        torch.ops.qplugin.cat_out([a, a], 0, out=out)
