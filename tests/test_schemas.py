@@ -115,7 +115,7 @@ OVERLOADED_MIRRORS = {
     "mul_scalar_out": torch.ops.quantized.mul_scalar_out,
     "mul_scalar_relu_out": torch.ops.quantized.mul_scalar_relu_out,
 }
-# Extensions: no PyTorch counterpart in torch.ops.quantized (docs/deviations_elementwise.md).
+# Extensions: no PyTorch counterpart in torch.ops.quantized (docs/deviations.md).
 EXTENSIONS = ("hardsigmoid", "tanh", "gelu", "silu", "mish", "softplus", "adaptive_max_pool2d")
 # Library-level ops with no PyTorch counterpart (leading underscore: private).
 # qplugin extensions with no PyTorch counterpart of the same schema (pinned, not mirrored).
