@@ -17,17 +17,21 @@ using kernels::gemm::QGemmKernels;
 
 constexpr const char* kSetstate = "LinearPackedParams.__setstate__";
 
+std::string at_channel(int64_t channel) {
+  return channel >= 0 ? " at output channel " + std::to_string(channel) : std::string();
+}
+
 void check_weight_scale(const char* op, double s, int64_t channel) {
   const float f = static_cast<float>(s);
   TORCH_CHECK(std::isfinite(s) && s > 0.0 && std::isfinite(f) && f > 0.0f, "qplugin::", op,
               ": expected finite, positive weight scales (as float32), got ", s,
-              channel >= 0 ? " at output channel " : "", channel >= 0 ? std::to_string(channel) : "");
+              at_channel(channel));
 }
 
 void check_weight_zp(const char* op, int64_t zp, int64_t channel) {
   TORCH_CHECK(zp >= -128 && zp <= 127, "qplugin::", op,
               ": expected weight zero points in [-128, 127] (torch.qint8), got ", zp,
-              channel >= 0 ? " at output channel " : "", channel >= 0 ? std::to_string(channel) : "");
+              at_channel(channel));
 }
 
 }  // namespace

@@ -9,7 +9,8 @@
 // and no second copy of the int8 weight is kept: unpack() rebuilds it from the packed buffer.
 //
 // Pickled state (never the packed bytes or the ISA; repacked on load for the running CPU):
-//   version 1: (1, weight: qint8 [out, in] per-tensor or per-channel (axis 0), bias: float32 [out]?)
+//   version 1: (1, weight: qint8 [out, in] per-tensor or per-channel (axis 0),
+//               bias: float32 [out] or None)
 #pragma once
 #include <ATen/ATen.h>
 #include <torch/custom_class.h>

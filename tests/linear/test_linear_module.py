@@ -262,7 +262,8 @@ def test_state_dict_is_interchangeable_with_torch_ao():
 def test_load_old_state_dict_versions():
     m = _module()
     w, b = m.weight(), m.bias()
-    v1 = collections.OrderedDict({"scale": torch.tensor(0.07), "zero_point": torch.tensor(101), "weight": w, "bias": b})
+    v1 = collections.OrderedDict({"scale": torch.tensor(0.07), "zero_point": torch.tensor(101),
+                                  "weight": w, "bias": b})
     v1._metadata = {"": {"version": 1}}
     m1 = Linear(1, 1)
     m1.load_state_dict(v1)

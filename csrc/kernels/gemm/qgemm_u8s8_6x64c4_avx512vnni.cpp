@@ -71,10 +71,10 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
 #define QP_FMA_ROW(i, LOAD)                                                                 \
   if constexpr (MR > i) {                                                                   \
     const __m512i av = LOAD;                                                                \
-    c##i##0 = dpbusd(c##i##0, av, b0);                                         \
-    if constexpr (NV > 1) c##i##1 = dpbusd(c##i##1, av, b1);                   \
-    if constexpr (NV > 2) c##i##2 = dpbusd(c##i##2, av, b2);                   \
-    if constexpr (NV > 3) c##i##3 = dpbusd(c##i##3, av, b3);                   \
+    c##i##0 = dpbusd(c##i##0, av, b0);                                                      \
+    if constexpr (NV > 1) c##i##1 = dpbusd(c##i##1, av, b1);                                \
+    if constexpr (NV > 2) c##i##2 = dpbusd(c##i##2, av, b2);                                \
+    if constexpr (NV > 3) c##i##3 = dpbusd(c##i##3, av, b3);                                \
   }
 #define QP_STEP(i) QP_FMA_ROW(i, broadcast_a4(a##i))
 #define QP_TAIL(i) QP_FMA_ROW(i, broadcast_a_tail(a##i, kt))

@@ -125,7 +125,8 @@ void tile(const int16_t* aw, int64_t kgp, const int8_t* b, int64_t width, int64_
   }
   const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
   const __m256i out_zp = _mm256_set1_epi32(e.out_zp);
-  const __m128i pack_idx = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i pack_idx =
+      _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     // [c0 c1 c4 c5 | c2 c3 c6 c7] -> c0..c7
