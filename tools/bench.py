@@ -117,6 +117,8 @@ FAMILIES = {
     "activation": act_cases,
     "normalization": _family("bench_normalization"),
     "pooling": _family("bench_pooling"),
+    "linear": _family("bench_linear"),
+    "conv": _family("bench_conv"),
     "elementwise": _family("bench_elementwise"),
 }
 

@@ -71,6 +71,7 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     nnqat.Linear: qnn.Linear,
     nni.LinearReLU: qnni.LinearReLU,
     nniqat.LinearReLU: qnni.LinearReLU,
+    nniqat.LinearBn1d: qnn.Linear,
     # Convolution (plain, QAT, fused with BN folded, fused with ReLU)
     nn.Conv1d: qnn.Conv1d,
     nn.Conv2d: qnn.Conv2d,
