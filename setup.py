@@ -18,7 +18,7 @@ ISA_FLAGS = {
     "avx512vnni": ["-mavx2", "-mfma", "-mf16c", "-mbmi2", "-mavx512f", "-mavx512bw",
                    "-mavx512vl", "-mavx512dq", "-mavx512vnni"],
 }
-COMMON = ["-O3", "-std=c++17", "-fPIC", "-fno-math-errno", "-ffp-contract=off",
+COMMON = ["-O3", "-g0", "-std=c++17", "-fPIC", "-fno-math-errno", "-ffp-contract=off",
           "-fvisibility=hidden", "-Wall", "-Wno-unused-function", "-Wno-maybe-uninitialized"]
 
 
