@@ -4,66 +4,12 @@ TORCH_ORACLE_NOTES.md), plus PyTorch parity in its correct configuration (equal 
 import os
 import sys
 
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+import os  # noqa: E402
+import sys  # noqa: E402
 
-import warnings  # noqa: E402
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-import qplugin  # noqa: E402,F401
-
-warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
-torch.backends.quantized.engine = "x86"
-START_ISA = torch.ops.qplugin._cpu_isa()
-ISAS = ["scalar", "avx2", "avx512vnni"]
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    got = torch.ops.qplugin._set_cpu_isa(request.param)
-    if got != request.param:
-        torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip(f"this CPU has no {request.param}")
-    yield request.param
-    torch.ops.qplugin._set_cpu_isa(START_ISA)
-
-
-def make(dim, N, Cin, Cout, S, k, groups, xzp=128, per_ch=False, wzp=0, transpose=False, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.quantize_per_tensor(torch.rand(N, Cin, *([S] * dim), generator=g) * 2, 0.02, xzp,
-                                  torch.quint8)
-    wshape = (Cin, Cout // groups) if transpose else (Cout, Cin // groups)
-    wf = torch.randn(*wshape, *([k] * dim), generator=g) * 0.1
-    axis = 1 if transpose else 0
-    if per_ch:
-        n = wshape[axis]
-        w = torch.quantize_per_channel(wf, torch.rand(n, generator=g, dtype=torch.double) * 0.002
-                                       + 0.001, torch.randint(-3, 4, (n,), generator=g), axis,
-                                       torch.qint8)
-    else:
-        w = torch.quantize_per_tensor(wf, 0.002, wzp, torch.qint8)
-    b = torch.randn(Cout, generator=g)
-    return x, w, b
-
-
-def exact(fn, x, w, b, osc, ozp, relu=False, **kw):
-    """float64 op on dequantized inputs, quantized with round half to even (the exact oracle)."""
-    y = fn(x.dequantize().double(), w.dequantize().double(), b.double(), **kw)
-    q = torch.round(y / osc) + ozp
-    if relu:
-        q = torch.clamp(q, min=ozp)
-    return torch.clamp(q, 0, 255).to(torch.int32)
-
-
-def assert_close(y, ref_int, tol=1, min_equal=0.99):
-    yi = y.int_repr().to(torch.int32)
-    assert tuple(yi.shape) == tuple(ref_int.shape)
-    d = (yi - ref_int).abs()
-    assert d.numel() == 0 or d.max().item() <= tol, f"max diff {d.max().item()}"
-    if d.numel():
-        assert (d == 0).float().mean().item() >= min_equal, f"equal {(d == 0).float().mean()}"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
+    ISAS, START_ISA, F, assert_close, exact, isa, make, pytest, qplugin, torch, warnings)
 
 # (dim, N, Cin, Cout, S, k, stride, pad, out_pad, dil, groups)
 CASES = [(2, 1, 128, 64, 12, 2, 2, 0, 0, 1, 1), (2, 1, 16, 16, 14, 4, 2, 1, 0, 1, 1),
