@@ -254,10 +254,30 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
   else at::parallel_for(0, mblocks * nblocks, 1, task_range);
 }
 
+// 8x8 byte transpose in registers: r[i] holds bytes x[i][0..7] (little endian) on entry and
+// x[0..7][i] on exit. Three rounds of swapping halves, quarters and bytes (exact: a copy).
+inline void transpose8x8_u8(uint64_t r[8]) {
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t t = ((r[i] >> 32) ^ r[i + 4]) & 0x00000000FFFFFFFFull;
+    r[i] ^= t << 32;
+    r[i + 4] ^= t;
+  }
+  for (int i : {0, 1, 4, 5}) {
+    const uint64_t t = ((r[i] >> 16) ^ r[i + 2]) & 0x0000FFFF0000FFFFull;
+    r[i] ^= t << 16;
+    r[i + 2] ^= t;
+  }
+  for (int i : {0, 2, 4, 6}) {
+    const uint64_t t = ((r[i] >> 8) ^ r[i + 1]) & 0x00FF00FF00FF00FFull;
+    r[i] ^= t << 8;
+    r[i + 1] ^= t;
+  }
+}
+
 }  // namespace
 
 void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t* y) {
-  constexpr int64_t kTile = 32;
+  constexpr int64_t kTile = 64;  // pixels per task: whole cache lines of every channel row
   const int64_t pblocks = div_up(HW, kTile);
   auto body = [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
@@ -265,11 +285,21 @@ void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t
       const int64_t p1 = std::min(HW, p0 + kTile);
       const uint8_t* xs = x + n * C * HW;
       uint8_t* yd = y + n * C * HW;
-      for (int64_t c0 = 0; c0 < C; c0 += kTile) {
-        const int64_t c1 = std::min(C, c0 + kTile);
-        for (int64_t p = p0; p < p1; ++p)
-          for (int64_t c = c0; c < c1; ++c) yd[p * C + c] = xs[c * HW + p];
+      const int64_t c8 = C / 8 * 8;
+      int64_t p = p0;
+      // 8 pixels x 8 channels at a time (8-byte loads and stores), then the edges bytewise.
+      for (; p + 8 <= p1; p += 8) {
+        for (int64_t c = 0; c < c8; c += 8) {
+          uint64_t r[8];
+          for (int i = 0; i < 8; ++i) std::memcpy(&r[i], xs + (c + i) * HW + p, 8);
+          transpose8x8_u8(r);
+          for (int i = 0; i < 8; ++i) std::memcpy(yd + (p + i) * C + c, &r[i], 8);
+        }
+        for (int64_t q = p; q < p + 8; ++q)
+          for (int64_t c = c8; c < C; ++c) yd[q * C + c] = xs[c * HW + q];
       }
+      for (; p < p1; ++p)
+        for (int64_t c = 0; c < C; ++c) yd[p * C + c] = xs[c * HW + p];
     }
   };
   if (N * C * HW < (int64_t{1} << 16) || at::in_parallel_region()) body(0, N * pblocks);
