@@ -21,6 +21,26 @@ using Phase = ConvPackedParamsBase::Phase;
 
 int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// dst[0, n) = src[0, n) for the short copies of im2col (a tap row: often 16..200 bytes), inline
+// with fixed-size moves (overlapping at the tail) instead of a libc call per copy.
+inline void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t n) {
+  if (n >= 256) {
+    std::memcpy(dst, src, static_cast<size_t>(n));
+  } else if (n >= 16) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) std::memcpy(dst + i, src + i, 16);
+    if (i < n) std::memcpy(dst + n - 16, src + n - 16, 16);
+  } else if (n >= 8) {
+    std::memcpy(dst, src, 8);
+    std::memcpy(dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + n - 4, src + n - 4, 4);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
 // Bytes of im2col rows a task keeps (L2-resident together with the B panels it streams).
 constexpr int64_t kIm2colBytes = 96 * 1024;
 // Below this many multiply-adds a conv runs on the calling thread.
@@ -176,33 +196,49 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
           lda = Cin;
         } else {
           // im2col of rows [m0, m1), group g: row = (tap d, tap h, tap w, c) over C_in/g.
+          // The pixel index (n, jd, jh, jw) of row m advances like an odometer (no divisions).
           uint8_t* dst = abuf.data();
-          for (int64_t m = m0; m < m1; ++m) {
-            const int64_t n = m / pix;
-            int64_t q = m % pix;
-            const int64_t jw = q % P[2];
+          int64_t n = m0 / pix, jw, jh, jd;
+          {
+            int64_t q = m0 % pix;
+            jw = q % P[2];
             q /= P[2];
-            const int64_t jh = q % P[1], jd = q / P[1];
+            jh = q % P[1];
+            jd = q / P[1];
+          }
+          const int64_t wbytes = T[2] * Cin_g;
+          for (int64_t m = m0; m < m1; ++m) {
             const uint8_t* img = x + n * in_pix * Cin + g * Cin_g;
+            const int64_t* tw = &tab[2][jw * T[2]];
+            const bool w_inside = span_w && tw[0] >= 0 && tw[T[2] - 1] >= 0;
             for (int64_t td = 0; td < T[0]; ++td) {
               const int64_t id = tab[0][jd * T[0] + td];
               for (int64_t th = 0; th < T[1]; ++th) {
                 const int64_t ih = tab[1][jh * T[1] + th];
-                const int64_t* tw = &tab[2][jw * T[2]];
                 if (id < 0 || ih < 0) {
-                  std::memset(dst, zp, static_cast<size_t>(T[2] * Cin_g));
-                  dst += T[2] * Cin_g;
+                  std::memset(dst, zp, static_cast<size_t>(wbytes));
+                  dst += wbytes;
                   continue;
                 }
                 const uint8_t* rowp = img + (id * in[1] + ih) * in[2] * Cin;
-                if (span_w && tw[0] >= 0 && tw[T[2] - 1] >= 0) {
-                  std::memcpy(dst, rowp + tw[0] * Cin, static_cast<size_t>(T[2] * Cin));
-                  dst += T[2] * Cin;
+                if (w_inside) {
+                  copy_bytes(dst, rowp + tw[0] * Cin, wbytes);
+                  dst += wbytes;
                   continue;
                 }
                 for (int64_t t = 0; t < T[2]; ++t, dst += Cin_g) {
                   if (tw[t] < 0) std::memset(dst, zp, static_cast<size_t>(Cin_g));
-                  else std::memcpy(dst, rowp + tw[t] * Cin, static_cast<size_t>(Cin_g));
+                  else copy_bytes(dst, rowp + tw[t] * Cin, Cin_g);
+                }
+              }
+            }
+            if (++jw == P[2]) {
+              jw = 0;
+              if (++jh == P[1]) {
+                jh = 0;
+                if (++jd == P[0]) {
+                  jd = 0;
+                  ++n;
                 }
               }
             }
