@@ -152,9 +152,19 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
   const int64_t in_pix = in[0] * in[1] * in[2];
   const int64_t out_pix = out[0] * out[1] * out[2];
   // 1x1, stride 1, no padding: the NDHWC input is A itself (lda = C_in), no im2col.
-  const bool direct_a = !transposed && p.k_[0] * p.k_[1] * p.k_[2] == 1 && p.s_[0] == 1 &&
+  bool direct_a = !transposed && p.k_[0] * p.k_[1] * p.k_[2] == 1 && p.s_[0] == 1 &&
                         p.s_[1] == 1 && p.s_[2] == 1 && p.p_[0] == 0 && p.p_[1] == 0 &&
                         p.p_[2] == 0;
+  // A transposed-conv phase with one tap per dimension whose grid is the input grid itself
+  // (e.g. kernel 2, stride 2, no padding): A is the input too.
+  if (transposed) {
+    bool ident = true;
+    for (int i = 0; i < 3 && ident; ++i) {
+      ident = T[i] == 1 && P[i] == in[i];
+      for (int64_t j = 0; j < P[i] && ident; ++j) ident = tab[i][j] == j;
+    }
+    direct_a = ident;
+  }
   // A whole row of W taps is one contiguous input span when groups == 1 and dilation_w == 1.
   const bool span_w = !transposed && G == 1 && p.d_[2] == 1 && T[2] > 1;
 
@@ -180,7 +190,6 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
 
   auto task_range = [&](int64_t b0, int64_t b1) {
     std::vector<uint8_t> abuf(direct_a ? 0 : static_cast<size_t>(MB * Kb));
-    std::vector<uint8_t> cbuf(transposed ? static_cast<size_t>(MB * Cout) : 0);
     std::vector<int32_t> rs(p.any_w_zp_ ? static_cast<size_t>(MB) : 0);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t mb = b / nblocks, nb = b % nblocks;
@@ -261,27 +270,33 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
         }
         const int8_t* pb = ph.packed.data_ptr<int8_t>() + g * ph.group_bytes;
         if (transposed) {
-          k.gemm(a, lda, rows, K, pb, Cout_g, n0, n1, e, cbuf.data() + g * Cout_g, Cout);
+          // Straight into the output, one GEMM per run of phase rows along W: their output
+          // pixels are s_w pixels apart (C row stride s_w * C_out).
+          int64_t n = m0 / pix, q = m0 % pix;
+          int64_t jw = q % P[2];
+          q /= P[2];
+          int64_t jh = q % P[1], jd = q / P[1];
+          for (int64_t m = m0; m < m1;) {
+            const int64_t len = std::min(m1 - m, P[2] - jw);
+            const int64_t od = ph.r[0] + jd * p.s_[0], oh = ph.r[1] + jh * p.s_[1],
+                          ow = ph.r[2] + jw * p.s_[2];
+            uint8_t* drow = y + (n * out_pix + (od * out[1] + oh) * out[2] + ow) * Cout;
+            QGemmEpilogue es = e;
+            if (p.any_w_zp_) es.row_sums = rs.data() + (m - m0);
+            k.gemm(a + (m - m0) * lda, lda, len, K, pb, Cout_g, n0, n1, es, drow + g * Cout_g,
+                   p.s_[2] * Cout);
+            m += len;
+            jw = 0;
+            if (++jh == P[1]) {
+              jh = 0;
+              if (++jd == P[0]) {
+                jd = 0;
+                ++n;
+              }
+            }
+          }
         } else {
           k.gemm(a, lda, rows, K, pb, Cout_g, n0, n1, e, y + m0 * Cout + g * Cout_g, Cout);
-        }
-      }
-      if (transposed) {
-        // Scatter the phase rows to their output pixels (only the columns this task computed).
-        for (int64_t m = m0; m < m1; ++m) {
-          const int64_t n = m / pix;
-          int64_t q = m % pix;
-          const int64_t jw = q % P[2];
-          q /= P[2];
-          const int64_t jh = q % P[1], jd = q / P[1];
-          const int64_t od = ph.r[0] + jd * p.s_[0], oh = ph.r[1] + jh * p.s_[1],
-                        ow = ph.r[2] + jw * p.s_[2];
-          uint8_t* drow = y + (n * out_pix + (od * out[1] + oh) * out[2] + ow) * Cout;
-          const uint8_t* srow = cbuf.data() + (m - m0) * Cout;
-          for (int64_t g = 0; g < G; ++g) {
-            std::memcpy(drow + g * Cout_g + n0, srow + g * Cout_g + n0,
-                        static_cast<size_t>(n1 - n0));
-          }
         }
       }
     }
