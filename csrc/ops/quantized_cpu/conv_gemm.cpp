@@ -207,45 +207,55 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
           // im2col of rows [m0, m1), group g: row = (tap d, tap h, tap w, c) over C_in/g.
           // The pixel index (n, jd, jh, jw) of row m advances like an odometer (no divisions).
           uint8_t* dst = abuf.data();
+          // Locals, not captures: the byte stores below may alias anything the lambda reads
+          // through a reference, which would reload every one of them per copy.
+          const int64_t T0 = T[0], T1 = T[1], T2 = T[2], P0 = P[0], P1 = P[1], P2 = P[2];
+          const int64_t IH = in[1], IWC = in[2] * Cin, Cg = Cin_g, CinL = Cin;
+          const int64_t* const tab0 = tab[0].data();
+          const int64_t* const tab1 = tab[1].data();
+          const int64_t* const tab2 = tab[2].data();
+          const bool spanw = span_w;
           int64_t n = m0 / pix, jw, jh, jd;
           {
             int64_t q = m0 % pix;
-            jw = q % P[2];
-            q /= P[2];
-            jh = q % P[1];
-            jd = q / P[1];
+            jw = q % P2;
+            q /= P2;
+            jh = q % P1;
+            jd = q / P1;
           }
-          const int64_t wbytes = T[2] * Cin_g;
+          const int64_t wbytes = T2 * Cg;
           for (int64_t m = m0; m < m1; ++m) {
-            const uint8_t* img = x + n * in_pix * Cin + g * Cin_g;
-            const int64_t* tw = &tab[2][jw * T[2]];
-            const bool w_inside = span_w && tw[0] >= 0 && tw[T[2] - 1] >= 0;
-            for (int64_t td = 0; td < T[0]; ++td) {
-              const int64_t id = tab[0][jd * T[0] + td];
-              for (int64_t th = 0; th < T[1]; ++th) {
-                const int64_t ih = tab[1][jh * T[1] + th];
+            const uint8_t* img = x + n * in_pix * CinL + g * Cg;
+            const int64_t* tw = tab2 + jw * T2;
+            const bool w_inside = spanw && tw[0] >= 0 && tw[T2 - 1] >= 0;
+            const int64_t* tdp = tab0 + jd * T0;
+            const int64_t* thp = tab1 + jh * T1;
+            for (int64_t td = 0; td < T0; ++td) {
+              const int64_t id = tdp[td];
+              for (int64_t th = 0; th < T1; ++th) {
+                const int64_t ih = thp[th];
                 if (id < 0 || ih < 0) {
                   std::memset(dst, zp, static_cast<size_t>(wbytes));
                   dst += wbytes;
                   continue;
                 }
-                const uint8_t* rowp = img + (id * in[1] + ih) * in[2] * Cin;
+                const uint8_t* rowp = img + (id * IH + ih) * IWC;
                 if (w_inside) {
-                  copy_bytes(dst, rowp + tw[0] * Cin, wbytes);
+                  copy_bytes(dst, rowp + tw[0] * CinL, wbytes);
                   dst += wbytes;
                   continue;
                 }
-                for (int64_t t = 0; t < T[2]; ++t, dst += Cin_g) {
-                  if (tw[t] < 0) std::memset(dst, zp, static_cast<size_t>(Cin_g));
-                  else copy_bytes(dst, rowp + tw[t] * Cin, Cin_g);
+                for (int64_t t = 0; t < T2; ++t, dst += Cg) {
+                  if (tw[t] < 0) std::memset(dst, zp, static_cast<size_t>(Cg));
+                  else copy_bytes(dst, rowp + tw[t] * CinL, Cg);
                 }
               }
             }
-            if (++jw == P[2]) {
+            if (++jw == P2) {
               jw = 0;
-              if (++jh == P[1]) {
+              if (++jh == P1) {
                 jh = 0;
-                if (++jd == P[0]) {
+                if (++jd == P0) {
                   jd = 0;
                   ++n;
                 }
