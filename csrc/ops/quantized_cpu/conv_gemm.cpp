@@ -350,6 +350,18 @@ void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t
       int64_t p = p0;
       // 8 pixels x 8 channels at a time (8-byte loads and stores), then the edges bytewise.
       for (; p + 8 <= p1; p += 8) {
+        if (C < 8) {
+          // Fewer than 8 channels (e.g. an RGB stem): the 8 pixels are 8 * C contiguous bytes;
+          // assemble them in a staging buffer (each 8-byte store overlaps the next pixel's
+          // bytes, which that pixel rewrites) and copy it out in 8-byte moves.
+          uint64_t r[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          for (int64_t i = 0; i < C; ++i) std::memcpy(&r[i], xs + i * HW + p, 8);
+          transpose8x8_u8(r);
+          uint8_t st[72];
+          for (int i = 0; i < 8; ++i) std::memcpy(st + i * C, &r[i], 8);
+          for (int64_t b = 0; b < 8 * C; b += 8) std::memcpy(yd + p * C + b, st + b, 8);
+          continue;
+        }
         for (int64_t c = 0; c < c8; c += 8) {
           uint64_t r[8];
           for (int i = 0; i < 8; ++i) std::memcpy(&r[i], xs + (c + i) * HW + p, 8);
