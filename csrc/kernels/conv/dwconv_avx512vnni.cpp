@@ -42,7 +42,9 @@ struct PixelAvx512 {
     if (a.w8 != nullptr) {
       // Byte lanes: one 64-byte load of X per tap feeds four VPDPBUSD whose weights have a
       // single non-zero byte per dword, so each dword gets exactly one product (exact).
-      for (int64_t cb = 0; c < C; c += 64, ++cb) {
+      // A last block of at most 32 channels goes to the 16-channel VPDPWSSD loop below instead
+      // (same exact sums, a quarter of the VPDPBUSD work for 16 channels; e.g. C = 144).
+      for (int64_t cb = 0; C - c > 32; c += 64, ++cb) {
         const int64_t n = C - c < 64 ? C - c : 64;
         const __mmask64 m = n == 64 ? ~__mmask64{0} : ((__mmask64{1} << n) - 1);
         __m512i s0 = _mm512_loadu_si512(a.acc_init_p + c);
@@ -64,7 +66,6 @@ struct PixelAvx512 {
         q = _mm512_or_si512(q, _mm512_slli_epi32(requant16p(s3, a, c + 48), 24));
         _mm512_mask_storeu_epi8(y + c, m, q);
       }
-      return;
     }
     for (; c + 64 <= C; c += 64) {
       __m512i s0 = _mm512_loadu_si512(a.acc_init + c);

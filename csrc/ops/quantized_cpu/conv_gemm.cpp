@@ -21,6 +21,26 @@ using Phase = ConvPackedParamsBase::Phase;
 
 int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// dst[0, n) = src[0, n) for the short copies of im2col (a tap row: often 16..200 bytes), inline
+// with fixed-size moves (overlapping at the tail) instead of a libc call per copy.
+inline void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t n) {
+  if (n >= 256) {
+    std::memcpy(dst, src, static_cast<size_t>(n));
+  } else if (n >= 16) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) std::memcpy(dst + i, src + i, 16);
+    if (i < n) std::memcpy(dst + n - 16, src + n - 16, 16);
+  } else if (n >= 8) {
+    std::memcpy(dst, src, 8);
+    std::memcpy(dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + n - 4, src + n - 4, 4);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
 // Bytes of im2col rows a task keeps (L2-resident together with the B panels it streams).
 constexpr int64_t kIm2colBytes = 96 * 1024;
 // Below this many multiply-adds a conv runs on the calling thread.
@@ -132,9 +152,19 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
   const int64_t in_pix = in[0] * in[1] * in[2];
   const int64_t out_pix = out[0] * out[1] * out[2];
   // 1x1, stride 1, no padding: the NDHWC input is A itself (lda = C_in), no im2col.
-  const bool direct_a = !transposed && p.k_[0] * p.k_[1] * p.k_[2] == 1 && p.s_[0] == 1 &&
+  bool direct_a = !transposed && p.k_[0] * p.k_[1] * p.k_[2] == 1 && p.s_[0] == 1 &&
                         p.s_[1] == 1 && p.s_[2] == 1 && p.p_[0] == 0 && p.p_[1] == 0 &&
                         p.p_[2] == 0;
+  // A transposed-conv phase with one tap per dimension whose grid is the input grid itself
+  // (e.g. kernel 2, stride 2, no padding): A is the input too.
+  if (transposed) {
+    bool ident = true;
+    for (int i = 0; i < 3 && ident; ++i) {
+      ident = T[i] == 1 && P[i] == in[i];
+      for (int64_t j = 0; j < P[i] && ident; ++j) ident = tab[i][j] == j;
+    }
+    direct_a = ident;
+  }
   // A whole row of W taps is one contiguous input span when groups == 1 and dilation_w == 1.
   const bool span_w = !transposed && G == 1 && p.d_[2] == 1 && T[2] > 1;
 
@@ -160,7 +190,6 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
 
   auto task_range = [&](int64_t b0, int64_t b1) {
     std::vector<uint8_t> abuf(direct_a ? 0 : static_cast<size_t>(MB * Kb));
-    std::vector<uint8_t> cbuf(transposed ? static_cast<size_t>(MB * Cout) : 0);
     std::vector<int32_t> rs(p.any_w_zp_ ? static_cast<size_t>(MB) : 0);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t mb = b / nblocks, nb = b % nblocks;
@@ -176,33 +205,59 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
           lda = Cin;
         } else {
           // im2col of rows [m0, m1), group g: row = (tap d, tap h, tap w, c) over C_in/g.
+          // The pixel index (n, jd, jh, jw) of row m advances like an odometer (no divisions).
           uint8_t* dst = abuf.data();
+          // Locals, not captures: the byte stores below may alias anything the lambda reads
+          // through a reference, which would reload every one of them per copy.
+          const int64_t T0 = T[0], T1 = T[1], T2 = T[2], P0 = P[0], P1 = P[1], P2 = P[2];
+          const int64_t IH = in[1], IWC = in[2] * Cin, Cg = Cin_g, CinL = Cin;
+          const int64_t* const tab0 = tab[0].data();
+          const int64_t* const tab1 = tab[1].data();
+          const int64_t* const tab2 = tab[2].data();
+          const bool spanw = span_w;
+          int64_t n = m0 / pix, jw, jh, jd;
+          {
+            int64_t q = m0 % pix;
+            jw = q % P2;
+            q /= P2;
+            jh = q % P1;
+            jd = q / P1;
+          }
+          const int64_t wbytes = T2 * Cg;
           for (int64_t m = m0; m < m1; ++m) {
-            const int64_t n = m / pix;
-            int64_t q = m % pix;
-            const int64_t jw = q % P[2];
-            q /= P[2];
-            const int64_t jh = q % P[1], jd = q / P[1];
-            const uint8_t* img = x + n * in_pix * Cin + g * Cin_g;
-            for (int64_t td = 0; td < T[0]; ++td) {
-              const int64_t id = tab[0][jd * T[0] + td];
-              for (int64_t th = 0; th < T[1]; ++th) {
-                const int64_t ih = tab[1][jh * T[1] + th];
-                const int64_t* tw = &tab[2][jw * T[2]];
+            const uint8_t* img = x + n * in_pix * CinL + g * Cg;
+            const int64_t* tw = tab2 + jw * T2;
+            const bool w_inside = spanw && tw[0] >= 0 && tw[T2 - 1] >= 0;
+            const int64_t* tdp = tab0 + jd * T0;
+            const int64_t* thp = tab1 + jh * T1;
+            for (int64_t td = 0; td < T0; ++td) {
+              const int64_t id = tdp[td];
+              for (int64_t th = 0; th < T1; ++th) {
+                const int64_t ih = thp[th];
                 if (id < 0 || ih < 0) {
-                  std::memset(dst, zp, static_cast<size_t>(T[2] * Cin_g));
-                  dst += T[2] * Cin_g;
+                  std::memset(dst, zp, static_cast<size_t>(wbytes));
+                  dst += wbytes;
                   continue;
                 }
-                const uint8_t* rowp = img + (id * in[1] + ih) * in[2] * Cin;
-                if (span_w && tw[0] >= 0 && tw[T[2] - 1] >= 0) {
-                  std::memcpy(dst, rowp + tw[0] * Cin, static_cast<size_t>(T[2] * Cin));
-                  dst += T[2] * Cin;
+                const uint8_t* rowp = img + (id * IH + ih) * IWC;
+                if (w_inside) {
+                  copy_bytes(dst, rowp + tw[0] * CinL, wbytes);
+                  dst += wbytes;
                   continue;
                 }
-                for (int64_t t = 0; t < T[2]; ++t, dst += Cin_g) {
-                  if (tw[t] < 0) std::memset(dst, zp, static_cast<size_t>(Cin_g));
-                  else std::memcpy(dst, rowp + tw[t] * Cin, static_cast<size_t>(Cin_g));
+                for (int64_t t = 0; t < T2; ++t, dst += Cg) {
+                  if (tw[t] < 0) std::memset(dst, zp, static_cast<size_t>(Cg));
+                  else copy_bytes(dst, rowp + tw[t] * CinL, Cg);
+                }
+              }
+            }
+            if (++jw == P2) {
+              jw = 0;
+              if (++jh == P1) {
+                jh = 0;
+                if (++jd == P0) {
+                  jd = 0;
+                  ++n;
                 }
               }
             }
@@ -225,27 +280,33 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
         }
         const int8_t* pb = ph.packed.data_ptr<int8_t>() + g * ph.group_bytes;
         if (transposed) {
-          k.gemm(a, lda, rows, K, pb, Cout_g, n0, n1, e, cbuf.data() + g * Cout_g, Cout);
+          // Straight into the output, one GEMM per run of phase rows along W: their output
+          // pixels are s_w pixels apart (C row stride s_w * C_out).
+          int64_t n = m0 / pix, q = m0 % pix;
+          int64_t jw = q % P[2];
+          q /= P[2];
+          int64_t jh = q % P[1], jd = q / P[1];
+          for (int64_t m = m0; m < m1;) {
+            const int64_t len = std::min(m1 - m, P[2] - jw);
+            const int64_t od = ph.r[0] + jd * p.s_[0], oh = ph.r[1] + jh * p.s_[1],
+                          ow = ph.r[2] + jw * p.s_[2];
+            uint8_t* drow = y + (n * out_pix + (od * out[1] + oh) * out[2] + ow) * Cout;
+            QGemmEpilogue es = e;
+            if (p.any_w_zp_) es.row_sums = rs.data() + (m - m0);
+            k.gemm(a + (m - m0) * lda, lda, len, K, pb, Cout_g, n0, n1, es, drow + g * Cout_g,
+                   p.s_[2] * Cout);
+            m += len;
+            jw = 0;
+            if (++jh == P[1]) {
+              jh = 0;
+              if (++jd == P[0]) {
+                jd = 0;
+                ++n;
+              }
+            }
+          }
         } else {
           k.gemm(a, lda, rows, K, pb, Cout_g, n0, n1, e, y + m0 * Cout + g * Cout_g, Cout);
-        }
-      }
-      if (transposed) {
-        // Scatter the phase rows to their output pixels (only the columns this task computed).
-        for (int64_t m = m0; m < m1; ++m) {
-          const int64_t n = m / pix;
-          int64_t q = m % pix;
-          const int64_t jw = q % P[2];
-          q /= P[2];
-          const int64_t jh = q % P[1], jd = q / P[1];
-          const int64_t od = ph.r[0] + jd * p.s_[0], oh = ph.r[1] + jh * p.s_[1],
-                        ow = ph.r[2] + jw * p.s_[2];
-          uint8_t* drow = y + (n * out_pix + (od * out[1] + oh) * out[2] + ow) * Cout;
-          const uint8_t* srow = cbuf.data() + (m - m0) * Cout;
-          for (int64_t g = 0; g < G; ++g) {
-            std::memcpy(drow + g * Cout_g + n0, srow + g * Cout_g + n0,
-                        static_cast<size_t>(n1 - n0));
-          }
         }
       }
     }
@@ -254,10 +315,30 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
   else at::parallel_for(0, mblocks * nblocks, 1, task_range);
 }
 
+// 8x8 byte transpose in registers: r[i] holds bytes x[i][0..7] (little endian) on entry and
+// x[0..7][i] on exit. Three rounds of swapping halves, quarters and bytes (exact: a copy).
+inline void transpose8x8_u8(uint64_t r[8]) {
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t t = ((r[i] >> 32) ^ r[i + 4]) & 0x00000000FFFFFFFFull;
+    r[i] ^= t << 32;
+    r[i + 4] ^= t;
+  }
+  for (int i : {0, 1, 4, 5}) {
+    const uint64_t t = ((r[i] >> 16) ^ r[i + 2]) & 0x0000FFFF0000FFFFull;
+    r[i] ^= t << 16;
+    r[i + 2] ^= t;
+  }
+  for (int i : {0, 2, 4, 6}) {
+    const uint64_t t = ((r[i] >> 8) ^ r[i + 1]) & 0x00FF00FF00FF00FFull;
+    r[i] ^= t << 8;
+    r[i + 1] ^= t;
+  }
+}
+
 }  // namespace
 
 void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t* y) {
-  constexpr int64_t kTile = 32;
+  constexpr int64_t kTile = 64;  // pixels per task: whole cache lines of every channel row
   const int64_t pblocks = div_up(HW, kTile);
   auto body = [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
@@ -265,11 +346,33 @@ void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t
       const int64_t p1 = std::min(HW, p0 + kTile);
       const uint8_t* xs = x + n * C * HW;
       uint8_t* yd = y + n * C * HW;
-      for (int64_t c0 = 0; c0 < C; c0 += kTile) {
-        const int64_t c1 = std::min(C, c0 + kTile);
-        for (int64_t p = p0; p < p1; ++p)
-          for (int64_t c = c0; c < c1; ++c) yd[p * C + c] = xs[c * HW + p];
+      const int64_t c8 = C / 8 * 8;
+      int64_t p = p0;
+      // 8 pixels x 8 channels at a time (8-byte loads and stores), then the edges bytewise.
+      for (; p + 8 <= p1; p += 8) {
+        if (C < 8) {
+          // Fewer than 8 channels (e.g. an RGB stem): the 8 pixels are 8 * C contiguous bytes;
+          // assemble them in a staging buffer (each 8-byte store overlaps the next pixel's
+          // bytes, which that pixel rewrites) and copy it out in 8-byte moves.
+          uint64_t r[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          for (int64_t i = 0; i < C; ++i) std::memcpy(&r[i], xs + i * HW + p, 8);
+          transpose8x8_u8(r);
+          uint8_t st[72];
+          for (int i = 0; i < 8; ++i) std::memcpy(st + i * C, &r[i], 8);
+          for (int64_t b = 0; b < 8 * C; b += 8) std::memcpy(yd + p * C + b, st + b, 8);
+          continue;
+        }
+        for (int64_t c = 0; c < c8; c += 8) {
+          uint64_t r[8];
+          for (int i = 0; i < 8; ++i) std::memcpy(&r[i], xs + (c + i) * HW + p, 8);
+          transpose8x8_u8(r);
+          for (int i = 0; i < 8; ++i) std::memcpy(yd + (p + i) * C + c, &r[i], 8);
+        }
+        for (int64_t q = p; q < p + 8; ++q)
+          for (int64_t c = c8; c < C; ++c) yd[q * C + c] = xs[c * HW + q];
       }
+      for (; p < p1; ++p)
+        for (int64_t c = 0; c < C; ++c) yd[p * C + c] = xs[c * HW + p];
     }
   };
   if (N * C * HW < (int64_t{1} << 16) || at::in_parallel_region()) body(0, N * pblocks);
