@@ -52,6 +52,34 @@ def _examples():
                                                   1e-5, 0.1, 0),
            torch.quantized_batch_norm(xs, torch.ones(3), torch.zeros(3), torch.ones(3) * 0.5,
                                       torch.ones(3) * 0.2, 1e-5, 0.1, 0))
+    # Other families, one representative case each.
+    xl = torch.quantize_per_tensor(torch.randn(32, 768, generator=g), 0.05, 128, torch.quint8)
+    wl = torch.quantize_per_channel(torch.randn(1024, 768, generator=g) * 0.05,
+                                    torch.rand(1024, generator=g, dtype=torch.double) * 1e-3 + 1e-3,
+                                    torch.zeros(1024, dtype=torch.long), 0, torch.qint8)
+    bl = torch.randn(1024, generator=g)
+    yield ("linear 32x768->1024 per-channel",
+           torch.ops.qplugin.linear(xl, torch.ops.qplugin.linear_prepack(wl, bl), 0.5, 64),
+           torch.ops.quantized.linear(xl, torch.ops.quantized.linear_prepack(wl, bl), 0.5, 64))
+    xc = x[:1].contiguous(memory_format=torch.channels_last)
+    wc = torch.quantize_per_tensor(torch.randn(32, 64, 3, 3, generator=g) * 0.05, 0.002, 0,
+                                   torch.qint8)
+    bc = torch.randn(32, generator=g)
+    args = (wc, bc, [1, 1], [1, 1], [1, 1], 1)
+    yield ("conv2d 3x3 64->32 56x56",
+           torch.ops.qplugin.conv2d.new(xc, torch.ops.qplugin.conv2d_prepack(*args), 0.2, 64),
+           torch.ops.quantized.conv2d.new(xc, torch.ops.quantized.conv2d_prepack(*args), 0.2, 64))
+    yield ("max_pool2d k3s2p1", torch.ops.qplugin.max_pool2d(x, [3, 3], [2, 2], [1, 1], [1, 1], False),
+           torch.ops.quantized.max_pool2d(x, [3, 3], [2, 2], [1, 1], [1, 1], False))
+    yield ("avg_pool2d k2s2", torch.ops.qplugin.avg_pool2d(x, [2, 2], [2, 2]),
+           torch.nn.functional.avg_pool2d(x, 2, 2))
+    x2 = torch.quantize_per_tensor(torch.randn(8, 64, 56, 56, generator=g), 0.05, 120, torch.quint8)
+    yield ("add (different qparams)", torch.ops.qplugin.add(x, x2, 0.07, 100),
+           torch.ops.quantized.add(x, x2, 0.07, 100))
+    xn = torch.quantize_per_tensor(torch.randn(32, 128, 768, generator=g), 0.05, 128, torch.quint8)
+    gn, bn = torch.randn(768, generator=g), torch.randn(768, generator=g)
+    yield ("layer_norm 32x128x768", torch.ops.qplugin.layer_norm(xn, [768], gn, bn, 1e-5, 0.05, 128),
+           torch.ops.quantized.layer_norm(xn, [768], gn, bn, 1e-5, 0.05, 128))
     for cl in (False, True):
         xi = x.contiguous(memory_format=torch.channels_last) if cl else x
         tag = " channels_last" if cl else ""

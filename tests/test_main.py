@@ -1,0 +1,16 @@
+# The main job (python -m qplugin) runs, finds every family's op registered, and reports agreement.
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_main_job_runs_and_agrees():
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "qplugin"], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "OK: all within 1 unit of PyTorch" in r.stdout
+    for case in ("quantized_batch_norm", "linear", "conv2d", "max_pool2d", "layer_norm", "add"):
+        assert case in r.stdout
