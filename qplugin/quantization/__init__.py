@@ -33,6 +33,7 @@ from ..nn import intrinsic as qnni
 __all__ = [
     "DEFAULT_STATIC_QUANT_MODULE_MAPPINGS",
     "convert",
+    "get_default_qconfig_propagation_list",
     "get_default_static_quant_module_mappings",
     "swap_module",
 ]
@@ -112,6 +113,19 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
 def get_default_static_quant_module_mappings() -> Dict[Callable, Any]:
     """A copy of the default float -> qplugin module mapping (safe to extend)."""
     return copy.deepcopy(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS)
+
+
+def get_default_qconfig_propagation_list() -> set:
+    """Module classes that ``torch.ao.quantization.prepare`` should observe for qplugin: torch's
+    default list plus every key of :data:`DEFAULT_STATIC_QUANT_MODULE_MAPPINGS` (torch's list lacks
+    the activations PyTorch never quantized -- SiLU, GELU, Mish, Softplus, Tanh -- and Sigmoid /
+    Softmax, so their observers would be missing and their ``from_float`` would fail).
+
+    Use: ``prepare(model, allow_list=qplugin.quantization.get_default_qconfig_propagation_list())``.
+    """
+    from torch.ao.quantization.quantization_mappings import (
+        get_default_qconfig_propagation_list as _torch_list)
+    return set(_torch_list()) | set(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS)
 
 
 def convert(module: nn.Module, mapping: Optional[Dict[Callable, Any]] = None,
