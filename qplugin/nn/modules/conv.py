@@ -415,41 +415,94 @@ class _ConvTransposeNd(_ConvNd):
         return q
 
 
-def _make_transpose(dim, tup):
-    name = f"ConvTranspose{dim}d"
+class ConvTranspose1d(_ConvTransposeNd):
+    r"""Quantized transposed 1-d conv (≙ torch.ao.nn.quantized.ConvTranspose1d); per-tensor and
+    per-channel (axis 1) weights, exact integer arithmetic. Written out per dimension (not built
+    by a factory) so that TorchScript sees literal op names."""
 
-    class _T(_ConvTransposeNd):
-        _DIM = dim
-        _NAME = name
-        _FLOAT_MODULE = getattr(torch.nn, name)
+    _DIM = 1
+    _NAME = "ConvTranspose1d"
+    _FLOAT_MODULE = torch.nn.ConvTranspose1d
 
-        def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                     output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                     device=None, dtype=None):
-            super().__init__()
-            self._init(in_channels, out_channels, tup(kernel_size), tup(stride), tup(padding),
-                       tup(dilation), True, tup(output_padding), groups, bias, padding_mode)
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        self._init(in_channels, out_channels, _single(kernel_size), _single(stride), _single(padding),
+                   _single(dilation), True, _single(output_padding), groups, bias, padding_mode)
 
-        def set_weight_bias(self, w: torch.Tensor, b: Optional[torch.Tensor]) -> None:
-            self._packed_params = getattr(torch.ops.qplugin, f"conv_transpose{dim}d_prepack")(
-                w, b, self.stride, self.padding, self.output_padding, self.dilation, self.groups)
+    def set_weight_bias(self, w: torch.Tensor, b: Optional[torch.Tensor]) -> None:
+        self._packed_params = torch.ops.qplugin.conv_transpose1d_prepack(
+            w, b, self.stride, self.padding, self.output_padding, self.dilation, self.groups)
 
-        def _weight_bias(self):
-            return getattr(torch.ops.qplugin, f"conv_transpose{dim}d_unpack")(self._packed_params)
+    def _weight_bias(self):
+        return torch.ops.qplugin.conv_transpose1d_unpack(self._packed_params)
 
-        def forward(self, input):
-            if len(input.shape) != dim + 2:
-                raise ValueError(f"qplugin.nn.{name}: expected a {dim + 2}-D input, got "
-                                 f"{len(input.shape)}-D")
-            return getattr(torch.ops.qplugin, f"conv_transpose{dim}d")(
-                input, self._packed_params, self.scale, self.zero_point)
-
-    _T.__name__ = _T.__qualname__ = name
-    _T.__doc__ = (f"Quantized transposed {dim}-d conv (≙ torch.ao.nn.quantized.{name}); "
-                  "per-tensor and per-channel (axis 1) weights, exact integer arithmetic.")
-    return _T
+    def forward(self, input):
+        if len(input.shape) != 3:
+            raise ValueError("qplugin.nn.ConvTranspose1d: expected a 3-D input, got "
+                             f"{len(input.shape)}-D")
+        return torch.ops.qplugin.conv_transpose1d(input, self._packed_params, self.scale,
+                                                   self.zero_point)
 
 
-ConvTranspose1d = _make_transpose(1, _single)
-ConvTranspose2d = _make_transpose(2, _pair)
-ConvTranspose3d = _make_transpose(3, _triple)
+class ConvTranspose2d(_ConvTransposeNd):
+    r"""Quantized transposed 2-d conv (≙ torch.ao.nn.quantized.ConvTranspose2d); per-tensor and
+    per-channel (axis 1) weights, exact integer arithmetic. Written out per dimension (not built
+    by a factory) so that TorchScript sees literal op names."""
+
+    _DIM = 2
+    _NAME = "ConvTranspose2d"
+    _FLOAT_MODULE = torch.nn.ConvTranspose2d
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        self._init(in_channels, out_channels, _pair(kernel_size), _pair(stride), _pair(padding),
+                   _pair(dilation), True, _pair(output_padding), groups, bias, padding_mode)
+
+    def set_weight_bias(self, w: torch.Tensor, b: Optional[torch.Tensor]) -> None:
+        self._packed_params = torch.ops.qplugin.conv_transpose2d_prepack(
+            w, b, self.stride, self.padding, self.output_padding, self.dilation, self.groups)
+
+    def _weight_bias(self):
+        return torch.ops.qplugin.conv_transpose2d_unpack(self._packed_params)
+
+    def forward(self, input):
+        if len(input.shape) != 4:
+            raise ValueError("qplugin.nn.ConvTranspose2d: expected a 4-D input, got "
+                             f"{len(input.shape)}-D")
+        return torch.ops.qplugin.conv_transpose2d(input, self._packed_params, self.scale,
+                                                   self.zero_point)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    r"""Quantized transposed 3-d conv (≙ torch.ao.nn.quantized.ConvTranspose3d); per-tensor and
+    per-channel (axis 1) weights, exact integer arithmetic. Written out per dimension (not built
+    by a factory) so that TorchScript sees literal op names."""
+
+    _DIM = 3
+    _NAME = "ConvTranspose3d"
+    _FLOAT_MODULE = torch.nn.ConvTranspose3d
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        self._init(in_channels, out_channels, _triple(kernel_size), _triple(stride), _triple(padding),
+                   _triple(dilation), True, _triple(output_padding), groups, bias, padding_mode)
+
+    def set_weight_bias(self, w: torch.Tensor, b: Optional[torch.Tensor]) -> None:
+        self._packed_params = torch.ops.qplugin.conv_transpose3d_prepack(
+            w, b, self.stride, self.padding, self.output_padding, self.dilation, self.groups)
+
+    def _weight_bias(self):
+        return torch.ops.qplugin.conv_transpose3d_unpack(self._packed_params)
+
+    def forward(self, input):
+        if len(input.shape) != 5:
+            raise ValueError("qplugin.nn.ConvTranspose3d: expected a 5-D input, got "
+                             f"{len(input.shape)}-D")
+        return torch.ops.qplugin.conv_transpose3d(input, self._packed_params, self.scale,
+                                                   self.zero_point)
