@@ -167,6 +167,21 @@ def test_all_code_pairs_qint8_exact(isa, op, relu, qp):
     check_torch_close(y, theirs(qa, qb, so, zo))
 
 
+# Zero points far outside the dtype's range are legal for quantized tensors (never produced by
+# an observer). The AVX-512 mul takes a 16-bit product when code - z fits int16 and the
+# reference otherwise: both sides of that limit (32768 / -32512), and beyond the int16 range.
+# PyTorch's dequantize rejects such tensors, so only the exact reference applies.
+@pytest.mark.parametrize("op,relu", list(OPS))
+@pytest.mark.parametrize("za,zb,so", [(1000, -30000, 5.0), (32768, -32512, 2e3),
+                                      (32769, 3, 50.0), (1000, -40000, 5e4), (70000, 3, 1e3)])
+def test_all_code_pairs_out_of_range_zero_points(isa, op, relu, za, zb, so):
+    grid = np.arange(256)
+    qa = qtensor(np.repeat(grid, 256).reshape(256, 256), 0.1, za, torch.quint8)
+    qb = qtensor(np.tile(grid, 256).reshape(256, 256), 0.1, zb, torch.quint8)
+    y = OPS[(op, relu)][0](qa, qb, so, 3)
+    check_exact(y, qa, qb, op, so, 3, relu)
+
+
 def test_pytorch_add_is_off_on_decimal_scales():
     """Documents why the oracle is the exact result: PyTorch's add differs from it here."""
     grid = np.arange(256)

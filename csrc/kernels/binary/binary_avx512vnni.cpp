@@ -24,6 +24,7 @@ inline __m512i widen(__m128i v) {
 struct Consts {
   __m512 ra, rb, c, lo, hi, thr, absmask;
   __m512i za, zb, zadd, blo, bhi, ilo, ihi;
+  __m512i za16, zb16;  // (z & 0xFFFF, 0) word pairs for value16's 16-bit product
   explicit Consts(const Params& p)
       : ra(_mm512_set1_ps(p.ra)), rb(_mm512_set1_ps(p.rb)), c(_mm512_set1_ps(p.c)),
         lo(_mm512_set1_ps(p.lo - static_cast<float>(p.zadd))),
@@ -33,12 +34,22 @@ struct Consts {
         blo(_mm512_set1_epi8(static_cast<char>(static_cast<int32_t>(p.lo)))),
         bhi(_mm512_set1_epi8(static_cast<char>(static_cast<int32_t>(p.hi)))),
         ilo(_mm512_set1_epi32(static_cast<int32_t>(p.lo))),
-        ihi(_mm512_set1_epi32(static_cast<int32_t>(p.hi))) {}
+        ihi(_mm512_set1_epi32(static_cast<int32_t>(p.hi))),
+        za16(_mm512_set1_epi32(p.za & 0xFFFF)), zb16(_mm512_set1_epi32(p.zb & 0xFFFF)) {}
 };
 
 // 16 lanes of v (binary.h), unclamped.
-template <bool kMul>
+template <typename T, bool kMul>
 inline __m512 value16(__m512i ai, __m512i bi, const Consts& k) {
+  if (kMul && !std::is_signed<T>::value) {
+    // uint8 codes: the differences fit int16. Word-wise subtraction of (z, 0) pairs leaves
+    // (code - z, 0) in each dword (the high word of a zero-extended code is 0), so VPMADDWD's
+    // lo*lo + hi*hi is the exact product (one uop; VPMULLD is two on many cores). Sign-extended
+    // int8 codes have a nonzero high word: they take VPMULLD.
+    const __m512i prod =
+        _mm512_madd_epi16(_mm512_sub_epi16(ai, k.za16), _mm512_sub_epi16(bi, k.zb16));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), k.ra, k.c);
+  }
   if (kMul) {
     const __m512i prod =
         _mm512_mullo_epi32(_mm512_sub_epi32(ai, k.za), _mm512_sub_epi32(bi, k.zb));
@@ -50,7 +61,7 @@ inline __m512 value16(__m512i ai, __m512i bi, const Consts& k) {
 
 // v - nearbyint(v) (exact): its magnitude tells how close v is to a tie (0.5).
 inline __m512 frac_dist(__m512 v) {
-  return _mm512_sub_ps(v, _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return _mm512_reduce_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
 // Second level (binary.h) for 16 lanes: exact codes where the lo sum decides; *unres gets the
@@ -147,15 +158,16 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
     for (int j = 0; j < 4; ++j) {
       ai[j] = load(a, as, i + 16 * j, abc);
       bi[j] = load(b, bs, i + 16 * j, bbc);
-      v[j] = clampf(value16<kMul>(ai[j], bi[j], k));
+      v[j] = clampf(value16<T, kMul>(ai[j], bi[j], k));
     }
     __m512i qi[4];
     for (int j = 0; j < 4; ++j) qi[j] = rnd(v[j]);
     const __m512i q = narrow64<T, kClampB>(qi[0], qi[1], qi[2], qi[3], k);
     if (kCheck) {
-      // v - nearbyint(v) from the rounded codes (exact: |v| >= 2^24 is integral, d = 0).
+      // v - nearbyint(v) in one VREDUCEPS (imm 0: zero fraction bits, round to nearest even;
+      // exact, and 0 for |v| >= 2^23, which is integral).
       __m512 d[4];
-      for (int j = 0; j < 4; ++j) d[j] = _mm512_sub_ps(v[j], _mm512_cvtepi32_ps(qi[j]));
+      for (int j = 0; j < 4; ++j) d[j] = frac_dist(v[j]);
       // VRANGEPS imm 0xB: the operand of larger magnitude, sign cleared.
       const __m512 dm = _mm512_range_ps(_mm512_range_ps(d[0], d[1], 0xB),
                                         _mm512_range_ps(d[2], d[3], 0xB), 0xB);
@@ -198,7 +210,7 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
     const __mmask16 lm = static_cast<__mmask16>((1u << left) - 1u);
     const __m512i ai = as ? widen<T>(_mm_maskz_loadu_epi8(lm, a + i)) : abc;
     const __m512i bi = bs ? widen<T>(_mm_maskz_loadu_epi8(lm, b + i)) : bbc;
-    const __m512 v = clampf(value16<kMul>(ai, bi, k));
+    const __m512 v = clampf(value16<T, kMul>(ai, bi, k));
     const __m512i qi = rnd(v);
     const __m512i q = narrow64<T, kClampB>(qi, qi, qi, qi, k);  // first 16 bytes: the 16 codes
     const __m128i q16 = _mm512_castsi512_si128(q);
@@ -231,6 +243,13 @@ void run_b(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, cons
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   if (n <= 0) return;
+  if (kMul && !std::is_signed<T>::value &&
+      !(p.za >= 255 - 32767 && p.za <= 32768 && p.zb >= 255 - 32767 && p.zb <= 32768)) {
+    // value16's 16-bit product needs code - z in int16: zero points far outside the dtype's
+    // range (legal for quantized tensors, never produced by an observer) take the reference.
+    generic::run<T, kMul>(a, as, b, bs, y, n, p);
+    return;
+  }
   const bool check = p.thr < 0.5f;
   if (p.clamp_float) {
     if (check) {
