@@ -139,9 +139,6 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
   const Consts k(p);
   const __m512i abc = _mm512_set1_epi32(static_cast<int32_t>(a[0]));
   const __m512i bbc = _mm512_set1_epi32(static_cast<int32_t>(b[0]));
-  auto load = [](const T* x, int64_t step, int64_t i, __m512i bc) {
-    return step ? widen<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))) : bc;
-  };
   // Round half to even (MXCSR default), then zadd (binary.h; 0 whenever kCheck).
   auto rnd = [&](__m512 v) {
     const __m512i q = _mm512_cvtps_epi32(v);
@@ -150,14 +147,29 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
   auto clampf = [&](__m512 v) {
     return kClampF ? _mm512_min_ps(_mm512_max_ps(v, k.lo), k.hi) : v;
   };
+  // Main loop loads without branching on the steps: a broadcast operand (step 0) is read from a
+  // 64-byte block of its value, so every load is x + i * step + 16 * j.
+  alignas(64) T bca[64], bcb[64];
+  const T* la = a;
+  const T* lb = b;
+  if (!as) {
+    for (int j = 0; j < 64; ++j) bca[j] = a[0];
+    la = bca;
+  }
+  if (!bs) {
+    for (int j = 0; j < 64; ++j) bcb[j] = b[0];
+    lb = bcb;
+  }
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     // Load all inputs before storing (y may alias a or b).
     __m512i ai[4], bi[4];
     __m512 v[4];
+    const T* pa = la + i * as;
+    const T* pb = lb + i * bs;
     for (int j = 0; j < 4; ++j) {
-      ai[j] = load(a, as, i + 16 * j, abc);
-      bi[j] = load(b, bs, i + 16 * j, bbc);
+      ai[j] = widen<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pa + 16 * j)));
+      bi[j] = widen<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * j)));
       v[j] = clampf(value16<T, kMul>(ai[j], bi[j], k));
     }
     __m512i qi[4];
