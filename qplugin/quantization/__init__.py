@@ -57,6 +57,15 @@ class _FoldBatchNorm:
     def __repr__(self):
         return self.__name__
 
+    def __eq__(self, other):
+        return isinstance(other, _FoldBatchNorm) and other.qcls is self.qcls
+
+    def __hash__(self):
+        return hash((_FoldBatchNorm, self.qcls))
+
+    def __deepcopy__(self, memo):
+        return self  # immutable (get_default_static_quant_module_mappings deep-copies)
+
     def from_float(self, mod, use_precomputed_fake_quant=False):
         from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
         conv, bn = mod[0], mod[1]
@@ -68,7 +77,7 @@ class _FoldBatchNorm:
             w, b = fuse_conv_bn_weights(conv.weight, conv.bias, bn.running_mean, bn.running_var,
                                         bn.eps, bn.weight, bn.bias, transpose=False)
         folded.weight, folded.bias = w, b
-        if len(mod) == 3:  # ConvBnReLU: conv, bn, relu
+        if len(mod) > 2 and isinstance(mod[2], nn.ReLU):  # ConvBnReLU: conv, bn, relu
             relu_cls = {1: nni.ConvReLU1d, 2: nni.ConvReLU2d, 3: nni.ConvReLU3d}[
                 len(conv.kernel_size)]
             folded = relu_cls(folded, mod[2])

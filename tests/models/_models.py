@@ -3,6 +3,7 @@ observers), and conversion both ways (torch.ao.quantization.convert as the oracl
 qplugin.quantization.convert as the subject). Changes with: qplugin/quantization.
 """
 import copy
+import functools
 
 import torch
 import torch.ao.nn.quantized as nnq
@@ -142,7 +143,13 @@ def _as_tuple(x):
 
 def prepared(cls, seed=0, calib_seed=100, calib_batches=4):
     """The float model fused (eval mode), prepared with torch.ao's default x86 qconfig and
-    qplugin's observation list, and calibrated on `calib_batches` seeded inputs."""
+    qplugin's observation list, and calibrated on `calib_batches` seeded inputs (a fresh copy
+    of a cached one: calibrating with histogram observers is the slow part)."""
+    return copy.deepcopy(_prepared(cls, seed, calib_seed, calib_batches))
+
+
+@functools.lru_cache(maxsize=None)
+def _prepared(cls, seed, calib_seed, calib_batches):
     m = float_model(cls, seed)
     if cls.FUSE:
         m = tq.fuse_modules(m, cls.FUSE)

@@ -149,7 +149,7 @@ def test_quantize_one_call_matches_prepare_convert():
     fm = float_model(ResNetish)
     fm = tq.fuse_modules(fm, ResNetish.FUSE)
     fm.qconfig = tq.get_default_qconfig("x86")
-    calib = [ResNetish.example_input(seed=100 + i) for i in range(4)]
+    calib = [ResNetish.example_input(seed=100 + i) for i in range(2)]
 
     def run_fn(model, batches):
         with torch.no_grad():
@@ -159,7 +159,7 @@ def test_quantize_one_call_matches_prepare_convert():
     got = qq.quantize(fm, run_fn, (calib,))
     assert not hasattr(fm, "activation_post_process") and not hasattr(fm.conv1, "weight_fake_quant")
     assert type(fm.conv1) is not qnn.Conv2d  # not inplace
-    expected = qplugin_convert(prepared(ResNetish))
+    expected = qplugin_convert(prepared(ResNetish, calib_batches=2))
     x = ResNetish.example_input(seed=3)
     with torch.no_grad():
         assert torch.equal(got(x), expected(x))
@@ -174,9 +174,12 @@ def test_quantize_one_call_matches_prepare_convert():
 
 def test_quantize_qat_one_call():
     """quantize_qat: QAT modules (ConvBnReLU2d, ConvBn2d with batch norm folded at convert), a
-    training loop as run_fn, then qplugin modules; agrees with torch.ao.quantization.quantize_qat
-    run from the same seed."""
+    training loop as run_fn, then qplugin modules. It equals the same pipeline spelled out
+    (torch.ao's QAT swap + prepare with qplugin's observation list, training, convert), and
+    that pipeline's torch.ao.quantization.convert is the oracle. (torch.ao's own quantize_qat
+    observes fewer modules -- no pooling outputs -- so its training takes another path.)"""
     import torch.ao.quantization as tq
+    from torch.ao.quantization.quantization_mappings import get_default_qat_module_mappings
     from _models import float_model
 
     def make():
@@ -195,10 +198,20 @@ def test_quantize_qat_one_call():
             opt.step()
 
     torch.manual_seed(0)
-    ours = qq.quantize_qat(make(), train, (3,))
-    torch.manual_seed(0)
-    theirs = tq.quantize_qat(make(), train, (3,))
+    ours = qq.quantize_qat(make(), train, (2,))
     assert torch_ao_modules_left(ours) == []
-    ours.eval()
-    theirs.eval()
-    assert_model_agrees(ours, theirs, ResNetish)
+    from qplugin.nn import intrinsic as qnni
+    assert type(ours.conv1) is qnni.ConvReLU2d and type(ours.conv3) is qnn.Conv2d
+
+    torch.manual_seed(0)
+    manual = make()
+    qat_mapping = get_default_qat_module_mappings()
+    tq.propagate_qconfig_(manual)
+    tq.convert(manual, mapping=qat_mapping, inplace=True, remove_qconfig=False)
+    tq.prepare(manual, observer_non_leaf_module_list=set(qat_mapping.values()), inplace=True,
+               allow_list=qq.get_default_qconfig_propagation_list())
+    train(manual, 2)
+    x = ResNetish.example_input(seed=5)
+    with torch.no_grad():
+        assert torch.equal(ours(x), qq.convert(manual)(x))
+    assert_model_agrees(ours, tq.convert(copy.deepcopy(manual)), ResNetish)
