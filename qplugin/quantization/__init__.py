@@ -44,11 +44,12 @@ __all__ = [
     "swap_module",
 ]
 
+
 class _FoldBatchNorm:
     """Mapping value for a non-QAT fused ``ConvBn*d`` / ``ConvBnReLU*d`` / ``LinearBn1d``
     (torch.ao.nn.intrinsic, made by ``fuse_modules`` in training mode): ``from_float`` folds the
-    batch norm's running statistics into a copy of the conv (linear) and hands it (with the fused module's qconfig and output
-    observer) to ``qcls.from_float``."""
+    batch norm's running statistics into a copy of the conv (linear) and hands it, with the fused
+    module's qconfig and output observer, to ``qcls.from_float``."""
 
     def __init__(self, qcls):
         self.qcls = qcls
@@ -155,10 +156,11 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     nn.Tanh: qnn.Tanh,
     nn.Mish: qnn.Mish,
     nn.Softplus: qnn.Softplus,
-    # Extension: fused ConvBn*d / ConvBnReLU*d from fuse_modules in *training* mode, then a
-    # static prepare (torch.ao's mapping has no entry and leaves them float): the batch norm is
-    # folded with its running statistics at convert (fuse_modules in eval mode already folds it
-    # and gives Conv*d / ConvReLU*d).
+    # Extension: fused ConvBn*d / ConvBnReLU*d / LinearBn1d from fuse_modules in *training*
+    # mode, then a static prepare (torch.ao's mapping has no entry and leaves them float, so its
+    # converted model fails on the quantized input): the batch norm is folded with its running
+    # statistics at convert. (fuse_modules in eval mode folds it already, giving Conv*d /
+    # ConvReLU*d / Linear; prepare_qat gives torch.ao.nn.intrinsic.qat modules, mapped above.)
     nni.ConvBn1d: _FoldBatchNorm(qnn.Conv1d),
     nni.ConvBn2d: _FoldBatchNorm(qnn.Conv2d),
     nni.ConvBn3d: _FoldBatchNorm(qnn.Conv3d),
@@ -284,8 +286,20 @@ def quantize_qat(model: nn.Module, run_fn: Callable, run_args: Any,
     QAT mapping) with fake-quant observers, ``run_fn(model, *run_args)`` (the training loop),
     then :func:`convert` into qplugin modules.
 
-    As :func:`quantize`, the observers also go on the activations torch's list misses
-    (:func:`get_default_qconfig_propagation_list`).
+    As :func:`quantize`, the observers also go on the modules torch's list misses
+    (:func:`get_default_qconfig_propagation_list`: e.g. pooling outputs, SiLU, GELU), so the
+    fake-quantized training differs slightly from torch.ao's quantize_qat on such models.
+
+    Args:
+        model: a float model with ``qconfig`` attributes (a QAT qconfig, e.g.
+            ``torch.ao.quantization.get_default_qat_qconfig("x86")``), fused with
+            ``fuse_modules_qat`` if wanted.
+        run_fn: the training function, called as ``run_fn(prepared_model, *run_args)``.
+        run_args: its extra positional arguments (as in :func:`quantize`).
+        inplace: work on `model` itself instead of a deep copy.
+
+    Returns:
+        The converted model.
     """
     import torch.ao.quantization as tq
     from torch.ao.quantization.quantization_mappings import get_default_qat_module_mappings

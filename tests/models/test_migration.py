@@ -380,8 +380,17 @@ def test_load_torch_ao_checkpoint_strict_mismatch():
     ours = qplugin_convert(prepared(TransformerBlock))
     sd = torch_ao_convert(prepared(TransformerBlock)).state_dict()
     del sd["head.scale"]
-    with pytest.raises(RuntimeError, match="head.scale"):
+    with pytest.raises(RuntimeError, match=r"Missing key\(s\) in state_dict: \"head.scale\""):
         qq.load_torch_ao_state_dict(ours, sd)
+    ours = qplugin_convert(prepared(ResNetish))
+    sd = torch_ao_convert(prepared(ResNetish)).state_dict()
+    del sd["conv1.weight"]
+    with pytest.raises(RuntimeError, match=r"Missing key\(s\) in state_dict: \"conv1.weight\""):
+        qq.load_torch_ao_state_dict(ours, sd)
+    # non-strict (as nn.Module: nothing reported): the module keeps its weights
+    w = ours.conv1.weight()
+    qq.load_torch_ao_state_dict(ours, sd, strict=False)
+    assert torch.equal(ours.conv1.weight().int_repr(), w.int_repr())
 
 
 class _EluNet(nn.Module):
@@ -412,3 +421,33 @@ def test_load_torch_ao_checkpoint_warns_on_qparams_torch_does_not_save():
     assert float(ours.quant.scale) == float(theirs.quant.scale)  # loaded
     # from_torch_ao carries them (they are attributes of the torch.ao module)
     assert float(qq.from_torch_ao(theirs).elu.scale) == theirs.elu.scale
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_migrated_module_pickles_copies_and_scripts(name, tmp_path):
+    """Every module kind from_torch_ao produces survives torch.save/torch.load (PyTorch issue
+    69426: torch.ao's own quantized modules do not), deepcopy and, where it has a forward,
+    TorchScript save/load -- with identical outputs."""
+    import io
+    make, make_input, qcls, call = CASES[name]
+    torch.manual_seed(0)
+    q = qq.from_torch_ao(make().eval())
+    x = make_input()
+
+    def run(m):
+        with torch.no_grad():
+            y = call(m, x) if call else m(x)
+        return y.int_repr() if y.is_quantized else y
+
+    expected = run(q)
+    buf = io.BytesIO()
+    torch.save(q, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    assert type(loaded) is qcls
+    assert torch.equal(run(loaded), expected)
+    assert torch.equal(run(copy.deepcopy(q)), expected)
+    if call is None:
+        path = tmp_path / "m.pt"
+        torch.jit.save(torch.jit.script(q), str(path))
+        assert torch.equal(run(torch.jit.load(str(path))), expected)
