@@ -1,8 +1,11 @@
 """qplugin.quantization: convert() swaps the observed float (and fused) modules that
 torch.ao.quantization.prepare leaves behind for qplugin.nn modules, like
 torch.ao.quantization.convert does for torch.ao.nn.quantized -- but into modules that run on
-torch.ops.qplugin. The swap is implemented here (torch's convert is not called).
-Changes with: the from_float of every module in the mapping (qplugin/nn, qplugin/nn/intrinsic).
+torch.ops.qplugin. The swap is implemented here (torch's convert is not called). Also:
+quantize()/quantize_qat() (one-call flows) and, in _migrate.py, from_torch_ao() and
+load_torch_ao_state_dict() (models and checkpoints converted by torch.ao).
+Changes with: the from_float of every module in the mapping (qplugin/nn, qplugin/nn/intrinsic),
+tests/nn/test_conversion_foundation.py, tests/models/.
 """
 import copy
 import inspect

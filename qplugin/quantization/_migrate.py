@@ -207,7 +207,11 @@ def from_torch_ao(model: nn.Module, inplace: bool = False,
                             f" {type(mapping).__name__}")
         table.update(mapping)
     if not inplace:
-        model = copy.deepcopy(model)
+        # Copy everything but the modules about to be replaced: those are only read (by the
+        # builders), and a deepcopy of a torch.ao conv would drop its hooks (its __deepcopy__
+        # goes through the TorchScript tuple state).
+        memo = {id(m): m for m in model.modules() if type(m) in table}
+        model = copy.deepcopy(model, memo)
     root = _migrate_one(model, "", table, strict)
     if root is not model:
         return root
@@ -282,7 +286,7 @@ def load_torch_ao_state_dict(qplugin_model: nn.Module, state_dict: Mapping[str, 
                         f" (a Mapping of key -> tensor), got {type(state_dict).__name__}")
     leftover = [f"{n or '<root>'} ({type(m).__module__}.{type(m).__qualname__})"
                 for n, m in qplugin_model.named_modules() if _is_torch_quantized_module(m)
-                and not isinstance(m, qnn.FloatFunctional)]
+                and not isinstance(m, nnq.FloatFunctional)]  # float arithmetic: harmless
     if leftover:
         raise ValueError("qplugin.quantization.load_torch_ao_state_dict: expected a qplugin model,"
                          " got one with torch.ao quantized modules: " + ", ".join(leftover)

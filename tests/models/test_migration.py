@@ -311,13 +311,16 @@ def test_hooks_and_training_flag_move():
     calls = []
     ao.conv.register_forward_hook(lambda m, i, o: calls.append(type(m)))
     ao.conv.train()
-    # inplace: deepcopy of a torch.ao conv drops its hooks (its __deepcopy__ goes through the
-    # TorchScript __getstate__), so only an in-place migration can carry them.
-    got = qq.from_torch_ao(ao, inplace=True)
-    assert got.conv.training
-    got.eval()
-    got(torch.randn(1, 3, 8, 8))
-    assert calls == [qnn.Conv2d]
+    for inplace in (False, True):
+        calls.clear()
+        got = qq.from_torch_ao(ao, inplace=inplace)
+        assert (got is ao) == inplace
+        assert got.conv.training
+        got.eval()
+        got(torch.randn(1, 3, 8, 8))
+        assert calls == [qnn.Conv2d]
+    # (a deepcopy of a torch.ao conv drops its forward hooks; from_torch_ao does not copy the
+    # modules it replaces, so the hooks survive the non-inplace migration too)
 
 
 def test_unsupported_torch_module_strict_and_mapping():
