@@ -206,28 +206,46 @@ def from_torch_ao(model: nn.Module, inplace: bool = False,
                             " torch.ao class -> builder function, got"
                             f" {type(mapping).__name__}")
         table.update(mapping)
+    if strict:
+        # Checked before anything changes, so a failing in-place call leaves `model` as it was.
+        found = _first_unsupported(model, "", table)
+        if found is not None:
+            path, mod = found
+            raise NotImplementedError(
+                "qplugin.quantization.from_torch_ao: expected torch.ao quantized modules qplugin"
+                f" has a counterpart for, got {type(mod).__module__}.{type(mod).__qualname__} at"
+                f" {path or '<root>'!r}; pass mapping={{{type(mod).__name__}: fn}} to supply one,"
+                " or strict=False to leave it on PyTorch's backend")
     if not inplace:
         # Copy everything but the modules about to be replaced: those are only read (by the
         # builders), and a deepcopy of a torch.ao conv would drop its hooks (its __deepcopy__
         # goes through the TorchScript tuple state).
         memo = {id(m): m for m in model.modules() if type(m) in table}
         model = copy.deepcopy(model, memo)
-    root = _migrate_one(model, "", table, strict)
+    root = _migrate_one(model, table)
     if root is not model:
         return root
-    _migrate_children(model, "", table, strict)
+    _migrate_children(model, table)
     return model
 
 
-def _migrate_one(mod: nn.Module, path: str, table, strict: bool) -> nn.Module:
+def _first_unsupported(mod: nn.Module, path: str, table):
+    """(path, module) of the first torch.ao quantized module without a builder, not looking
+    inside modules that will be replaced (e.g. nnq.Linear's LinearPackedParams), or None."""
+    if type(mod) in table:
+        return None
+    if _is_torch_quantized_module(mod):
+        return path, mod
+    for name, child in mod.named_children():
+        found = _first_unsupported(child, f"{path}.{name}" if path else name, table)
+        if found is not None:
+            return found
+    return None
+
+
+def _migrate_one(mod: nn.Module, table) -> nn.Module:
     build = table.get(type(mod))
     if build is None:
-        if strict and _is_torch_quantized_module(mod):
-            raise NotImplementedError(
-                "qplugin.quantization.from_torch_ao: expected torch.ao quantized modules qplugin"
-                f" has a counterpart for, got {type(mod).__module__}.{type(mod).__qualname__} at"
-                f" {path or '<root>'!r}; pass mapping={{{type(mod).__name__}: fn}} to supply one,"
-                " or strict=False to leave it on PyTorch's backend")
         return mod
     new = build(mod)
     new.train(mod.training)
@@ -238,12 +256,11 @@ def _migrate_one(mod: nn.Module, path: str, table, strict: bool) -> nn.Module:
     return new
 
 
-def _migrate_children(module: nn.Module, prefix: str, table, strict: bool) -> None:
+def _migrate_children(module: nn.Module, table) -> None:
     for name, child in list(module.named_children()):
-        path = f"{prefix}{name}"
-        new = _migrate_one(child, path, table, strict)
+        new = _migrate_one(child, table)
         if new is child:
-            _migrate_children(child, path + ".", table, strict)
+            _migrate_children(child, table)
         else:
             module._modules[name] = new
 

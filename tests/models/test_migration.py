@@ -329,8 +329,15 @@ def test_unsupported_torch_module_strict_and_mapping():
     with pytest.raises(NotImplementedError, match=r"from_torch_ao: expected torch.ao quantized"
                                                   r" modules .* got .*PReLU at 'extra'"):
         qq.from_torch_ao(ao)
+    conv = ao.conv
+    with pytest.raises(NotImplementedError, match="PReLU"):
+        qq.from_torch_ao(ao, inplace=True)
+    assert ao.conv is conv  # checked before anything changed
     got = qq.from_torch_ao(ao, strict=False)
     assert type(got.extra) is nnq.PReLU and type(got.conv) is qnn.Conv2d
+    nested = nn.Sequential(nn.Sequential(nnq.PReLU(0.1, 3, 4)))
+    with pytest.raises(NotImplementedError, match=r"PReLU at '0.0'"):
+        qq.from_torch_ao(nested)
     # a user mapping supplies (or overrides) a builder
     got = qq.from_torch_ao(ao, mapping={nnq.PReLU: lambda t: nn.Identity(),
                                         nnq.Conv2d: lambda t: nn.Identity()})

@@ -21,6 +21,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
+    # trace records the module's output qparams as constants: intended for a converted model
+    pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
 ]
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -22,6 +22,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
+    # trace records the module's output qparams as constants: intended for a converted model
+    pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
 ]
 
 _NEEDS_BAG = pytest.mark.skipif(
@@ -77,7 +79,7 @@ def pair(request):
     return cls, prep, qplugin_convert(prep), torch_ao_convert(prep)
 
 
-def test_outputs_agree_with_torch_ao(pair):
+def test_outputs_agree_with_torch_ao(pair, isa):
     cls, _, ours, theirs = pair
     assert_model_agrees(ours, theirs, cls)
 
@@ -112,7 +114,7 @@ def test_scripted_and_traced_outputs_identical(pair):
         assert "qplugin::" in tgraph and "quantized::" not in tgraph
 
 
-def test_migrated_torch_ao_model_matches_qplugin_convert(pair):
+def test_migrated_torch_ao_model_matches_qplugin_convert(pair, isa):
     """from_torch_ao(torch.ao model) has the same weights and qparams as qplugin's own convert:
     bit-identical outputs; and it agrees with the torch.ao model itself."""
     cls, _, ours, theirs = pair
