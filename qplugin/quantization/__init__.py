@@ -1,8 +1,11 @@
 """qplugin.quantization: convert() swaps the observed float (and fused) modules that
 torch.ao.quantization.prepare leaves behind for qplugin.nn modules, like
 torch.ao.quantization.convert does for torch.ao.nn.quantized -- but into modules that run on
-torch.ops.qplugin. The swap is implemented here (torch's convert is not called).
-Changes with: the from_float of every module in the mapping (qplugin/nn, qplugin/nn/intrinsic).
+torch.ops.qplugin. The swap is implemented here (torch's convert is not called). Also:
+quantize()/quantize_qat() (one-call flows) and, in _migrate.py, from_torch_ao() and
+load_torch_ao_state_dict() (models and checkpoints converted by torch.ao).
+Changes with: the from_float of every module in the mapping (qplugin/nn, qplugin/nn/intrinsic),
+tests/nn/test_conversion_foundation.py, tests/models/.
 """
 import copy
 import inspect
@@ -31,12 +34,61 @@ from .. import nn as qnn
 from ..nn import intrinsic as qnni
 
 __all__ = [
+    "DEFAULT_MODULE_MAPPING",
     "DEFAULT_STATIC_QUANT_MODULE_MAPPINGS",
     "convert",
+    "from_torch_ao",
     "get_default_qconfig_propagation_list",
     "get_default_static_quant_module_mappings",
+    "get_default_torch_ao_migrations",
+    "load_torch_ao_state_dict",
+    "quantize",
+    "quantize_qat",
     "swap_module",
 ]
+
+
+class _FoldBatchNorm:
+    """Mapping value for a non-QAT fused ``ConvBn*d`` / ``ConvBnReLU*d`` / ``LinearBn1d``
+    (torch.ao.nn.intrinsic, made by ``fuse_modules`` in training mode): ``from_float`` folds the
+    batch norm's running statistics into a copy of the conv (linear) and hands it, with the fused
+    module's qconfig and output observer, to ``qcls.from_float``."""
+
+    def __init__(self, qcls):
+        self.qcls = qcls
+        self.__name__ = f"_FoldBatchNorm({qcls.__name__})"
+
+    def __repr__(self):
+        return self.__name__
+
+    def __eq__(self, other):
+        return isinstance(other, _FoldBatchNorm) and other.qcls is self.qcls
+
+    def __hash__(self):
+        return hash((_FoldBatchNorm, self.qcls))
+
+    def __deepcopy__(self, memo):
+        return self  # immutable (get_default_static_quant_module_mappings deep-copies)
+
+    def from_float(self, mod, use_precomputed_fake_quant=False):
+        from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
+        conv, bn = mod[0], mod[1]
+        folded = copy.deepcopy(conv)
+        if isinstance(conv, nn.Linear):
+            w, b = fuse_linear_bn_weights(conv.weight, conv.bias, bn.running_mean,
+                                          bn.running_var, bn.eps, bn.weight, bn.bias)
+        else:
+            w, b = fuse_conv_bn_weights(conv.weight, conv.bias, bn.running_mean, bn.running_var,
+                                        bn.eps, bn.weight, bn.bias, transpose=False)
+        folded.weight, folded.bias = w, b
+        if len(mod) > 2 and isinstance(mod[2], nn.ReLU):  # ConvBnReLU: conv, bn, relu
+            relu_cls = {1: nni.ConvReLU1d, 2: nni.ConvReLU2d, 3: nni.ConvReLU3d}[
+                len(conv.kernel_size)]
+            folded = relu_cls(folded, mod[2])
+        folded.qconfig = mod.qconfig
+        folded.activation_post_process = mod.activation_post_process
+        return self.qcls.from_float(folded, use_precomputed_fake_quant=use_precomputed_fake_quant)
+
 
 # Float (observed) module class -> qplugin module class (≙ torch.ao.quantization's
 # DEFAULT_STATIC_QUANT_MODULE_MAPPINGS). Keys are exact classes, as in torch's convert.
@@ -107,7 +159,34 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     nn.Tanh: qnn.Tanh,
     nn.Mish: qnn.Mish,
     nn.Softplus: qnn.Softplus,
+    # Extension: fused ConvBn*d / ConvBnReLU*d / LinearBn1d from fuse_modules in *training*
+    # mode, then a static prepare (torch.ao's mapping has no entry and leaves them float, so its
+    # converted model fails on the quantized input): the batch norm is folded with its running
+    # statistics at convert. (fuse_modules in eval mode folds it already, giving Conv*d /
+    # ConvReLU*d / Linear; prepare_qat gives torch.ao.nn.intrinsic.qat modules, mapped above.)
+    nni.ConvBn1d: _FoldBatchNorm(qnn.Conv1d),
+    nni.ConvBn2d: _FoldBatchNorm(qnn.Conv2d),
+    nni.ConvBn3d: _FoldBatchNorm(qnn.Conv3d),
+    nni.ConvBnReLU1d: _FoldBatchNorm(qnni.ConvReLU1d),
+    nni.ConvBnReLU2d: _FoldBatchNorm(qnni.ConvReLU2d),
+    nni.ConvBnReLU3d: _FoldBatchNorm(qnni.ConvReLU3d),
+    nni.LinearBn1d: _FoldBatchNorm(qnn.Linear),
+    # Weight-only embeddings: see below (TODO(#8)).
 }
+# Weight-only embedding modules (#8): mapped as soon as qplugin.nn has them.
+# TODO(#8): make these plain entries when qplugin.nn.Embedding/EmbeddingBag land.
+if hasattr(qnn, "Embedding"):  # pragma: no cover - depends on #8
+    DEFAULT_STATIC_QUANT_MODULE_MAPPINGS[nn.Embedding] = qnn.Embedding
+if hasattr(qnn, "EmbeddingBag"):  # pragma: no cover - depends on #8
+    DEFAULT_STATIC_QUANT_MODULE_MAPPINGS[nn.EmbeddingBag] = qnn.EmbeddingBag
+
+# The public name (issue #9); DEFAULT_STATIC_QUANT_MODULE_MAPPINGS (torch.ao's name) is the same
+# dict.
+DEFAULT_MODULE_MAPPING = DEFAULT_STATIC_QUANT_MODULE_MAPPINGS
+
+
+from ._migrate import (  # noqa: E402
+    from_torch_ao, get_default_torch_ao_migrations, load_torch_ao_state_dict)
 
 
 def get_default_static_quant_module_mappings() -> Dict[Callable, Any]:
@@ -166,6 +245,90 @@ def convert(module: nn.Module, mapping: Optional[Dict[Callable, Any]] = None,
     if remove_qconfig:
         _remove_qconfig(module)
     return module
+
+
+def quantize(model: nn.Module, run_fn: Callable, run_args: Any,
+             mapping: Optional[Dict[Callable, Any]] = None, inplace: bool = False) -> nn.Module:
+    r"""Post-training static quantization in one call (≙ torch.ao.quantization.quantize):
+    ``model.eval()``, ``torch.ao.quantization.prepare`` (observers on every module with a
+    qconfig whose class is in :func:`get_default_qconfig_propagation_list`), calibration by
+    ``run_fn(model, *run_args)``, then :func:`convert` with `mapping`.
+
+    Args:
+        model: a float model whose (sub)modules carry ``qconfig`` attributes, with QuantStub /
+            DeQuantStub marking the quantized region, as for torch.ao.
+        run_fn: the calibration function, called as ``run_fn(prepared_model, *run_args)``.
+        run_args: the extra positional arguments of `run_fn` (a tuple or list; another value is
+            passed as the single argument).
+        mapping: float class -> qplugin class; default :data:`DEFAULT_MODULE_MAPPING`.
+        inplace: quantize `model` itself instead of a deep copy.
+
+    Returns:
+        The converted model.
+    """
+    import torch.ao.quantization as tq
+    if not isinstance(model, nn.Module):
+        raise TypeError("qplugin.quantization.quantize: expected a torch.nn.Module, got"
+                        f" {type(model).__name__}")
+    if not callable(run_fn):
+        raise TypeError("qplugin.quantization.quantize: expected run_fn to be callable, got"
+                        f" {type(run_fn).__name__}")
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.eval()
+    tq.prepare(model, inplace=True, allow_list=get_default_qconfig_propagation_list())
+    run_fn(model, *_as_args(run_args))
+    convert(model, mapping, inplace=True)
+    return model
+
+
+def quantize_qat(model: nn.Module, run_fn: Callable, run_args: Any,
+                 inplace: bool = False) -> nn.Module:
+    r"""Quantization-aware training in one call (≙ torch.ao.quantization.quantize_qat):
+    ``model.train()``, swap to torch.ao's QAT modules (fake-quantized float modules: PyTorch's
+    QAT mapping) with fake-quant observers, ``run_fn(model, *run_args)`` (the training loop),
+    then :func:`convert` into qplugin modules.
+
+    As :func:`quantize`, the observers also go on the modules torch's list misses
+    (:func:`get_default_qconfig_propagation_list`: e.g. pooling outputs, SiLU, GELU), so the
+    fake-quantized training differs slightly from torch.ao's quantize_qat on such models.
+
+    Args:
+        model: a float model with ``qconfig`` attributes (a QAT qconfig, e.g.
+            ``torch.ao.quantization.get_default_qat_qconfig("x86")``), fused with
+            ``fuse_modules_qat`` if wanted.
+        run_fn: the training function, called as ``run_fn(prepared_model, *run_args)``.
+        run_args: its extra positional arguments (as in :func:`quantize`).
+        inplace: work on `model` itself instead of a deep copy.
+
+    Returns:
+        The converted model.
+    """
+    import torch.ao.quantization as tq
+    from torch.ao.quantization.quantization_mappings import get_default_qat_module_mappings
+    if not isinstance(model, nn.Module):
+        raise TypeError("qplugin.quantization.quantize_qat: expected a torch.nn.Module, got"
+                        f" {type(model).__name__}")
+    if not callable(run_fn):
+        raise TypeError("qplugin.quantization.quantize_qat: expected run_fn to be callable, got"
+                        f" {type(run_fn).__name__}")
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.train()
+    # ≙ torch.ao.quantization.prepare_qat, with qplugin's observation list. The float -> QAT
+    # swap is PyTorch's (QAT modules compute in float); nothing quantized of PyTorch's runs.
+    qat_mapping = get_default_qat_module_mappings()
+    tq.propagate_qconfig_(model, qconfig_dict=None)
+    tq.convert(model, mapping=qat_mapping, inplace=True, remove_qconfig=False)
+    tq.prepare(model, observer_non_leaf_module_list=set(qat_mapping.values()), inplace=True,
+               allow_list=get_default_qconfig_propagation_list())
+    run_fn(model, *_as_args(run_args))
+    convert(model, inplace=True)
+    return model
+
+
+def _as_args(run_args: Any):
+    return tuple(run_args) if isinstance(run_args, (tuple, list)) else (run_args,)
 
 
 def _convert(module: nn.Module, mapping: Dict[Callable, Any],

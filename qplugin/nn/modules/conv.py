@@ -7,6 +7,7 @@ The state-dict layout is torch.ao's (version 3: weight, bias, scale, zero_point)
 load both ways. Extension: padding_mode 'reflect', 'replicate' and 'circular' (PyTorch's quantized
 convs only take 'zeros' and 'reflect'): the padding copies quantized values, so it is exact.
 """
+import copy
 from typing import List, Optional
 
 import torch
@@ -58,6 +59,14 @@ def _quantize_conv_weight(float_wt, observer, axis):
         else:
             qw = torch._make_per_tensor_quantized_tensor(q, qw.q_scale(), qw.q_zero_point())
     return qw
+
+
+def _rebuild_module(cls, state):
+    """Unpickles a module pickled by _ConvNd.__reduce_ex__ (a module-level function, so that
+    pickle finds it by name)."""
+    new = cls.__new__(cls)
+    new.__dict__.update(state)
+    return new
 
 
 class _ConvNd(torch.nn.Module):
@@ -148,9 +157,20 @@ class _ConvNd(torch.nn.Module):
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
-        self.set_weight_bias(state_dict.pop(prefix + "weight"), state_dict.pop(prefix + "bias"))
-        self.scale = float(state_dict.pop(prefix + "scale"))
-        self.zero_point = int(state_dict.pop(prefix + "zero_point"))
+        # A key missing from the dict is reported as missing (strict load_state_dict raises
+        # its usual error naming it), not a KeyError; the current values are kept.
+        missing = [prefix + k for k in ("weight", "bias", "scale", "zero_point")
+                   if prefix + k not in state_dict]
+        if missing:
+            if strict:
+                missing_keys.extend(missing)
+            for k in ("weight", "bias", "scale", "zero_point"):
+                state_dict.pop(prefix + k, None)
+        else:
+            self.set_weight_bias(state_dict.pop(prefix + "weight"),
+                                 state_dict.pop(prefix + "bias"))
+            self.scale = float(state_dict.pop(prefix + "scale"))
+            self.zero_point = int(state_dict.pop(prefix + "zero_point"))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
                                       unexpected_keys, error_msgs)
 
@@ -178,14 +198,25 @@ class _ConvNd(torch.nn.Module):
         self.zero_point = state[13]
         self.training = state[14]
 
+    # Python pickling (torch.save, copy): the nn.Module way -- the whole __dict__ (hooks,
+    # training flag, extra attributes), the packed object pickled by its own versioned, unpacked
+    # state (csrc/packed). The tuple-state __getstate__/__setstate__ above are TorchScript's
+    # (torch.jit.save); handing that tuple to Python's pickle would unpickle a module without
+    # nn.Module's internals (PyTorch's quantized convs fail that way: PyTorch issue 69426).
+    def __reduce_ex__(self, protocol):
+        return (_rebuild_module, (type(self), self.__dict__))
+
     def __deepcopy__(self, memo):
         new = type(self).__new__(type(self))
-        torch.nn.Module.__init__(new)
-        new.__setstate__(self.__getstate__())
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            new.__dict__[k] = copy.deepcopy(v, memo)
         return new
 
     def __copy__(self):
-        return self.__deepcopy__({})
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
 
     @classmethod
     def _float_types(cls):

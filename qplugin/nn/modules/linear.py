@@ -196,8 +196,16 @@ class Linear(torch.nn.Module):
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
-        self.scale = float(state_dict.pop(prefix + "scale"))
-        self.zero_point = int(state_dict.pop(prefix + "zero_point"))
+        # A key missing from the dict is reported as missing (strict load_state_dict raises
+        # its usual error naming it), not a KeyError; the current value is kept.
+        if prefix + "scale" in state_dict:
+            self.scale = float(state_dict.pop(prefix + "scale"))
+        elif strict:
+            missing_keys.append(prefix + "scale")
+        if prefix + "zero_point" in state_dict:
+            self.zero_point = int(state_dict.pop(prefix + "zero_point"))
+        elif strict:
+            missing_keys.append(prefix + "zero_point")
         version = local_metadata.get("version", None)
         if version is None or version == 1:
             # Version 1 kept weight and bias on the module itself.

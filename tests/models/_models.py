@@ -1,0 +1,171 @@
+"""Small whole models for tests/models: float definitions, prepare + calibrate (torch.ao's
+observers), and conversion both ways (torch.ao.quantization.convert as the oracle,
+qplugin.quantization.convert as the subject). Changes with: qplugin/quantization.
+"""
+import copy
+import functools
+
+import torch
+import torch.ao.nn.quantized as nnq
+import torch.ao.quantization as tq
+from torch import nn
+
+import qplugin.quantization as qq
+
+
+class ResNetish(nn.Module):
+    """The demo's shape: Conv-BN-ReLU (fused), a residual block whose add goes through
+    FloatFunctional, a depthwise-separable block with hardswish, max pooling, global average
+    pooling and a Linear head."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.quant = tq.QuantStub()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.relu1 = nn.ReLU()
+        self.conv2 = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.relu2 = nn.ReLU()
+        self.conv3 = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.bn3 = nn.BatchNorm2d(16)
+        self.skip_add = nnq.FloatFunctional()
+        self.relu3 = nn.ReLU()
+        self.pool = nn.MaxPool2d(2)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False)
+        self.dw_bn = nn.BatchNorm2d(16)
+        self.hswish = nn.Hardswish()
+        self.pw = nn.Conv2d(16, 32, 1, bias=False)
+        self.pw_bn = nn.BatchNorm2d(32)
+        self.pw_relu = nn.ReLU()
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(32, num_classes)
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, x):
+        x = self.relu1(self.bn1(self.conv1(self.quant(x))))
+        y = self.relu2(self.bn2(self.conv2(x)))
+        y = self.bn3(self.conv3(y))
+        x = self.relu3(self.skip_add.add(x, y))
+        x = self.pool(x)
+        x = self.hswish(self.dw_bn(self.dw(x)))
+        x = self.pw_relu(self.pw_bn(self.pw(x)))
+        x = torch.flatten(self.gap(x), 1)
+        return self.dequant(self.fc(x))
+
+    FUSE = [["conv1", "bn1", "relu1"], ["conv2", "bn2", "relu2"], ["conv3", "bn3"],
+            ["dw", "dw_bn"], ["pw", "pw_bn", "pw_relu"]]
+
+    @staticmethod
+    def example_input(batch=4, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(batch, 3, 16, 16, generator=g)
+
+
+class TransformerBlock(nn.Module):
+    """Pre-norm block: LayerNorm, gated MLP (two Linears, elementwise mul through
+    FloatFunctional), residual add through FloatFunctional, LayerNorm, Linear head with ReLU."""
+
+    def __init__(self, d=32, hidden=64):
+        super().__init__()
+        self.quant = tq.QuantStub()
+        self.ln1 = nn.LayerNorm(d)
+        self.fc_a = nn.Linear(d, hidden)
+        self.relu_a = nn.ReLU()
+        self.fc_g = nn.Linear(d, hidden)
+        self.gate_mul = nnq.FloatFunctional()
+        self.fc_o = nn.Linear(hidden, d)
+        self.res_add = nnq.FloatFunctional()
+        self.ln2 = nn.LayerNorm(d)
+        self.head = nn.Linear(d, d)
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, x):
+        x = self.quant(x)
+        h = self.ln1(x)
+        m = self.gate_mul.mul(self.relu_a(self.fc_a(h)), self.fc_g(h))
+        x = self.res_add.add(x, self.fc_o(m))
+        return self.dequant(self.head(self.ln2(x)))
+
+    FUSE = [["fc_a", "relu_a"]]
+
+    @staticmethod
+    def example_input(batch=2, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(batch, 6, 32, generator=g)
+
+
+class BagModel(nn.Module):
+    """EmbeddingBag (weight-only, float qparams per row) feeding a quantized Linear."""
+
+    def __init__(self, num=100, dim=16):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(num, dim, mode="sum")
+        self.quant = tq.QuantStub()
+        self.fc = nn.Linear(dim, 8)
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, indices, offsets):
+        return self.dequant(self.fc(self.quant(self.bag(indices, offsets))))
+
+    FUSE = []
+
+    @staticmethod
+    def example_input(batch=4, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        indices = torch.randint(0, 100, (batch * 5,), generator=g)
+        offsets = torch.arange(0, batch * 5, 5)
+        return indices, offsets
+
+
+def _randomize_bn(model, seed):
+    """Non-trivial batch-norm statistics, so folding them matters."""
+    g = torch.Generator().manual_seed(seed)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            with torch.no_grad():
+                m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+                m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+                m.bias.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+
+
+def float_model(cls, seed=0):
+    torch.manual_seed(seed)
+    m = cls()
+    _randomize_bn(m, seed + 1)
+    return m.eval()
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def prepared(cls, seed=0, calib_seed=100, calib_batches=4):
+    """The float model fused (eval mode), prepared with torch.ao's default x86 qconfig and
+    qplugin's observation list, and calibrated on `calib_batches` seeded inputs (a fresh copy
+    of a cached one: calibrating with histogram observers is the slow part)."""
+    return copy.deepcopy(_prepared(cls, seed, calib_seed, calib_batches))
+
+
+@functools.lru_cache(maxsize=None)
+def _prepared(cls, seed, calib_seed, calib_batches):
+    m = float_model(cls, seed)
+    if cls.FUSE:
+        m = tq.fuse_modules(m, cls.FUSE)
+    m.qconfig = tq.get_default_qconfig("x86")
+    if cls is BagModel:
+        m.bag.qconfig = tq.float_qparams_weight_only_qconfig
+    tq.prepare(m, inplace=True, allow_list=qq.get_default_qconfig_propagation_list())
+    with torch.no_grad():
+        for i in range(calib_batches):
+            m(*_as_tuple(cls.example_input(seed=calib_seed + i)))
+    return m
+
+
+def torch_ao_convert(prep):
+    return tq.convert(copy.deepcopy(prep))
+
+
+def qplugin_convert(prep):
+    return qq.convert(copy.deepcopy(prep))
