@@ -107,6 +107,11 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     nn.Tanh: qnn.Tanh,
     nn.Mish: qnn.Mish,
     nn.Softplus: qnn.Softplus,
+    # Embeddings (weight-only qconfig: float_qparams_weight_only_qconfig[_4bit])
+    nn.Embedding: qnn.Embedding,
+    nn.EmbeddingBag: qnn.EmbeddingBag,
+    nnqat.Embedding: qnn.Embedding,
+    nnqat.EmbeddingBag: qnn.EmbeddingBag,
 }
 
 
