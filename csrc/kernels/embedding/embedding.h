@@ -39,6 +39,7 @@ struct BagArgs {
   const float* weights;    // nullable (sum mode only)
   BagMode mode;
   float* out;              // [nbags][dim]
+  int64_t prefetch;        // positions prefetched ahead (0: none)
 };
 
 struct EmbeddingKernelTable {

@@ -101,6 +101,42 @@ struct Ops {
     }
     PortableOps::max4(o + d, p + d / 2, n - d, s, b);
   }
+  // Register-blocked batch sum: 64 columns (8 accumulators) at a time across all n rows; the
+  // < 64-column tail row by row. Same per-element fma sequence as sum_rows_by_row.
+  template <int Bits>
+  static void sum_rows(float* o, const uint8_t* const* rows, const float* a, int64_t n,
+                       int64_t dim, bool init) {
+    int64_t d0 = 0;
+    for (; d0 + 64 <= dim; d0 += 64) {
+      __m256 acc[8];
+      for (int j = 0; j < 8; ++j) {
+        acc[j] = init ? _mm256_setzero_ps() : _mm256_loadu_ps(o + d0 + 8 * j);
+      }
+      for (int64_t r = 0; r < n; ++r) {
+        const __m256 av = _mm256_set1_ps(a[r]);
+        if (Bits == 8) {
+          const uint8_t* q = rows[r] + d0;
+          for (int j = 0; j < 8; ++j) {
+            const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * j));
+            acc[j] = _mm256_fmadd_ps(av, cvt8(v), acc[j]);
+          }
+        } else {
+          const uint8_t* p = rows[r] + d0 / 2;
+          for (int j = 0; j < 4; ++j) {
+            const __m128i c = nibbles16(p + 8 * j);
+            acc[2 * j] = _mm256_fmadd_ps(av, cvt8(c), acc[2 * j]);
+            acc[2 * j + 1] = _mm256_fmadd_ps(av, cvt8(_mm_srli_si128(c, 8)), acc[2 * j + 1]);
+          }
+        }
+      }
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(o + d0 + 8 * j, acc[j]);
+    }
+    if (d0 < dim) {
+      const uint8_t* shifted[32];
+      for (int64_t r = 0; r < n; ++r) shifted[r] = rows[r] + (Bits == 8 ? d0 : d0 / 2);
+      embedding_generic::sum_rows_by_row<Bits, Ops>(o + d0, shifted, a, n, dim - d0, init);
+    }
+  }
 };
 
 }  // namespace

@@ -102,6 +102,69 @@ struct Ops {
     }
     PortableOps::max4(o + d, p + d / 2, n - d, s, b);
   }
+  // Register-blocked batch sum: 128 columns (8 accumulators) at a time across all n rows, masked
+  // for the last block. Same per-element fma sequence as sum_rows_by_row.
+  template <int Bits, bool Full>
+  static void sum_block(float* o, const uint8_t* const* rows, const float* a, int64_t n,
+                        int64_t d0, int64_t width, bool init) {
+    __m512 acc[8];
+    __mmask16 m[8];
+    for (int j = 0; j < 8; ++j) {
+      const int64_t left = width - 16 * j;
+      m[j] = Full || left >= 16 ? static_cast<__mmask16>(0xffff)
+             : left <= 0        ? static_cast<__mmask16>(0)
+                                : static_cast<__mmask16>((1u << left) - 1);
+      acc[j] = init ? _mm512_setzero_ps()
+                    : (Full ? _mm512_loadu_ps(o + d0 + 16 * j)
+                            : _mm512_maskz_loadu_ps(m[j], o + d0 + 16 * j));
+    }
+    for (int64_t r = 0; r < n; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+      if (Bits == 8) {
+        const uint8_t* q = rows[r] + d0;
+        for (int j = 0; j < 8; ++j) {
+          const __m512 x = Full ? cvt16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * j)))
+                                : load16(q + 16 * j, m[j]);
+          acc[j] = _mm512_fmadd_ps(av, x, acc[j]);
+        }
+      } else {
+        const uint8_t* p = rows[r] + d0 / 2;
+        for (int j = 0; j < 4; ++j) {
+          __m128i c0, c1;
+          if (Full) {
+            nibbles32(p + 16 * j, &c0, &c1);
+          } else {
+            // Bytes of this 32-column group: (columns left) / 2, the table's dim being even.
+            const int64_t left = width - 32 * j;
+            const int64_t nbytes = left >= 32 ? 16 : (left <= 0 ? 0 : left / 2);
+            const __mmask16 bm = static_cast<__mmask16>((1u << nbytes) - 1);
+            const __m128i v = _mm_maskz_loadu_epi8(bm, p + 16 * j);
+            const __m128i k15 = _mm_set1_epi8(15);
+            const __m128i lo = _mm_and_si128(v, k15);
+            const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), k15);
+            c0 = _mm_unpacklo_epi8(lo, hi);
+            c1 = _mm_unpackhi_epi8(lo, hi);
+          }
+          acc[2 * j] = _mm512_fmadd_ps(av, cvt16(c0), acc[2 * j]);
+          acc[2 * j + 1] = _mm512_fmadd_ps(av, cvt16(c1), acc[2 * j + 1]);
+        }
+      }
+    }
+    for (int j = 0; j < 8; ++j) {
+      if (Full) {
+        _mm512_storeu_ps(o + d0 + 16 * j, acc[j]);
+      } else {
+        _mm512_mask_storeu_ps(o + d0 + 16 * j, m[j], acc[j]);
+      }
+    }
+  }
+  template <int Bits>
+  static void sum_rows(float* o, const uint8_t* const* rows, const float* a, int64_t n,
+                       int64_t dim, bool init) {
+    int64_t d0 = 0;
+    for (; d0 + 128 <= dim; d0 += 128) sum_block<Bits, true>(o, rows, a, n, d0, 128, init);
+    if (d0 < dim) sum_block<Bits, false>(o, rows, a, n, d0, dim - d0, init);
+  }
 };
 
 }  // namespace

@@ -82,7 +82,36 @@ struct PortableOps {
   }
 };
 
-constexpr int64_t kPrefetch = 16;  // positions ahead (~ rows in flight to hide DRAM latency)
+// Sum of a batch of n rows into o (dim elements): o[d] = fma(a[n-1], q_{n-1}[d], ... fma(a[0],
+// q_0[d], init ? 0 : o[d])); row by row with Ops' single-row forms. The ISA files replace it with
+// register-blocked forms (accumulators stay in registers across the rows): same bytes.
+template <int Bits, class Ops>
+void sum_rows_by_row(float* o, const uint8_t* const* rows, const float* a, int64_t n, int64_t dim,
+                     bool init) {
+  if (init) std::memset(o, 0, static_cast<size_t>(dim) * sizeof(float));
+  for (int64_t r = 0; r < n; ++r) {
+    if (Bits == 8) Ops::acc8(o, rows[r], dim, a[r]); else Ops::acc4(o, rows[r], dim, a[r]);
+  }
+}
+
+struct PortableBatchOps : PortableOps {
+  template <int Bits>
+  static void sum_rows(float* o, const uint8_t* const* rows, const float* a, int64_t n,
+                       int64_t dim, bool init) {
+    sum_rows_by_row<Bits, PortableOps>(o, rows, a, n, dim, init);
+  }
+};
+
+
+// One cache line into all levels (prefetcht0). An asm statement, not __builtin_prefetch: GCC 12
+// deleted the builtin's calls from this loop at -O1 and above (no prefetch in the object file).
+inline void prefetch_line(const char* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetcht0 %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p, 0, 3);
+#endif
+}
 
 template <int Bits, class Ops, typename I>
 void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
@@ -92,6 +121,7 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
   const int64_t dim = a.dim, rb = a.row_bytes;
   const int64_t code_bytes = Bits == 8 ? dim : dim / 2;
   const int64_t pend = a.offsets[b1];
+  const int64_t kPrefetch = a.prefetch;
   auto row_of = [&](int64_t i) -> int64_t {
     const int64_t r = static_cast<int64_t>(idx[i]);
     return map != nullptr ? static_cast<int64_t>(map[r]) : r;
@@ -101,8 +131,8 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
     const int64_t r = row_of(i);
     if (r < 0) return;
     const char* p = reinterpret_cast<const char*>(table + r * rb);
-    for (int64_t off = 0; off < rb; off += 64) __builtin_prefetch(p + off, 0, 3);
-    __builtin_prefetch(p + rb - 1, 0, 3);
+    for (int64_t off = 0; off < rb; off += 64) prefetch_line(p + off);
+    prefetch_line(p + rb - 1);
   };
   auto scale_bias = [&](const uint8_t* row, float* s, float* b) {
     if (Bits == 8) {
@@ -117,6 +147,9 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
     }
   };
   for (int64_t i = a.offsets[b0]; i < a.offsets[b0] + kPrefetch && i < pend; ++i) prefetch(i);
+  constexpr int64_t kBatch = 32;  // rows summed per Ops::sum_rows call
+  const uint8_t* rows[kBatch];
+  float mult[kBatch];
 
   for (int64_t bag = b0; bag < b1; ++bag) {
     float* __restrict o = a.out + bag * dim;
@@ -140,9 +173,9 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
       if (first) std::memset(o, 0, static_cast<size_t>(dim) * sizeof(float));
       continue;
     }
-    std::memset(o, 0, static_cast<size_t>(dim) * sizeof(float));
     float bsum = 0.0f;
-    int64_t count = 0;
+    int64_t count = 0, nb = 0;
+    bool init = true;
     const float* __restrict w = a.weights;
     for (int64_t i = s0; i < s1; ++i) {
       prefetch(i + kPrefetch);
@@ -156,9 +189,17 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
         sc = w[i] * sc;
         bi = w[i] * bi;
       }
-      if (Bits == 8) Ops::acc8(o, row, dim, sc); else Ops::acc4(o, row, dim, sc);
+      rows[nb] = row;
+      mult[nb] = sc;
+      ++nb;
       bsum += bi;
+      if (nb == kBatch) {
+        Ops::template sum_rows<Bits>(o, rows, mult, nb, dim, init);
+        init = false;
+        nb = 0;
+      }
     }
+    if (nb > 0 || init) Ops::template sum_rows<Bits>(o, rows, mult, nb, dim, init);
     if (a.mode == BagMode::kMean && count > 0) {
       const float n = static_cast<float>(count);
       for (int64_t d = 0; d < dim; ++d) o[d] = (o[d] + bsum) / n;

@@ -9,7 +9,7 @@ namespace scalar {
 
 const EmbeddingKernelTable& make_embedding_table() {
   static const EmbeddingKernelTable t =
-      embedding_generic::make<embedding_generic::PortableOps>(
+      embedding_generic::make<embedding_generic::PortableBatchOps>(
           Isa::kScalar, "embedding_bag_8bit__scalar", "embedding_bag_4bit__scalar");
   return t;
 }
