@@ -39,9 +39,15 @@ at::Tensor float_weight(const char* op, const at::Tensor& weight) {
   return weight.to(at::kFloat).contiguous();
 }
 
-void check_finite_row(const char* op, float mn, float mx, int64_t row) {
-  TORCH_CHECK(std::isfinite(mn) && std::isfinite(mx), "qplugin::", op,
-              ": expected finite weights, got min ", mn, " and max ", mx, " in row ", row);
+// NaN compares false, so min/max alone would not see it: every element is checked.
+void check_finite_row(const char* op, const float* x, int64_t n, int64_t row) {
+  bool finite = true;
+  for (int64_t c = 0; c < n; ++c) finite = finite && std::isfinite(x[c]);
+  if (finite) return;
+  for (int64_t c = 0; c < n; ++c) {
+    TORCH_CHECK(std::isfinite(x[c]), "qplugin::", op, ": expected finite weights, got ", x[c],
+                " at row ", row, ", column ", c);
+  }
 }
 
 // 8-bit rows (FBGEMM's reference quantizer, as torch.ops.quantized.embedding_bag_byte_prepack):
@@ -65,7 +71,7 @@ at::Tensor embedding_bag_byte_prepack_cpu(const at::Tensor& weight) {
       const float* x = src + r * cols;
       uint8_t* row = dst + r * (cols + 8);
       const float mn = *std::min_element(x, x + cols), mx = *std::max_element(x, x + cols);
-      check_finite_row(op, mn, mx, r);
+      check_finite_row(op, x, cols, r);
       const float range = mx - mn;
       const float scale = range / 255.0f;
       const float inv = 255.0f / (range + 1e-8f);
@@ -109,7 +115,7 @@ at::Tensor embedding_bag_4bit_prepack_cpu(const at::Tensor& weight, bool optimiz
       uint8_t* row = dst + r * rb;
       float mn = *std::min_element(x, x + cols);
       const float mx = *std::max_element(x, x + cols);
-      check_finite_row(op, mn, mx, r);
+      check_finite_row(op, x, cols, r);
       const c10::Half mn_h(mn);
       mn = static_cast<float>(mn_h);
       const float range = mx - mn;
@@ -445,6 +451,8 @@ TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
   m.impl("embedding_bag_4bit", TORCH_FN(embedding_bag_packed_cpu<4>));
   m.impl("embedding_byte", TORCH_FN(embedding_packed_cpu<8>));
   m.impl("embedding_4bit", TORCH_FN(embedding_packed_cpu<4>));
+  // A plain tensor reaches the packed prepack too, for its clear "expected a quantized weight".
+  m.impl("embedding_bag_prepack", TORCH_FN(embedding_bag_prepack_quantized_cpu));
 }
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
