@@ -43,12 +43,20 @@ c10::intrusive_ptr<EmbeddingPackedParams> EmbeddingPackedParams::prepack(const a
   TORCH_CHECK(bits == 8 || dim % 2 == 0, "qplugin::", op,
               ": expected an even embedding_dim for a torch.quint4x2 weight, got ", dim);
 
+  const at::Tensor w = qweight.contiguous();
+  return from_parts(bits, rows, dim, reinterpret_cast<const uint8_t*>(w.data_ptr()),
+                    qweight.q_per_channel_scales(), qweight.q_per_channel_zero_points(), op);
+}
+
+c10::intrusive_ptr<EmbeddingPackedParams> EmbeddingPackedParams::from_parts(
+    int64_t bits, int64_t rows, int64_t dim, const uint8_t* src, at::Tensor scales,
+    at::Tensor zero_points, const char* op) {
   auto p = c10::make_intrusive<EmbeddingPackedParams>();
   p->bit_rate_ = bits;
   p->rows_ = rows;
   p->dim_ = dim;
-  p->scales_ = qweight.q_per_channel_scales().to(at::kFloat).contiguous().clone();
-  p->zero_points_ = qweight.q_per_channel_zero_points().to(at::kFloat).contiguous().clone();
+  p->scales_ = scales.to(at::kFloat).contiguous().clone();
+  p->zero_points_ = zero_points.to(at::kFloat).contiguous().clone();
   TORCH_CHECK(p->scales_.numel() == rows && p->zero_points_.numel() == rows, "qplugin::", op,
               ": expected ", rows, " scales and zero points (one per row), got ",
               p->scales_.numel(), " and ", p->zero_points_.numel());
@@ -59,9 +67,6 @@ c10::intrusive_ptr<EmbeddingPackedParams> EmbeddingPackedParams::prepack(const a
                 ": expected finite scales and zero points, got scale ", sc[r], " and zero point ",
                 zp[r], " at row ", r);
   }
-
-  const at::Tensor w = qweight.contiguous();
-  const uint8_t* src = reinterpret_cast<const uint8_t*>(w.data_ptr());
   const int64_t code_bytes = bits == 8 ? dim : dim / 2;
   const int64_t row_bytes = code_bytes + (bits == 8 ? 8 : 4);
   p->table_ = at::empty({rows, row_bytes}, at::device(at::kCPU).dtype(at::kByte));
@@ -102,13 +107,16 @@ at::Tensor EmbeddingPackedParams::unpack() const {
 }
 
 EmbeddingPackedParams::State EmbeddingPackedParams::getstate() const {
-  return {kStateVersion, unpack()};
+  const int64_t code_bytes = bit_rate_ == 8 ? dim_ : dim_ / 2;
+  at::Tensor codes = table_.narrow(1, 0, code_bytes).contiguous().clone();
+  return {kStateVersion, bit_rate_, dim_, codes, scales_.clone(), zero_points_.clone()};
 }
 
 c10::intrusive_ptr<EmbeddingPackedParams> EmbeddingPackedParams::setstate(
     const c10::IValue& state) {
   TORCH_CHECK(state.isTuple(), "qplugin::", kSetstate,
-              ": expected a tuple (version, weight), got ", state.tagKind());
+              ": expected a tuple (version, bit_rate, embedding_dim, codes, scales, zero_points), "
+              "got ", state.tagKind());
   const auto& el = state.toTupleRef().elements();
   TORCH_CHECK(!el.empty() && el[0].isInt(), "qplugin::", kSetstate,
               ": expected an integer version as the first element of the state, got ",
@@ -116,12 +124,37 @@ c10::intrusive_ptr<EmbeddingPackedParams> EmbeddingPackedParams::setstate(
   const int64_t version = el[0].toInt();
   TORCH_CHECK(version == 1, "qplugin::", kSetstate, ": expected state version 1, got ", version,
               version > 1 ? "; the state was written by a newer qplugin, upgrade qplugin" : "");
-  TORCH_CHECK(el.size() == 2, "qplugin::", kSetstate,
-              ": expected a version-1 state (1, weight) of 2 elements, got ", el.size());
-  TORCH_CHECK(el[1].isTensor(), "qplugin::", kSetstate,
-              ": expected a quint8 or quint4x2 weight tensor as the second element, got ",
-              el[1].tagKind());
-  return prepack(el[1].toTensor(), kSetstate);
+  TORCH_CHECK(el.size() == 6, "qplugin::", kSetstate,
+              ": expected a version-1 state (1, bit_rate, embedding_dim, codes, scales, "
+              "zero_points) of 6 elements, got ", el.size());
+  TORCH_CHECK(el[1].isInt() && (el[1].toInt() == 8 || el[1].toInt() == 4), "qplugin::",
+              kSetstate, ": expected bit_rate 8 or 4 as the second element, got ",
+              el[1].isInt() ? std::to_string(el[1].toInt()) : std::string(el[1].tagKind()));
+  const int64_t bits = el[1].toInt();
+  TORCH_CHECK(el[2].isInt() && el[2].toInt() >= 0 && (bits == 8 || el[2].toInt() % 2 == 0),
+              "qplugin::", kSetstate, ": expected a non-negative embedding_dim (even for 4-bit) "
+              "as the third element, got ",
+              el[2].isInt() ? std::to_string(el[2].toInt()) : std::string(el[2].tagKind()));
+  const int64_t dim = el[2].toInt();
+  for (size_t i = 3; i < 6; ++i) {
+    TORCH_CHECK(el[i].isTensor(), "qplugin::", kSetstate, ": expected a tensor as element ", i,
+                " of the state, got ", el[i].tagKind());
+  }
+  const at::Tensor codes = el[3].toTensor().contiguous();
+  const int64_t code_bytes = bits == 8 ? dim : dim / 2;
+  TORCH_CHECK(!codes.is_quantized() && codes.scalar_type() == at::kByte && codes.dim() == 2 &&
+                  codes.size(1) == code_bytes && codes.device().is_cpu(),
+              "qplugin::", kSetstate, ": expected codes of dtype torch.uint8 and shape [rows, ",
+              code_bytes, "], got ", c10::toString(codes.scalar_type()), " of shape ",
+              codes.sizes());
+  const at::Tensor& s = el[4].toTensor();
+  const at::Tensor& z = el[5].toTensor();
+  TORCH_CHECK(!s.is_quantized() && !z.is_quantized() && s.scalar_type() == at::kFloat &&
+                  z.scalar_type() == at::kFloat && s.dim() == 1 && z.dim() == 1,
+              "qplugin::", kSetstate,
+              ": expected 1-D float32 scales and zero_points, got ", c10::toString(s.scalar_type()),
+              " ", s.sizes(), " and ", c10::toString(z.scalar_type()), " ", z.sizes());
+  return from_parts(bits, codes.size(0), dim, codes.data_ptr<uint8_t>(), s, z, kSetstate);
 }
 
 }  // namespace qplugin

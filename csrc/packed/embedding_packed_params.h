@@ -6,9 +6,13 @@
 // ops/embedding.cpp (schemas), ops/cpu/embedding_kernel.cpp (the lookups),
 // qplugin/nn/modules/embedding_ops.py.
 //
-// Pickled state (never the fused bytes or the ISA; repacked on load):
-//   version 1: (1, weight: quint8 or quint4x2 [num_embeddings, embedding_dim],
-//               per_channel_affine_float_qparams along axis 0)
+// Pickled state (never the fused bytes or the ISA; repacked on load). Plain tensors only: a
+// quint4x2 tensor inside a TorchScript archive does not load in torch 2.13 (its storage is
+// restored at half the size the tensor needs), and plain tensors outlive the quantized dtypes.
+//   version 1: (1, bit_rate: 8 or 4, embedding_dim,
+//               codes: uint8 [num_embeddings, embedding_dim * bit_rate / 8] (4-bit: element 2k
+//                      in the low nibble of byte k),
+//               scales: float32 [num_embeddings], zero_points: float32 [num_embeddings])
 #pragma once
 #include <ATen/ATen.h>
 #include <torch/custom_class.h>
@@ -21,7 +25,7 @@
 namespace qplugin {
 
 struct EmbeddingPackedParams : torch::CustomClassHolder {
-  using State = std::tuple<int64_t, at::Tensor>;
+  using State = std::tuple<int64_t, int64_t, int64_t, at::Tensor, at::Tensor, at::Tensor>;
   static constexpr int64_t kStateVersion = 1;
 
   // Validates and packs (op names the caller in error messages). Kernels of the current ISA.
@@ -47,6 +51,12 @@ struct EmbeddingPackedParams : torch::CustomClassHolder {
   }
 
  private:
+  // Builds the fused table from validated parts (codes: [rows, code_bytes] uint8, contiguous).
+  static c10::intrusive_ptr<EmbeddingPackedParams> from_parts(int64_t bits, int64_t rows,
+                                                               int64_t dim, const uint8_t* codes,
+                                                               at::Tensor scales,
+                                                               at::Tensor zero_points,
+                                                               const char* op);
   int64_t bit_rate_ = 8;
   int64_t rows_ = 0;
   int64_t dim_ = 0;

@@ -368,18 +368,31 @@ def test_packed_params_pickle_and_bad_states():
     wq = _float_qparams_weight(12, 6, torch.quint8, 3)
     p = P.embedding_bag_prepack(wq)
     state = p._get_method("__getstate__")()
-    assert isinstance(state, tuple) and len(state) == 2 and state[0] == 1 and torch.equal(state[1].int_repr(), wq.int_repr())
+    # Plain tensors only (a quint4x2 tensor does not survive a TorchScript archive in torch 2.13).
+    assert isinstance(state, tuple) and len(state) == 6 and state[:3] == (1, 8, 6)
+    assert torch.equal(state[3], wq.int_repr())
+    assert torch.equal(state[4], wq.q_per_channel_scales().float())
+    assert torch.equal(state[5], wq.q_per_channel_zero_points().float())
     buf = io.BytesIO()
     torch.save(p, buf)
     buf.seek(0)
     q = torch.load(buf, weights_only=False)
     assert torch.equal(P.embedding_byte(q, torch.arange(12)), P.embedding_byte(p, torch.arange(12)))
-    for bad, msg in [((2, wq), r"expected state version 1, got 2; .*newer qplugin"),
-                     ((1,), r"expected a version-1 state \(1, weight\) of 2 elements, got 1"),
-                     ((1, 3), r"expected a quint8 or quint4x2 weight tensor"),
-                     (("x", wq), r"expected an integer version"),
-                     (7, r"expected a tuple \(version, weight\), got Int"),
-                     ((1, torch.randn(3, 4)), r"expected a quantized weight")]:
+    c, sc, z = state[3], state[4], state[5]
+    for bad, msg in [((2, 8, 6, c, sc, z), r"expected state version 1, got 2; .*newer qplugin"),
+                     ((1,), r"expected a version-1 state \(1, bit_rate, embedding_dim, codes, "
+                            r"scales, zero_points\) of 6 elements, got 1"),
+                     ((1, 2, 6, c, sc, z), r"expected bit_rate 8 or 4 .* got 2"),
+                     ((1, 4, 5, c, sc, z), r"expected a non-negative embedding_dim \(even for "
+                                           r"4-bit\) as the third element, got 5"),
+                     ((1, 8, 7, c, sc, z), r"expected codes of dtype torch.uint8 and shape "
+                                           r"\[rows, 7\]"),
+                     ((1, 8, 6, c, sc[:3], z), r"expected 12 scales and zero points"),
+                     ((1, 8, 6, c, sc.double(), z), r"expected 1-D float32 scales"),
+                     ((1, 8, 6, None, sc, z), r"expected a tensor as element 3"),
+                     (("x", 8), r"expected an integer version"),
+                     (7, r"expected a tuple \(version, bit_rate, embedding_dim, codes, scales, "
+                         r"zero_points\), got Int")]:
         with pytest.raises(RuntimeError,
                            match=r"qplugin::EmbeddingPackedParams.__setstate__: " + msg):
             p._get_method("__setstate__")(bad)

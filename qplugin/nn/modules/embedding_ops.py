@@ -239,6 +239,7 @@ class EmbeddingBag(Embedding):
 
     _version = 1
     _FLOAT_MODULE = torch.nn.EmbeddingBag
+    padding_idx: Optional[int]
     _padding_mapping: Optional[Tensor]
 
     def __init__(self, num_embeddings: int, embedding_dim: int,
