@@ -28,6 +28,13 @@ inline __m128i nibbles16(const uint8_t* p) {
 }
 
 struct Ops {
+  static constexpr int64_t kRegCols = 0;  // 128 columns would need all 16 ymm registers
+  template <int Bits>
+  struct RegAcc {
+    explicit RegAcc(int64_t) {}
+    void add(const uint8_t*, float) {}
+    void store(float*) const {}
+  };
   static void acc8(float* o, const uint8_t* q, int64_t n, float a) {
     const __m256 av = _mm256_set1_ps(a);
     int64_t d = 0;

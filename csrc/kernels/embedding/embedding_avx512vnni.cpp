@@ -32,6 +32,59 @@ inline void nibbles32(const uint8_t* p, __m128i* c0, __m128i* c1) {
 }
 
 struct Ops {
+  // Bags of rows up to 128 columns wide sum in 8 zmm accumulators (masked past dim).
+  static constexpr int64_t kRegCols = 128;
+  template <int Bits>
+  struct RegAcc {
+    __m512 v[8];
+    __mmask16 m[8];
+    __mmask16 bm[4];  // 4-bit: bytes of each 32-column group (dim is even)
+    bool full;        // dim == 128: unmasked loads
+    explicit RegAcc(int64_t d) : full(d == 128) {
+      for (int j = 0; j < 4; ++j) {
+        const int64_t left = d - 32 * j;
+        const int64_t nbytes = left >= 32 ? 16 : (left <= 0 ? 0 : left / 2);
+        bm[j] = static_cast<__mmask16>((1u << nbytes) - 1);
+      }
+      for (int j = 0; j < 8; ++j) {
+        const int64_t left = d - 16 * j;
+        m[j] = left >= 16 ? static_cast<__mmask16>(0xffff)
+               : left <= 0 ? static_cast<__mmask16>(0)
+                           : static_cast<__mmask16>((1u << left) - 1);
+        v[j] = _mm512_setzero_ps();
+      }
+    }
+    inline void add(const uint8_t* row, float a) {
+      const __m512 av = _mm512_set1_ps(a);
+      if (Bits == 8 && full) {
+        for (int j = 0; j < 8; ++j) {
+          const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * j));
+          v[j] = _mm512_fmadd_ps(av, cvt16(x), v[j]);
+        }
+      } else if (Bits == 8) {
+        for (int j = 0; j < 8; ++j) v[j] = _mm512_fmadd_ps(av, load16(row + 16 * j, m[j]), v[j]);
+      } else if (full) {
+        for (int j = 0; j < 4; ++j) {
+          __m128i c0, c1;
+          nibbles32(row + 16 * j, &c0, &c1);
+          v[2 * j] = _mm512_fmadd_ps(av, cvt16(c0), v[2 * j]);
+          v[2 * j + 1] = _mm512_fmadd_ps(av, cvt16(c1), v[2 * j + 1]);
+        }
+      } else {
+        const __m128i k15 = _mm_set1_epi8(15);
+        for (int j = 0; j < 4; ++j) {
+          const __m128i x = _mm_maskz_loadu_epi8(bm[j], row + 16 * j);
+          const __m128i lo = _mm_and_si128(x, k15);
+          const __m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), k15);
+          v[2 * j] = _mm512_fmadd_ps(av, cvt16(_mm_unpacklo_epi8(lo, hi)), v[2 * j]);
+          v[2 * j + 1] = _mm512_fmadd_ps(av, cvt16(_mm_unpackhi_epi8(lo, hi)), v[2 * j + 1]);
+        }
+      }
+    }
+    inline void store(float* o) const {
+      for (int j = 0; j < 8; ++j) _mm512_mask_storeu_ps(o + 16 * j, m[j], v[j]);
+    }
+  };
   static void acc8(float* o, const uint8_t* q, int64_t n, float a) {
     const __m512 av = _mm512_set1_ps(a);
     int64_t d = 0;

@@ -95,6 +95,13 @@ void sum_rows_by_row(float* o, const uint8_t* const* rows, const float* a, int64
 }
 
 struct PortableBatchOps : PortableOps {
+  static constexpr int64_t kRegCols = 0;  // no register-resident bag accumulator
+  template <int Bits>
+  struct RegAcc {  // unused (kRegCols == 0)
+    explicit RegAcc(int64_t) {}
+    void add(const uint8_t*, float) {}
+    void store(float*) const {}
+  };
   template <int Bits>
   static void sum_rows(float* o, const uint8_t* const* rows, const float* a, int64_t n,
                        int64_t dim, bool init) {
@@ -153,7 +160,8 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
 
   for (int64_t bag = b0; bag < b1; ++bag) {
     float* __restrict o = a.out + bag * dim;
-    const int64_t s0 = a.offsets[bag], s1 = a.offsets[bag + 1];
+    const int64_t s0 = a.offsets[bag];
+    int64_t s1 = a.offsets[bag + 1];
     if (a.mode == BagMode::kMax) {
       bool first = true;
       for (int64_t i = s0; i < s1; ++i) {
@@ -177,6 +185,31 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
     int64_t count = 0, nb = 0;
     bool init = true;
     const float* __restrict w = a.weights;
+    if constexpr (Ops::kRegCols > 0) {
+      // Narrow rows: the bag's sums stay in registers, one row at a time (as the batch path:
+      // acc = fma(a, q, acc) from 0, rows in order, so the same bytes).
+      if (dim <= Ops::kRegCols) {
+        typename Ops::template RegAcc<Bits> acc(dim);
+        for (int64_t i = s0; i < s1; ++i) {
+          prefetch(i + kPrefetch);
+          const int64_t r = row_of(i);
+          if (r < 0) continue;
+          ++count;
+          const uint8_t* row = table + r * rb;
+          float sc, bi;
+          scale_bias(row, &sc, &bi);
+          if (w != nullptr) {
+            sc = w[i] * sc;
+            bi = w[i] * bi;
+          }
+          acc.add(row, sc);
+          bsum += bi;
+        }
+        acc.store(o);
+        init = false;
+        s1 = s0;  // done: skip the batch loop below
+      }
+    }
     for (int64_t i = s0; i < s1; ++i) {
       prefetch(i + kPrefetch);
       const int64_t r = row_of(i);
