@@ -138,6 +138,8 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
     const int64_t r = row_of(i);
     if (r < 0) return;
     const char* p = reinterpret_cast<const char*>(table + r * rb);
+    // Every line of the row (8-bit rows of 136 bytes span 3 lines): prefetching only the first
+    // line measured ~1.5x slower on the 1M x 128 bench, first and last ~1.3x.
     for (int64_t off = 0; off < rb; off += 64) prefetch_line(p + off);
     prefetch_line(p + rb - 1);
   };
