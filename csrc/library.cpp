@@ -4,6 +4,7 @@
 #include <torch/library.h>
 
 #include "packed/conv_packed_params.h"
+#include "packed/embedding_packed_params.h"
 #include "packed/linear_packed_params.h"
 
 namespace {
@@ -63,4 +64,15 @@ TORCH_LIBRARY(qplugin, m) {
            [](const c10::intrusive_ptr<LinearPackedParams>& self) { return self->kernel_name(); });
   register_conv_class<qplugin::Conv2dPackedParams>(m, "Conv2dPackedParams");
   register_conv_class<qplugin::Conv3dPackedParams>(m, "Conv3dPackedParams");
+  // EmbeddingPackedParams: PyTorch's EmbeddingPackedParamsBase methods (bit_rate, version, unpack)
+  // plus kernel(); pickled as a versioned, unpacked state (embedding_packed_params.h).
+  using qplugin::EmbeddingPackedParams;
+  using EP = c10::intrusive_ptr<EmbeddingPackedParams>;
+  m.class_<EmbeddingPackedParams>("EmbeddingPackedParams")
+      .def_pickle([](const EP& self) -> EmbeddingPackedParams::State { return self->getstate(); },
+                  [](c10::IValue state) -> EP { return EmbeddingPackedParams::setstate(state); })
+      .def("unpack", [](const EP& self) { return self->unpack(); })
+      .def("bit_rate", [](const EP& self) { return self->bit_rate(); })
+      .def("version", [](const EP& self) { return self->version(); })
+      .def("kernel", [](const EP& self) { return self->kernel_name(); });
 }

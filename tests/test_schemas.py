@@ -26,6 +26,18 @@ def _norm(text):
 
 # op -> the PyTorch op it mirrors.
 MIRRORS = {
+    "embedding_bag_byte_prepack": torch.ops.quantized.embedding_bag_byte_prepack,
+    "embedding_bag_4bit_prepack": torch.ops.quantized.embedding_bag_4bit_prepack,
+    "embedding_bag_byte_unpack": torch.ops.quantized.embedding_bag_byte_unpack,
+    "embedding_bag_4bit_unpack": torch.ops.quantized.embedding_bag_4bit_unpack,
+    "embedding_bag_prepack": torch.ops.quantized.embedding_bag_prepack,
+    "embedding_bag_unpack": torch.ops.quantized.embedding_bag_unpack,
+    "embedding_bag_byte_rowwise_offsets": torch.ops.quantized.embedding_bag_byte_rowwise_offsets,
+    "embedding_bag_4bit_rowwise_offsets": torch.ops.quantized.embedding_bag_4bit_rowwise_offsets,
+    "embedding_bag_byte": torch.ops.quantized.embedding_bag_byte,
+    "embedding_bag_4bit": torch.ops.quantized.embedding_bag_4bit,
+    "embedding_byte": torch.ops.quantized.embedding_byte,
+    "embedding_4bit": torch.ops.quantized.embedding_4bit,
     "quantized_batch_norm": torch.ops.aten.quantized_batch_norm,
     "batch_norm": torch.ops.quantized.batch_norm,
     "batch_norm1d": torch.ops.quantized.batch_norm1d,
@@ -123,6 +135,42 @@ PRIVATE = ("_cpu_isa", "_detected_cpu_isa", "_set_cpu_isa", "_build_torch_versio
 
 
 class TestSchemas(expecttest.TestCase):
+    def test_embedding_bag_byte_prepack(self):
+        self.assertExpectedInline(schema("embedding_bag_byte_prepack"), """qplugin::embedding_bag_byte_prepack(Tensor weight) -> Tensor""")
+
+    def test_embedding_bag_4bit_prepack(self):
+        self.assertExpectedInline(schema("embedding_bag_4bit_prepack"), """qplugin::embedding_bag_4bit_prepack(Tensor weight, bool optimized_qparams=False, int nbins=200, float ratio=0.16) -> Tensor""")
+
+    def test_embedding_bag_byte_unpack(self):
+        self.assertExpectedInline(schema("embedding_bag_byte_unpack"), """qplugin::embedding_bag_byte_unpack(Tensor weight) -> Tensor""")
+
+    def test_embedding_bag_4bit_unpack(self):
+        self.assertExpectedInline(schema("embedding_bag_4bit_unpack"), """qplugin::embedding_bag_4bit_unpack(Tensor weight) -> Tensor""")
+
+    def test_embedding_bag_prepack(self):
+        self.assertExpectedInline(schema("embedding_bag_prepack"), """qplugin::embedding_bag_prepack(Tensor weight) -> __torch__.torch.classes.qplugin.EmbeddingPackedParams W_prepack""")
+
+    def test_embedding_bag_unpack(self):
+        self.assertExpectedInline(schema("embedding_bag_unpack"), """qplugin::embedding_bag_unpack(__torch__.torch.classes.qplugin.EmbeddingPackedParams W_prepack) -> Tensor W_origin""")
+
+    def test_embedding_bag_byte_rowwise_offsets(self):
+        self.assertExpectedInline(schema("embedding_bag_byte_rowwise_offsets"), """qplugin::embedding_bag_byte_rowwise_offsets(Tensor weight, Tensor indices, Tensor? offsets=None, bool scale_grad_by_freq=False, int mode=0, bool pruned_weights=False, Tensor? per_sample_weights=None, Tensor? compressed_indices_mapping=None, bool include_last_offset=False) -> Tensor""")
+
+    def test_embedding_bag_4bit_rowwise_offsets(self):
+        self.assertExpectedInline(schema("embedding_bag_4bit_rowwise_offsets"), """qplugin::embedding_bag_4bit_rowwise_offsets(Tensor weight, Tensor indices, Tensor? offsets=None, bool scale_grad_by_freq=False, int mode=0, bool pruned_weights=False, Tensor? per_sample_weights=None, Tensor? compressed_indices_mapping=None, bool include_last_offset=False) -> Tensor""")
+
+    def test_embedding_bag_byte(self):
+        self.assertExpectedInline(schema("embedding_bag_byte"), """qplugin::embedding_bag_byte(__torch__.torch.classes.qplugin.EmbeddingPackedParams weight, Tensor indices, Tensor? offsets=None, bool scale_grad_by_freq=False, int mode=0, bool pruned_weights=False, Tensor? per_sample_weights=None, Tensor? compressed_indices_mapping=None, bool include_last_offset=False) -> Tensor""")
+
+    def test_embedding_bag_4bit(self):
+        self.assertExpectedInline(schema("embedding_bag_4bit"), """qplugin::embedding_bag_4bit(__torch__.torch.classes.qplugin.EmbeddingPackedParams weight, Tensor indices, Tensor? offsets=None, bool scale_grad_by_freq=False, int mode=0, bool pruned_weights=False, Tensor? per_sample_weights=None, Tensor? compressed_indices_mapping=None, bool include_last_offset=False) -> Tensor""")
+
+    def test_embedding_byte(self):
+        self.assertExpectedInline(schema("embedding_byte"), """qplugin::embedding_byte(__torch__.torch.classes.qplugin.EmbeddingPackedParams weight, Tensor indices, bool pruned_weights=False) -> Tensor""")
+
+    def test_embedding_4bit(self):
+        self.assertExpectedInline(schema("embedding_4bit"), """qplugin::embedding_4bit(__torch__.torch.classes.qplugin.EmbeddingPackedParams weight, Tensor indices, bool pruned_weights=False) -> Tensor""")
+
     def test_conv1d(self):
         self.assertExpectedInline(schema("conv1d"), """qplugin::conv1d(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
 

@@ -120,6 +120,7 @@ FAMILIES = {
     "linear": _family("bench_linear"),
     "conv": _family("bench_conv"),
     "elementwise": _family("bench_elementwise"),
+    "embedding": _family("bench_embedding"),
 }
 
 

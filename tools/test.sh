@@ -10,4 +10,4 @@ echo "qplugin: build took $(( $(date +%s) - start )) s"
 $PY -m pytest -q -p no:cacheprovider tests "$@"
 # Scalar-only pass over the op tests: the path a plain x86-64 machine takes.
 QPLUGIN_CPU_ISA=scalar $PY -m pytest -q -p no:cacheprovider tests/norm tests/activation tests/normalization \
-    tests/pooling tests/upsample tests/elementwise tests/linear tests/conv
+    tests/pooling tests/upsample tests/elementwise tests/linear tests/conv tests/embedding

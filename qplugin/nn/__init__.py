@@ -41,6 +41,7 @@ from .modules.conv import (  # noqa: F401
     ConvTranspose3d,
 )
 from .modules.functional_modules import FloatFunctional, QFunctional  # noqa: F401
+from .modules.embedding_ops import Embedding, EmbeddingBag  # noqa: F401
 from .modules.activation_ext import (  # noqa: F401
     GELU,
     Dropout,
@@ -72,6 +73,8 @@ __all__ = [
     "ConvTranspose3d",
     "DeQuantize",
     "ELU",
+    "Embedding",
+    "EmbeddingBag",
     "GroupNorm",
     "Hardswish",
     "InstanceNorm1d",

@@ -171,15 +171,12 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     nni.ConvBnReLU2d: _FoldBatchNorm(qnni.ConvReLU2d),
     nni.ConvBnReLU3d: _FoldBatchNorm(qnni.ConvReLU3d),
     nni.LinearBn1d: _FoldBatchNorm(qnn.Linear),
-    # Weight-only embeddings: see below (TODO(#8)).
+    # Embeddings (weight-only qconfig: float_qparams_weight_only_qconfig[_4bit])
+    nn.Embedding: qnn.Embedding,
+    nn.EmbeddingBag: qnn.EmbeddingBag,
+    nnqat.Embedding: qnn.Embedding,
+    nnqat.EmbeddingBag: qnn.EmbeddingBag,
 }
-# Weight-only embedding modules (#8): mapped as soon as qplugin.nn has them.
-# TODO(#8): make these plain entries when qplugin.nn.Embedding/EmbeddingBag land.
-if hasattr(qnn, "Embedding"):  # pragma: no cover - depends on #8
-    DEFAULT_STATIC_QUANT_MODULE_MAPPINGS[nn.Embedding] = qnn.Embedding
-if hasattr(qnn, "EmbeddingBag"):  # pragma: no cover - depends on #8
-    DEFAULT_STATIC_QUANT_MODULE_MAPPINGS[nn.EmbeddingBag] = qnn.EmbeddingBag
-
 # The public name (issue #9); DEFAULT_STATIC_QUANT_MODULE_MAPPINGS (torch.ao's name) is the same
 # dict.
 DEFAULT_MODULE_MAPPING = DEFAULT_STATIC_QUANT_MODULE_MAPPINGS

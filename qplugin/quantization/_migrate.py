@@ -88,19 +88,19 @@ def _qfunctional(t):
     return q
 
 
-def _embedding_bag(t):  # pragma: no cover - runs once qplugin.nn.EmbeddingBag exists (#8)
-    q = qnn.EmbeddingBag(t.num_embeddings, t.embedding_dim, max_norm=t.max_norm,
-                         norm_type=t.norm_type, scale_grad_by_freq=t.scale_grad_by_freq,
-                         mode=t.mode, sparse=t.sparse, include_last_offset=t.include_last_offset,
-                         dtype=t.dtype)
+def _embedding_bag(t):
+    # torch.ao's EmbeddingBag keeps num_embeddings, embedding_dim, dtype, mode, pruned_weights and
+    # include_last_offset (the float-only arguments are not stored). Its forward ignores `mode`
+    # and always sums (PyTorch 2.13); the migrated module computes the stored mode as named.
+    q = qnn.EmbeddingBag(t.num_embeddings, t.embedding_dim, mode=t.mode,
+                         include_last_offset=t.include_last_offset, dtype=t.dtype)
     q.set_weight(t.weight())
     return q
 
 
-def _embedding(t):  # pragma: no cover - runs once qplugin.nn.Embedding exists (#8)
-    q = qnn.Embedding(t.num_embeddings, t.embedding_dim, padding_idx=t.padding_idx,
-                      max_norm=t.max_norm, norm_type=t.norm_type,
-                      scale_grad_by_freq=t.scale_grad_by_freq, sparse=t.sparse, dtype=t.dtype)
+def _embedding(t):
+    # torch.ao's Embedding keeps only num_embeddings, embedding_dim and dtype.
+    q = qnn.Embedding(t.num_embeddings, t.embedding_dim, dtype=t.dtype)
     q.set_weight(t.weight())
     return q
 
@@ -145,12 +145,8 @@ _MIGRATIONS: Dict[type, Callable[[nn.Module], nn.Module]] = {
     # subclass behaves the same and leaves no torch.ao.nn.quantized module behind.
     nnq.FloatFunctional: lambda t: qnn.FloatFunctional(),
 }
-# Weight-only embeddings (#8): registered as soon as qplugin.nn has the classes.
-# TODO(#8): drop the hasattr guards when qplugin.nn.Embedding/EmbeddingBag land.
-if hasattr(qnn, "EmbeddingBag"):  # pragma: no cover - depends on #8
-    _MIGRATIONS[nnq.EmbeddingBag] = _embedding_bag
-if hasattr(qnn, "Embedding"):  # pragma: no cover - depends on #8
-    _MIGRATIONS[nnq.Embedding] = _embedding
+_MIGRATIONS[nnq.EmbeddingBag] = _embedding_bag
+_MIGRATIONS[nnq.Embedding] = _embedding
 
 
 def get_default_torch_ao_migrations() -> Dict[type, Callable[[nn.Module], nn.Module]]:

@@ -151,14 +151,12 @@ CASES = {
 }
 
 
-# Weight-only embeddings: qplugin.nn.Embedding/EmbeddingBag arrive with issue #8; these cases
-# (and the migration table entries) switch on by themselves then.
-if hasattr(qnn, "EmbeddingBag"):  # pragma: no cover - depends on #8
+# Weight-only embeddings (#8).
+if True:
     CASES["EmbeddingBag"] = (
         lambda: nnq.EmbeddingBag(30, 8, mode="sum", include_last_offset=True),
         lambda: torch.randint(0, 30, (20,), generator=torch.Generator().manual_seed(4)),
         qnn.EmbeddingBag, lambda m, x: m(x, torch.tensor([0, 5, 9, 20])))
-if hasattr(qnn, "Embedding"):  # pragma: no cover - depends on #8
     CASES["Embedding"] = (
         lambda: nnq.Embedding(30, 8),
         lambda: torch.randint(0, 30, (4, 5), generator=torch.Generator().manual_seed(4)),
@@ -178,9 +176,11 @@ def _state(m):
         for i, t in enumerate(v if isinstance(v, tuple) else (v,)):
             key = f"{k}[{i}]" if isinstance(v, tuple) else k
             if isinstance(t, torch.Tensor) and t.is_quantized:
+                per_channel = t.qscheme() in (torch.per_channel_affine,
+                                              torch.per_channel_affine_float_qparams)
                 out[key] = (t.int_repr(), t.qscheme(),
-                            t.q_per_channel_scales() if t.qscheme() == torch.per_channel_affine
-                            else t.q_scale())
+                            (t.q_per_channel_scales(), t.q_per_channel_zero_points())
+                            if per_channel else (t.q_scale(), t.q_zero_point()))
             elif isinstance(t, torch.Tensor):
                 # torch.ao writes scales as float32 (qplugin float64); values from observers
                 # are float32 numbers, so compare in float32.
@@ -204,8 +204,8 @@ def _assert_same_state(a, b):
         va, vb = sa[k], sb[k]
         if isinstance(va, tuple):
             assert torch.equal(va[0], vb[0]) and va[1] == vb[1], k
-            assert (torch.equal(va[2], vb[2]) if isinstance(va[2], torch.Tensor)
-                    else va[2] == vb[2]), k
+            for qa, qb in zip(va[2], vb[2]):  # (scales, zero points)
+                assert (torch.equal(qa, qb) if isinstance(qa, torch.Tensor) else qa == qb), k
         elif isinstance(va, torch.Tensor):
             assert torch.equal(va.reshape(-1), vb.reshape(-1)), k
         else:

@@ -1,0 +1,61 @@
+// Kernel table of the embedding-bag lookups over row-wise quantized tables (8-bit rows: codes then
+// fp32 scale, fp32 bias; 4-bit rows: packed nibbles then fp16 scale, fp16 bias; PyTorch's fused
+// layouts). Torch-free: raw pointers, sizes only.
+// Changes with: embedding_dispatch.cpp (table choice), embedding_generic_impl.h (the loop),
+// embedding_{scalar,avx2,avx512vnni}.cpp, ops/cpu/embedding_kernel.cpp (validation, threading).
+#pragma once
+#include <cstdint>
+
+#include "kernels/dispatch.h"
+
+namespace qplugin {
+namespace kernels {
+
+enum class BagMode : int { kSum = 0, kMean = 1, kMax = 2 };
+
+// One call reduces bags [b0, b1). Everything here has been validated by the caller: offsets are
+// non-decreasing and inside [0, n_indices], every index used is < num_rows (or < the mapping's
+// length when mapping != nullptr), and every mapping value used is in [-1, num_rows).
+//
+// Row r of the table starts at table + r * row_bytes; its value in column d is
+//   v = scale_r * q_r[d] + bias_r
+// Bag b covers positions i in [offsets[b], offsets[b+1]); row(i) = indices[i], or
+// mapping[indices[i]] when mapping is given (-1: a pruned row, which contributes nothing).
+//   sum:  out[b][d] = sum_i fma(w_i * scale, q[d], .) accumulated in order, then + sum_i w_i * bias
+//         (w_i = per_sample_weights[i], or 1 and no multiplication when weights == nullptr);
+//   mean: the sum (no weights) divided by the number of non-pruned rows of the bag (pruned rows
+//         neither add nor count, like padding_idx entries in torch.nn.functional.embedding_bag);
+//   max:  max_i fma(scale, q[d], bias) over the non-pruned rows;
+// An empty bag (or one whose rows are all pruned) gives zeros. Every ISA gives the scalar bytes:
+// per element the same IEEE operations in the same order (fma is fused everywhere).
+struct BagArgs {
+  const uint8_t* table;
+  int64_t row_bytes;
+  int64_t dim;             // embedding_dim (even for 4-bit tables)
+  const void* indices;     // int32 or int64
+  bool indices_64;
+  const int64_t* offsets;  // [nbags + 1]
+  const int32_t* mapping;  // nullable
+  const float* weights;    // nullable (sum mode only)
+  BagMode mode;
+  float* out;              // [nbags][dim]
+  int64_t prefetch;        // positions prefetched ahead (0: none)
+};
+
+struct EmbeddingKernelTable {
+  Isa isa;
+  void (*bag_8bit)(const BagArgs& a, int64_t b0, int64_t b1);
+  void (*bag_4bit)(const BagArgs& a, int64_t b0, int64_t b1);
+  const char* name_8bit;
+  const char* name_4bit;
+};
+
+// The table of kernels::current_isa() (QPLUGIN_CPU_ISA / _set_cpu_isa apply as for table()).
+const EmbeddingKernelTable& embedding_table();
+
+namespace scalar { const EmbeddingKernelTable& make_embedding_table(); }
+namespace avx2 { const EmbeddingKernelTable& make_embedding_table(); }
+namespace avx512vnni { const EmbeddingKernelTable& make_embedding_table(); }
+
+}  // namespace kernels
+}  // namespace qplugin

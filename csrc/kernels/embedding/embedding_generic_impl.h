@@ -1,0 +1,271 @@
+// The embedding-bag loop (see embedding.h for the math), included by every
+// kernels/embedding/embedding_<isa>.cpp inside its own namespace (QPLUGIN_ISA_NS), so code built
+// with different flags never shares an inline definition (ODR). The loop is generic over the row
+// operations (Ops): PortableOps here (std::fma per element), hand-vectorized ones in the ISA files;
+// all do the same IEEE operations per element, so every ISA gives the scalar bytes.
+// Lookups are DRAM-latency bound (random rows of a large table), so the loop prefetches the rows
+// kPrefetch positions ahead, across bag boundaries. Changes with: embedding.h.
+#ifndef QPLUGIN_ISA_NS
+#error "define QPLUGIN_ISA_NS before including embedding_generic_impl.h"
+#endif
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/embedding/embedding.h"
+
+namespace qplugin {
+namespace kernels {
+namespace QPLUGIN_ISA_NS {
+namespace embedding_generic {
+
+// IEEE half -> float (exact; subnormals, infinities and NaN included).
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1fu) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal half: normalize
+    uint32_t e = 113;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --e;
+    }
+    bits = sign | (e << 23) | ((mant & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// Row operations, n elements: acc: o[d] = fma(a, q[d], o[d]); set: o[d] = fma(s, q[d], b);
+// max: o[d] = max(fma(s, q[d], b), o[d]) (v > o ? v : o). The 4-bit forms read element 2k from
+// the low nibble of byte k and element 2k+1 from its high nibble (n even).
+struct PortableOps {
+  static void acc8(float* o, const uint8_t* q, int64_t n, float a) {
+    for (int64_t d = 0; d < n; ++d) o[d] = std::fma(a, static_cast<float>(q[d]), o[d]);
+  }
+  static void set8(float* o, const uint8_t* q, int64_t n, float s, float b) {
+    for (int64_t d = 0; d < n; ++d) o[d] = std::fma(s, static_cast<float>(q[d]), b);
+  }
+  static void max8(float* o, const uint8_t* q, int64_t n, float s, float b) {
+    for (int64_t d = 0; d < n; ++d) {
+      const float v = std::fma(s, static_cast<float>(q[d]), b);
+      o[d] = v > o[d] ? v : o[d];
+    }
+  }
+  static void acc4(float* o, const uint8_t* p, int64_t n, float a) {
+    for (int64_t k = 0; 2 * k < n; ++k) {
+      o[2 * k] = std::fma(a, static_cast<float>(p[k] & 15), o[2 * k]);
+      o[2 * k + 1] = std::fma(a, static_cast<float>(p[k] >> 4), o[2 * k + 1]);
+    }
+  }
+  static void set4(float* o, const uint8_t* p, int64_t n, float s, float b) {
+    for (int64_t k = 0; 2 * k < n; ++k) {
+      o[2 * k] = std::fma(s, static_cast<float>(p[k] & 15), b);
+      o[2 * k + 1] = std::fma(s, static_cast<float>(p[k] >> 4), b);
+    }
+  }
+  static void max4(float* o, const uint8_t* p, int64_t n, float s, float b) {
+    for (int64_t k = 0; 2 * k < n; ++k) {
+      const float v0 = std::fma(s, static_cast<float>(p[k] & 15), b);
+      const float v1 = std::fma(s, static_cast<float>(p[k] >> 4), b);
+      o[2 * k] = v0 > o[2 * k] ? v0 : o[2 * k];
+      o[2 * k + 1] = v1 > o[2 * k + 1] ? v1 : o[2 * k + 1];
+    }
+  }
+};
+
+// Sum of a batch of n rows into o (dim elements): o[d] = fma(a[n-1], q_{n-1}[d], ... fma(a[0],
+// q_0[d], init ? 0 : o[d])); row by row with Ops' single-row forms. The ISA files replace it with
+// register-blocked forms (accumulators stay in registers across the rows): same bytes.
+template <int Bits, class Ops>
+void sum_rows_by_row(float* o, const uint8_t* const* rows, const float* a, int64_t n, int64_t dim,
+                     bool init) {
+  if (init) std::memset(o, 0, static_cast<size_t>(dim) * sizeof(float));
+  for (int64_t r = 0; r < n; ++r) {
+    if (Bits == 8) Ops::acc8(o, rows[r], dim, a[r]); else Ops::acc4(o, rows[r], dim, a[r]);
+  }
+}
+
+struct PortableBatchOps : PortableOps {
+  static constexpr int64_t kRegCols = 0;  // no register-resident bag accumulator
+  template <int Bits>
+  struct RegAcc {  // unused (kRegCols == 0)
+    explicit RegAcc(int64_t) {}
+    void add(const uint8_t*, float) {}
+    void store(float*) const {}
+  };
+  template <int Bits>
+  static void sum_rows(float* o, const uint8_t* const* rows, const float* a, int64_t n,
+                       int64_t dim, bool init) {
+    sum_rows_by_row<Bits, PortableOps>(o, rows, a, n, dim, init);
+  }
+};
+
+
+// One cache line into all levels (prefetcht0). An asm statement, not __builtin_prefetch: GCC 12
+// deleted the builtin's calls from this loop at -O1 and above (no prefetch in the object file).
+inline void prefetch_line(const char* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetcht0 %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p, 0, 3);
+#endif
+}
+
+template <int Bits, class Ops, typename I>
+void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
+  const I* __restrict idx = static_cast<const I*>(a.indices);
+  const int32_t* __restrict map = a.mapping;
+  const uint8_t* __restrict table = a.table;
+  const int64_t dim = a.dim, rb = a.row_bytes;
+  const int64_t code_bytes = Bits == 8 ? dim : dim / 2;
+  const int64_t pend = a.offsets[b1];
+  const int64_t kPrefetch = a.prefetch;
+  auto row_of = [&](int64_t i) -> int64_t {
+    const int64_t r = static_cast<int64_t>(idx[i]);
+    return map != nullptr ? static_cast<int64_t>(map[r]) : r;
+  };
+  auto prefetch = [&](int64_t i) {
+    if (i >= pend) return;
+    const int64_t r = row_of(i);
+    if (r < 0) return;
+    const char* p = reinterpret_cast<const char*>(table + r * rb);
+    // Every line of the row (8-bit rows of 136 bytes span 3 lines): prefetching only the first
+    // line measured ~1.5x slower on the 1M x 128 bench, first and last ~1.3x.
+    for (int64_t off = 0; off < rb; off += 64) prefetch_line(p + off);
+    prefetch_line(p + rb - 1);
+  };
+  auto scale_bias = [&](const uint8_t* row, float* s, float* b) {
+    if (Bits == 8) {
+      std::memcpy(s, row + code_bytes, sizeof(float));
+      std::memcpy(b, row + code_bytes + sizeof(float), sizeof(float));
+    } else {
+      uint16_t hs, hb;
+      std::memcpy(&hs, row + code_bytes, sizeof(hs));
+      std::memcpy(&hb, row + code_bytes + sizeof(hs), sizeof(hb));
+      *s = half_to_float(hs);
+      *b = half_to_float(hb);
+    }
+  };
+  for (int64_t i = a.offsets[b0]; i < a.offsets[b0] + kPrefetch && i < pend; ++i) prefetch(i);
+  constexpr int64_t kBatch = 32;  // rows summed per Ops::sum_rows call
+  const uint8_t* rows[kBatch];
+  float mult[kBatch];
+
+  for (int64_t bag = b0; bag < b1; ++bag) {
+    float* __restrict o = a.out + bag * dim;
+    const int64_t s0 = a.offsets[bag];
+    int64_t s1 = a.offsets[bag + 1];
+    if (a.mode == BagMode::kMax) {
+      bool first = true;
+      for (int64_t i = s0; i < s1; ++i) {
+        prefetch(i + kPrefetch);
+        const int64_t r = row_of(i);
+        if (r < 0) continue;
+        const uint8_t* row = table + r * rb;
+        float sc, bi;
+        scale_bias(row, &sc, &bi);
+        if (first) {
+          if (Bits == 8) Ops::set8(o, row, dim, sc, bi); else Ops::set4(o, row, dim, sc, bi);
+          first = false;
+        } else {
+          if (Bits == 8) Ops::max8(o, row, dim, sc, bi); else Ops::max4(o, row, dim, sc, bi);
+        }
+      }
+      if (first) std::memset(o, 0, static_cast<size_t>(dim) * sizeof(float));
+      continue;
+    }
+    float bsum = 0.0f;
+    int64_t count = 0, nb = 0;
+    bool init = true;
+    const float* __restrict w = a.weights;
+    if constexpr (Ops::kRegCols > 0) {
+      // Narrow rows: the bag's sums stay in registers, one row at a time (as the batch path:
+      // acc = fma(a, q, acc) from 0, rows in order, so the same bytes).
+      if (dim <= Ops::kRegCols) {
+        typename Ops::template RegAcc<Bits> acc(dim);
+        for (int64_t i = s0; i < s1; ++i) {
+          prefetch(i + kPrefetch);
+          const int64_t r = row_of(i);
+          if (r < 0) continue;
+          ++count;
+          const uint8_t* row = table + r * rb;
+          float sc, bi;
+          scale_bias(row, &sc, &bi);
+          if (w != nullptr) {
+            sc = w[i] * sc;
+            bi = w[i] * bi;
+          }
+          acc.add(row, sc);
+          bsum += bi;
+        }
+        acc.store(o);
+        init = false;
+        s1 = s0;  // done: skip the batch loop below
+      }
+    }
+    for (int64_t i = s0; i < s1; ++i) {
+      prefetch(i + kPrefetch);
+      const int64_t r = row_of(i);
+      if (r < 0) continue;
+      ++count;
+      const uint8_t* row = table + r * rb;
+      float sc, bi;
+      scale_bias(row, &sc, &bi);
+      if (w != nullptr) {
+        sc = w[i] * sc;
+        bi = w[i] * bi;
+      }
+      rows[nb] = row;
+      mult[nb] = sc;
+      ++nb;
+      bsum += bi;
+      if (nb == kBatch) {
+        Ops::template sum_rows<Bits>(o, rows, mult, nb, dim, init);
+        init = false;
+        nb = 0;
+      }
+    }
+    if (nb > 0 || init) Ops::template sum_rows<Bits>(o, rows, mult, nb, dim, init);
+    if (a.mode == BagMode::kMean && count > 0) {
+      const float n = static_cast<float>(count);
+      for (int64_t d = 0; d < dim; ++d) o[d] = (o[d] + bsum) / n;
+    } else {
+      for (int64_t d = 0; d < dim; ++d) o[d] = o[d] + bsum;
+    }
+  }
+}
+
+template <int Bits, class Ops>
+void bag(const BagArgs& a, int64_t b0, int64_t b1) {
+  if (b1 <= b0) return;
+  if (a.indices_64) {
+    bag_loop<Bits, Ops, int64_t>(a, b0, b1);
+  } else {
+    bag_loop<Bits, Ops, int32_t>(a, b0, b1);
+  }
+}
+
+template <class Ops>
+EmbeddingKernelTable make(Isa isa, const char* name8, const char* name4) {
+  EmbeddingKernelTable t{};
+  t.isa = isa;
+  t.bag_8bit = &bag<8, Ops>;
+  t.bag_4bit = &bag<4, Ops>;
+  t.name_8bit = name8;
+  t.name_4bit = name4;
+  return t;
+}
+
+}  // namespace embedding_generic
+}  // namespace QPLUGIN_ISA_NS
+}  // namespace kernels
+}  // namespace qplugin
