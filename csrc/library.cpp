@@ -5,6 +5,7 @@
 
 #include "packed/conv_packed_params.h"
 #include "packed/linear_packed_params.h"
+#include "register.h"
 
 namespace {
 
@@ -64,3 +65,6 @@ TORCH_LIBRARY(qplugin, m) {
   register_conv_class<qplugin::Conv2dPackedParams>(m, "Conv2dPackedParams");
   register_conv_class<qplugin::Conv3dPackedParams>(m, "Conv3dPackedParams");
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(library)
