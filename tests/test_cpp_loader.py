@@ -116,7 +116,7 @@ def loader(tmp_path_factory):
         pytest.skip(f"no C++ compiler ({CXX}) to build tools/cpp_loader")
     out = tmp_path_factory.mktemp("cpp_loader")
     cflags, ldflags = _torch_flags()
-    common = ["-std=c++17", "-O1", "-g0", "-fPIC"]
+    common = ["-std=c++20", "-O1", "-g0", "-fPIC"]
     main_o, linked_o = str(out / "main.o"), str(out / "linked.o")
     _run([CXX, *common, *cflags, "-c", os.path.join(LOADER, "main.cpp"), "-o", main_o],
          timeout=600)

@@ -164,7 +164,7 @@ def _user_factory(spec: str):
     (model, calibration_loader, eval_loader); see qplugin/__main__.py --help."""
     mod_name, sep, attr = spec.partition(":")
     if not sep or not mod_name or not attr:
-        raise SystemExit(f"qplugin: --model expects module:factory (e.g. mypkg.models:make), "
+        raise SystemExit(f"qplugin: --model: expected module:factory (e.g. mypkg.models:make), "
                          f"got {spec!r}")
     sys.path.insert(0, os.getcwd())
     try:
@@ -206,8 +206,9 @@ def run(threads: int = 1, save: str = "qplugin_demo.pt", model_spec: Optional[st
     t_start = time.perf_counter()
     torch.backends.cudnn.benchmark = False
     _log(f"qplugin {qplugin.__version__} (torch {torch.__version__}), kernel ISA "
-         f"{qplugin.cpu_isa()}, {torch.get_num_threads()} threads for training, {threads} for "
-         "latency")
+         f"{qplugin.cpu_isa()}; " + ("" if model_spec else
+                                     f"{torch.get_num_threads()} threads for training, ")
+         + f"{threads} for latency" + ("" if not model_spec else " thread(s)"))
     if model_spec is None:
         float_model, calib, test = _default_factory(epochs, seed)
         name = "DemoNet"
@@ -280,7 +281,7 @@ def run(threads: int = 1, save: str = "qplugin_demo.pt", model_spec: Optional[st
         ok_acc = acc[fp] - acc[ours] <= 1.0
         _log(f"{'OK' if ok_acc else 'MISSED'}: qplugin int8 accuracy within 1 point of fp32 "
              f"({acc[ours]:.1f}% vs {acc[fp]:.1f}%)")
-    missed_latency = False
+    missed = []
     for i, b in enumerate((1, 32)):
         r = lat[ours][i] / lat[fp][i]
         good = r <= 0.5
@@ -289,16 +290,17 @@ def run(threads: int = 1, save: str = "qplugin_demo.pt", model_spec: Optional[st
             rt = lat[ours][i] / lat[theirs][i]
             good &= rt <= 1.0
             line += f", qplugin/torch.ao = {rt:.2f}"
-        missed_latency |= not good
+        if not good:
+            missed.append((b, x1 if b == 1 else xb))
         _log(f"{'OK' if good else 'MISSED'}: {line} (bars: <= 0.5 and <= 1)")
-    if missed_latency or profile:
-        _log("\nper-module time, batch 1 (medians with forward hooks; slowest first):")
+    # Which module costs what, to find the op to fix when a bar is missed.
+    for b, x in (missed or ([(1, x1), (32, xb)] if profile else [])):
+        _log(f"\nper-module time at batch {b}, ms (medians with forward hooks; slowest first):")
         for label, m in models:
-            if m is None:
-                continue
-            rows = module_times(m, x1)
-            _log(f"  {label}: " + ", ".join(f"{n} {c} {t * 1e3:.3f}" for n, c, t in rows[:8])
-                 + f"; {rows[-1][0]} {rows[-1][2] * 1e3:.3f} ms")
+            if m is not None:
+                rows = module_times(m, x, reps=20 if b == 1 else 8)
+                _log(f"  {label}: " + ", ".join(f"{n} {c} {t * 1e3:.3f}" for n, c, t in rows[:8])
+                     + f"; {rows[-1][0]} {rows[-1][2] * 1e3:.3f}")
 
     # Deploy: TorchScript.
     if save:
@@ -317,7 +319,8 @@ def run(threads: int = 1, save: str = "qplugin_demo.pt", model_spec: Optional[st
              "    y = m(torch.randn(1, 3, 64, 64))" if model_spec is None else
              f"    m = torch.jit.load({save!r}); y = m(x)")
         _log("or from C++ without Python (docs/deployment.md):\n"
-             f"    tools/cpp_loader/build.sh && tools/cpp_loader/qplugin_loader "
-             f"{qplugin.library_path()} {path} <input.pt> <output.pt>")
+             f"    tools/cpp_loader/build.sh && tools/cpp_loader/qplugin_loader --lib "
+             f"{qplugin.library_path()} {path} input.pt output.pt\n"
+             "    (input.pt: torch.save(tensor, 'input.pt'); output.pt: read with torch.load)")
     _log(f"\ndone in {time.perf_counter() - t_start:.0f} s")
     return 0 if ok else 1

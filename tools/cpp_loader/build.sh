@@ -15,7 +15,7 @@ try:
     import qplugin; print(qplugin.library_path())
 except Exception:
     print("-")')"
-CFLAGS=(-std=c++17 -O2 -D_GLIBCXX_USE_CXX11_ABI=$ABI)
+CFLAGS=(-std=c++20 -O2 -D_GLIBCXX_USE_CXX11_ABI=$ABI)
 for d in ${INC//:/ }; do CFLAGS+=(-I"$d"); done
 LDFLAGS=()
 for d in ${LIB//:/ }; do LDFLAGS+=(-L"$d" -Wl,-rpath,"$d"); done
