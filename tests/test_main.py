@@ -137,7 +137,10 @@ def test_demo_without_pytorch_quantized_backend(tmp_path, monkeypatch, capsys):
         return None, "RuntimeError: no quantized engine"
 
     monkeypatch.setattr(run, "_torch_ao_convert", gone)
-    assert main_job.main(["--model", "mymodels:make_with_eval", "--save", ""]) == 0
+    threads = torch.get_num_threads()
+    assert main_job.main(["--model", "mymodels:make_with_eval", "--save", "",
+                          "--threads", str(threads + 1)]) == 0
+    assert torch.get_num_threads() == threads  # --threads is for the timing only
     out = capsys.readouterr().out
     assert "torch.ao int8: not available here (RuntimeError: no quantized engine)" in out
     assert _table(out)["torch.ao int8 (x86)"] == ("n/a",) * 5

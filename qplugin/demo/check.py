@@ -154,5 +154,3 @@ def main():
     print("\nOK: all within 1 unit of PyTorch, >= 99% identical to PyTorch or the exact "
           "reference, same output layout" if ok else "\nMISMATCH")
     return 0 if ok else 1
-
-

@@ -202,9 +202,18 @@ def _torch_ao_convert(prepared: nn.Module, sample: torch.Tensor):
 
 
 def run(threads: int = 1, save: str = "qplugin_demo.pt", model_spec: Optional[str] = None,
-        epochs: int = 3, seed: int = 0, profile: bool = False) -> int:
+        epochs: int = 2, seed: int = 0, profile: bool = False) -> int:
+    """The whole job; returns the exit status (1 only if the saved TorchScript model's output
+    differs from the eager model's). The thread count is restored afterwards."""
+    threads_before = torch.get_num_threads()
+    try:
+        return _run(threads, save, model_spec, epochs, seed, profile)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _run(threads, save, model_spec, epochs, seed, profile):
     t_start = time.perf_counter()
-    torch.backends.cudnn.benchmark = False
     _log(f"qplugin {qplugin.__version__} (torch {torch.__version__}), kernel ISA "
          f"{qplugin.cpu_isa()}; " + ("" if model_spec else
                                      f"{torch.get_num_threads()} threads for training, ")
@@ -246,9 +255,9 @@ def run(threads: int = 1, save: str = "qplugin_demo.pt", model_spec: Optional[st
 
     # Latency: eager modules under inference_mode, same inputs, same process, medians.
     torch.set_num_threads(threads)
-    x1 = sample[:1].contiguous(memory_format=torch.channels_last)
-    xb = torch.cat([sample] * (32 // sample.shape[0] + 1))[:32].contiguous(
-        memory_format=torch.channels_last)
+    fmt4 = {"memory_format": torch.channels_last} if sample.dim() == 4 else {}
+    x1 = sample[:1].contiguous(**fmt4)
+    xb = torch.cat([sample] * (32 // sample.shape[0] + 1))[:32].contiguous(**fmt4)
     lat = {}
     for label, m in models:
         if m is None:
