@@ -204,3 +204,12 @@ def test_module_times_covers_leaves():
     rows = run.module_times(model, torch.randn(1, 3, 8, 8), reps=3)
     assert {r[0] for r in rows[:-1]} == {"0", "1"} and rows[-1][0].startswith("(whole model")
     assert all(t > 0 for _, _, t in rows)
+
+
+def test_interleaved_latency_times_each_fn_in_rounds():
+    calls = []
+    got = run.interleaved_latency({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                                  min_time=0.0, warmup=2)
+    assert set(got) == {"a", "b"} and all(v >= 0 for v in got.values())
+    assert calls[:4] == ["a", "a", "b", "b"]  # warm-up
+    assert calls[4:] == ["a", "b"] * 5  # then >= 5 interleaved rounds

@@ -24,7 +24,7 @@ import qplugin
 from . import data as _data
 from . import model as _model
 
-__all__ = ["run", "median_latency", "module_times"]
+__all__ = ["run", "interleaved_latency", "module_times"]
 
 # The embedded default: sizes chosen so that the whole job takes about a minute on 2 cores.
 TRAIN_IMAGES = 1536
@@ -59,18 +59,25 @@ def accuracy(model: nn.Module, loader) -> Optional[float]:
     return 100.0 * correct / total if total else None
 
 
-def median_latency(fn: Callable[[], object], min_time: float = 0.5, warmup: int = 3,
-                   max_reps: int = 1000) -> float:
-    """Median wall time of fn() in seconds after `warmup` calls, over >= 5 and >= min_time s."""
-    for _ in range(warmup):
-        fn()
-    times = []
+def interleaved_latency(fns: Dict[str, Callable[[], object]], min_time: float = 0.5,
+                        warmup: int = 3, max_rounds: int = 1000) -> Dict[str, float]:
+    """Median wall time (s) of each fn, timed in interleaved rounds (one call of each per
+    round) so that load changes on a shared machine hit all of them alike; >= 5 rounds and
+    >= min_time s per fn."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: Dict[str, List[float]] = {k: [] for k in fns}
     start = time.perf_counter()
-    while (len(times) < 5 or time.perf_counter() - start < min_time) and len(times) < max_reps:
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    rounds = 0
+    while (rounds < 5 or time.perf_counter() - start < min_time * len(fns)) and \
+            rounds < max_rounds:
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+        rounds += 1
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def module_times(model: nn.Module, x: torch.Tensor, reps: int = 20) -> List[tuple]:
@@ -253,18 +260,17 @@ def _run(threads, save, model_spec, epochs, seed, profile):
     acc = {label: (accuracy(m, test) if m is not None and test is not None else None)
            for label, m in models}
 
-    # Latency: eager modules under inference_mode, same inputs, same process, medians.
+    # Latency: eager modules under inference_mode, same inputs, same process, medians of
+    # interleaved rounds.
     torch.set_num_threads(threads)
     fmt4 = {"memory_format": torch.channels_last} if sample.dim() == 4 else {}
     x1 = sample[:1].contiguous(**fmt4)
     xb = torch.cat([sample] * (32 // sample.shape[0] + 1))[:32].contiguous(**fmt4)
-    lat = {}
-    for label, m in models:
-        if m is None:
-            continue
-        with torch.inference_mode():
-            lat[label] = (median_latency(lambda: m(x1), min_time=0.5),
-                          median_latency(lambda: m(xb), min_time=1.0))
+    present = [(label, m) for label, m in models if m is not None]
+    with torch.inference_mode():
+        b1 = interleaved_latency({label: (lambda m=m: m(x1)) for label, m in present}, 0.5)
+        b32 = interleaved_latency({label: (lambda m=m: m(xb)) for label, m in present}, 1.0)
+    lat = {label: (b1[label], b32[label]) for label, _ in present}
     size = {label: _state_dict_bytes(m) for label, m in models if m is not None}
 
     def fmt(v, f):
@@ -272,7 +278,7 @@ def _run(threads, save, model_spec, epochs, seed, profile):
 
     _log(f"\n{name}: accuracy on {'its test set' if test is not None else '- (no eval_loader)'};"
          f" latency: medians at {threads} thread(s), eager modules under torch.inference_mode,"
-         " same inputs, this process")
+         " same inputs, interleaved rounds in this process")
     _log("| model | accuracy % | batch 1 ms | batch 32 ms | images/s (b32) | state_dict bytes |")
     _log("|---|---|---|---|---|---|")
     for label, _ in models:
