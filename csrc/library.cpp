@@ -6,6 +6,7 @@
 #include "packed/conv_packed_params.h"
 #include "packed/embedding_packed_params.h"
 #include "packed/linear_packed_params.h"
+#include "register.h"
 
 namespace {
 
@@ -76,3 +77,6 @@ TORCH_LIBRARY(qplugin, m) {
       .def("version", [](const EP& self) { return self->version(); })
       .def("kernel", [](const EP& self) { return self->kernel_name(); });
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(library)

@@ -1,158 +1,112 @@
 """python -m qplugin: the main job.
 
-Reports the version, the kernel ISA in use and the registered ops, then runs the README examples
-against PyTorch's own quantized ops on the same inputs and prints how closely they agree.
+    python -m qplugin [--threads N] [--save PATH] [--model module:factory] [--epochs E]
+    python -m qplugin bench [tools/bench.py options]
+    python -m qplugin check
 
-This file is the one place in qplugin/ that calls torch.ops.quantized: as the oracle of the
-agreement report the foundation issue asks for, never on a path of a qplugin op or module. When
-PyTorch's quantized backend is gone, the report says so and the job still runs qplugin's ops.
+With no subcommand: the whole-model demo (qplugin/demo/run.py). `bench` runs the op benchmark
+(tools/bench.py of a source checkout). `check` is the op-level agreement report against PyTorch's
+own quantized ops (qplugin/demo/check.py).
 """
+import argparse
+import os
+import runpy
 import sys
 import warnings
 
-import torch
+_HELP_MODEL = """\
+--model module:factory runs the job on your own float model instead of the demo. `factory` is a
+callable in an importable module (the current directory is on sys.path) that takes no arguments
+and returns (model, calibration_loader) or (model, calibration_loader, eval_loader):
 
-import qplugin
+  model               a float torch.nn.Module ready for eager-mode quantization: QuantStub at the
+                      input, DeQuantStub at the output, FloatFunctional for tensor arithmetic,
+                      Conv-BN(-ReLU) already fused (torch.ao.quantization.fuse_modules). If it
+                      has no `qconfig` attribute, get_default_qconfig("x86") is used.
+  calibration_loader  an iterable of input batches, or of (input, target) pairs; fed to the
+                      observers, and its first batch is the latency input (batch 1 = its first
+                      row; batch 32 = rows repeated to 32).
+  eval_loader         optional (input, target) pairs: the accuracy column. Without it there is
+                      no accuracy.
 
+Example (mymodels.py):
 
-def _registered_ops():
-    names = []
-    for schema in torch._C._jit_get_all_schemas():
-        if schema.name.startswith("qplugin::"):
-            names.append(schema.name[len("qplugin::"):])
-    return sorted(set(names))
+  def make():
+      model = build_and_load_my_float_model().eval()
+      calib = [torch.randn(8, 3, 224, 224) for _ in range(4)]
+      return model, calib
 
-
-def _agreement(a, b):
-    """(max |int diff|, share identical) of two quantized tensors with equal qparams."""
-    assert a.shape == b.shape and a.dtype == b.dtype
-    assert a.q_scale() == b.q_scale() and a.q_zero_point() == b.q_zero_point()
-    d = (a.int_repr().to(torch.int64) - b.int_repr().to(torch.int64)).abs()
-    if d.numel() == 0:
-        return 0, 1.0
-    return int(d.max()), float((d == 0).to(torch.float64).mean())
-
-
-def _exact(fn, x, scale, zp):
-    """The exact reference: float64 op on the dequantized input, quantized with (scale, zp)
-    rounding half to even, clamped to the dtype's range."""
-    ints = x.int_repr()
-    xd = (ints.to(torch.float64) - x.q_zero_point()) * x.q_scale()
-    info = torch.iinfo(ints.dtype)
-    q = torch.clamp(torch.round(fn(xd) / scale) + zp, info.min, info.max).to(ints.dtype)
-    return torch._make_per_tensor_quantized_tensor(q, scale, zp)
+  python -m qplugin --model mymodels:make --save mymodel_int8.pt
+"""
 
 
-def _examples():
-    g = torch.Generator().manual_seed(0)
-    x = torch.quantize_per_tensor(torch.randn(8, 64, 56, 56, generator=g), 0.05, 128, torch.quint8)
-    C = x.shape[1]
-    w, b, m = (torch.randn(C, generator=g) for _ in range(3))
-    v = torch.rand(C, generator=g) + 0.5
-    xs = torch.quantize_per_tensor(torch.randn(1, 3, 4, 4, generator=g), 0.1, 0, torch.quint8)
-    yield ("quantized_batch_norm (README example)",
-           torch.ops.qplugin.quantized_batch_norm(xs, torch.ones(3), torch.zeros(3),
-                                                  torch.ones(3) * 0.5, torch.ones(3) * 0.2,
-                                                  1e-5, 0.1, 0),
-           torch.quantized_batch_norm(xs, torch.ones(3), torch.zeros(3), torch.ones(3) * 0.5,
-                                      torch.ones(3) * 0.2, 1e-5, 0.1, 0))
-    # Other families, one representative case each.
-    xl = torch.quantize_per_tensor(torch.randn(32, 768, generator=g), 0.05, 128, torch.quint8)
-    wl = torch.quantize_per_channel(torch.randn(1024, 768, generator=g) * 0.05,
-                                    torch.rand(1024, generator=g, dtype=torch.double) * 1e-3 + 1e-3,
-                                    torch.zeros(1024, dtype=torch.long), 0, torch.qint8)
-    bl = torch.randn(1024, generator=g)
-    yield ("linear 32x768->1024 per-channel",
-           torch.ops.qplugin.linear(xl, torch.ops.qplugin.linear_prepack(wl, bl), 0.5, 64),
-           torch.ops.quantized.linear(xl, torch.ops.quantized.linear_prepack(wl, bl), 0.5, 64))
-    xc = x[:1].contiguous(memory_format=torch.channels_last)
-    wc = torch.quantize_per_tensor(torch.randn(32, 64, 3, 3, generator=g) * 0.05, 0.002, 0,
-                                   torch.qint8)
-    bc = torch.randn(32, generator=g)
-    args = (wc, bc, [1, 1], [1, 1], [1, 1], 1)
-    yield ("conv2d 3x3 64->32 56x56",
-           torch.ops.qplugin.conv2d.new(xc, torch.ops.qplugin.conv2d_prepack(*args), 0.2, 64),
-           torch.ops.quantized.conv2d.new(xc, torch.ops.quantized.conv2d_prepack(*args), 0.2, 64))
-    yield ("max_pool2d k3s2p1", torch.ops.qplugin.max_pool2d(x, [3, 3], [2, 2], [1, 1], [1, 1], False),
-           torch.ops.quantized.max_pool2d(x, [3, 3], [2, 2], [1, 1], [1, 1], False))
-    yield ("avg_pool2d k2s2", torch.ops.qplugin.avg_pool2d(x, [2, 2], [2, 2]),
-           torch.nn.functional.avg_pool2d(x, 2, 2))
-    x2 = torch.quantize_per_tensor(torch.randn(8, 64, 56, 56, generator=g), 0.05, 120, torch.quint8)
-    yield ("add (different qparams)", torch.ops.qplugin.add(x, x2, 0.07, 100),
-           torch.ops.quantized.add(x, x2, 0.07, 100))
-    xn = torch.quantize_per_tensor(torch.randn(32, 128, 768, generator=g), 0.05, 128, torch.quint8)
-    gn, bn = torch.randn(768, generator=g), torch.randn(768, generator=g)
-    yield ("layer_norm 32x128x768", torch.ops.qplugin.layer_norm(xn, [768], gn, bn, 1e-5, 0.05, 128),
-           torch.ops.quantized.layer_norm(xn, [768], gn, bn, 1e-5, 0.05, 128))
-    for cl in (False, True):
-        xi = x.contiguous(memory_format=torch.channels_last) if cl else x
-        tag = " channels_last" if cl else ""
-        yield (f"batch_norm2d 8x64x56x56{tag}",
-               torch.ops.qplugin.batch_norm2d(xi, w, b, m, v, 1e-5, 0.1, 120),
-               torch.ops.quantized.batch_norm2d(xi, w, b, m, v, 1e-5, 0.1, 120))
-        yield (f"batch_norm2d_relu 8x64x56x56{tag}",
-               torch.ops.qplugin.batch_norm2d_relu(xi, w, b, m, v, 1e-5, 0.1, 120),
-               torch.ops.quantized.batch_norm2d_relu(xi, w, b, m, v, 1e-5, 0.1, 120))
-        yield (f"relu6{tag}", torch.ops.qplugin.relu6(xi), torch.ops.quantized.relu6(xi))
-        yield (f"hardswish{tag}", torch.ops.qplugin.hardswish(xi, 0.03, 10),
-               torch.ops.quantized.hardswish(xi, 0.03, 10),
-               _exact(torch.nn.functional.hardswish, xi, 0.03, 10))
-        yield (f"elu{tag}", torch.ops.qplugin.elu(xi, 0.03, 40),
-               torch.ops.quantized.elu(xi, 0.03, 40), _exact(torch.nn.functional.elu, xi, 0.03, 40))
-
-
-def _torch_quantized_available():
+def _bench(argv):
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(os.path.dirname(here), "tools", "bench.py")
+    if not os.path.isfile(path):
+        sys.stderr.write(
+            "qplugin bench: expected tools/bench.py of a qplugin source checkout next to the "
+            f"package ({path}), got none: the benchmark is not part of an installed wheel. Clone "
+            "the repository and install it editable (pip install --no-build-isolation -e .).\n")
+        return 2
+    sys.argv = [path] + list(argv)
     try:
-        x = torch.quantize_per_tensor(torch.zeros(1), 1.0, 0, torch.quint8)
-        torch.ops.quantized.relu6(x)
-        return True
-    except Exception:  # the oracle is optional: any failure means "not available"
-        return False
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
 
 
-def _qplugin_only():
-    x = torch.quantize_per_tensor(torch.randn(1, 3, 4, 4), 0.1, 0, torch.quint8)
-    yield ("quantized_batch_norm (README example)",
-           lambda: torch.ops.qplugin.quantized_batch_norm(
-               x, torch.ones(3), torch.zeros(3), torch.ones(3) * 0.5, torch.ones(3) * 0.2, 1e-5,
-               0.1, 0))
-    yield ("hardswish", lambda: torch.ops.qplugin.hardswish(x, 0.03, 10))
-    yield ("max_pool2d", lambda: torch.ops.qplugin.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1],
-                                                              False))
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="python -m qplugin",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "qplugin's main job. Without a subcommand: builds a small ResNet-style CNN, trains "
+            "it briefly on a\nprocedurally generated 10-class image set, calibrates, converts it "
+            "with qplugin (and with torch.ao\nfor comparison), prints accuracy / latency (batch "
+            "1 and 32) / size, and saves the qplugin model as\nTorchScript.\n\n"
+            "subcommands:\n"
+            "  bench [ARGS]   the op benchmark, tools/bench.py ARGS (source checkout only; "
+            "bench --help)\n"
+            "  check          agreement of qplugin's ops with torch.ops.quantized on the same "
+            "inputs"),
+        epilog=_HELP_MODEL)
+    p.add_argument("--threads", type=int, default=1,
+                   help="intra-op threads for the latency columns (default 1; training uses all)")
+    p.add_argument("--save", default="qplugin_demo.pt", metavar="PATH",
+                   help="where to write the TorchScript model (default ./qplugin_demo.pt; "
+                        "'' to skip)")
+    p.add_argument("--model", metavar="module:factory",
+                   help="your own float model and calibration data instead of the demo "
+                        "(see below)")
+    p.add_argument("--epochs", type=int, default=2, help="training epochs of the demo (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the demo's data and training")
+    p.add_argument("--profile", action="store_true",
+                   help="also print the per-module time breakdown (batch 1 and 32; printed anyway for a batch size whose latency bar is missed)")
+    return p
 
 
-def main():
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
     warnings.filterwarnings("ignore", category=UserWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
-    torch.backends.quantized.engine = "x86"
-    print(f"qplugin {qplugin.__version__} (torch {torch.__version__})")
-    print(f"library: {qplugin.library_path()}")
-    print(f"kernel ISA: {qplugin.cpu_isa()} (CPU supports "
-          f"{torch.ops.qplugin._detected_cpu_isa()}; QPLUGIN_CPU_ISA may lower it)")
-    ops = _registered_ops()
-    print(f"registered ops ({len(ops)}): {', '.join(ops)}")
-    if not _torch_quantized_available():
-        for name, fn in _qplugin_only():
-            y = fn()
-            print(f"  {name:42s} {str(tuple(y.shape)):>20s} {str(y.dtype)}")
-        print("\nPyTorch's quantized backend is not available: no agreement report (qplugin's ops"
-              " ran).")
-        return 0
-    print("\nagreement with torch.ops.quantized (x86 engine), same inputs:")
-    print(f"  {'case':42s} {'max |diff|':>10s} {'identical':>10s} {'= exact':>8s}  layout")
-    ok = True
-    for name, ours, theirs, *exact in _examples():
-        diff, same = _agreement(ours, theirs)
-        ex = _agreement(ours, exact[0])[1] if exact else None
-        layout_ok = ours.stride() == theirs.stride()
-        ok = ok and diff <= 1 and layout_ok and max(same, ex or 0.0) >= 0.99
-        print(f"  {name:42s} {diff:10d} {same:10.2%} {'' if ex is None else f'{ex:.2%}':>8s}  "
-              f"{'same' if layout_ok else 'DIFFERENT'}")
-    print("\n'= exact': share identical to the float64 reference (hardswish/elu are computed "
-          "exactly;\nPyTorch's float32 kernels are off by one on a few percent of elements)")
-    print("\nOK: all within 1 unit of PyTorch, >= 99% identical to PyTorch or the exact "
-          "reference, same output layout" if ok else "\nMISMATCH")
-    return 0 if ok else 1
+    if argv and argv[0] == "bench":
+        return _bench(argv[1:])
+    if argv and argv[0] == "check":
+        if len(argv) > 1:
+            sys.stderr.write(f"qplugin check: expected no arguments, got {argv[1:]}\n")
+            return 2
+        from qplugin.demo import check
+        return check.main()
+    args = _parser().parse_args(argv)
+    if args.threads < 1:
+        _parser().error(f"--threads: expected a positive count, got {args.threads}")
+    if args.epochs < 1:
+        _parser().error(f"--epochs: expected a positive count, got {args.epochs}")
+    from qplugin.demo import run
+    return run.run(threads=args.threads, save=args.save, model_spec=args.model,
+                   epochs=args.epochs, seed=args.seed, profile=args.profile)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // Schemas of the activation ops (≙ torch.ops.quantized). Kernels:
 // ops/quantized_cpu/activation_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
+#include "register.h"
 
 TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   // Like quantized::relu6, inplace=True writes into qx and returns it (the schema carries no
@@ -10,3 +11,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("elu(Tensor self, float output_scale, int output_zero_point, Scalar alpha=1, "
         "Scalar scale=1, Scalar input_scale=1) -> Tensor");
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_activation)

@@ -5,6 +5,7 @@
 // Kernels: ops/quantized_cpu/activation_ext_kernel.cpp; pinned in
 // tests/elementwise/test_schemas_elementwise.py.
 #include <torch/library.h>
+#include "register.h"
 
 TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("leaky_relu(Tensor qx, Scalar negative_slope, bool inplace, float output_scale, "
@@ -25,3 +26,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("softplus(Tensor qx, float output_scale, int output_zero_point, Scalar beta=1, "
         "Scalar threshold=20) -> Tensor");
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_activation_ext)

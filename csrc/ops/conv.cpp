@@ -7,6 +7,7 @@
 // Kernels: ops/quantized_cpu/conv_kernel.cpp; classes: packed/conv_packed_params.h (registered in
 // library.cpp); pinned in tests/conv/test_conv_modules.py (schema test).
 #include <torch/library.h>
+#include "register.h"
 
 #define QP_C2 "__torch__.torch.classes.qplugin.Conv2dPackedParams"
 #define QP_C3 "__torch__.torch.classes.qplugin.Conv3dPackedParams"
@@ -56,3 +57,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
 }
 #undef QP_C2
 #undef QP_C3
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_conv)

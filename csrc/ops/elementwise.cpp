@@ -2,6 +2,7 @@
 // deprecated names PyTorch still registers). Kernels: ops/quantized_cpu/binary_kernel.cpp,
 // ops/quantized_cpu/cat_kernel.cpp; pinned in tests/elementwise/test_schemas_elementwise.py.
 #include <torch/library.h>
+#include "register.h"
 
 TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   // Tensor x Tensor (broadcasting; output qparams given), out= (out's qparams), Tensor x Scalar
@@ -37,3 +38,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("cat_out(Tensor[] qx, int dim, Tensor(a!) out) -> Tensor(a!)");
   m.def("cat_relu_out(Tensor[] qx, int dim, Tensor(a!) out) -> Tensor(a!)");
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_elementwise)

@@ -4,6 +4,7 @@
 // library.o precedes ops/linear.o); fake kernels: qplugin/_meta_registrations.py; pinned in
 // tests/test_schemas.py.
 #include <torch/library.h>
+#include "register.h"
 
 TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("linear_prepack(Tensor W, Tensor? B=None) -> "
@@ -15,3 +16,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("linear_unpack(__torch__.torch.classes.qplugin.LinearPackedParams W_prepack) -> "
         "(Tensor W_origin, Tensor? B_origin)");
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_linear)

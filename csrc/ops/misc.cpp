@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/dispatch.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -41,3 +42,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("_set_cpu_isa(str isa) -> str", &qplugin::ops::set_cpu_isa);
   m.def("_build_torch_version() -> str", &qplugin::ops::build_torch_version);
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_misc)

@@ -1,6 +1,7 @@
 // Schemas of the normalization ops (≙ torch.ops.quantized / aten::quantized_batch_norm).
 // Kernels: ops/quantized_cpu/norm_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
+#include "register.h"
 
 TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("quantized_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, "
@@ -22,3 +23,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("batch_norm3d_relu(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "
         "float output_scale, int output_zero_point) -> Tensor");
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_norm)

@@ -2,6 +2,7 @@
 // instance_norm: same names, argument names, order and types). Kernels:
 // ops/quantized_cpu/normalization_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
+#include "register.h"
 
 TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, "
@@ -11,3 +12,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("instance_norm(Tensor input, Tensor? weight, Tensor? bias, float eps, float output_scale, "
         "int output_zero_point) -> Tensor");
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_normalization)

@@ -4,6 +4,7 @@
 // adaptive_max_pool2d is an extension (values only: no indices for quantized tensors).
 // Kernels: ops/quantized_cpu/pooling_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
+#include "register.h"
 
 TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("max_pool1d(Tensor qx, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
@@ -23,3 +24,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor");
   m.def("adaptive_max_pool2d(Tensor self, int[2] output_size) -> Tensor");
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_pooling)

@@ -4,6 +4,7 @@
 // Input quantization parameters propagate to the output.
 // Kernels: ops/quantized_cpu/upsample_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
+#include "register.h"
 
 TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor");
@@ -24,3 +25,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, "
         "float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor");
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_upsample)

@@ -15,6 +15,7 @@
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
 #include "ops/quantized_cpu/unary_lut.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -298,3 +299,6 @@ at::Tensor softmax(const at::Tensor& qx, int64_t dim, double output_scale,
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_ACT_EXT(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_ACT_EXT(m) }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_activation_ext_kernel)

@@ -12,6 +12,7 @@
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
 #include "ops/quantized_cpu/unary_lut.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -99,3 +100,6 @@ at::Tensor relu6_quantized_cpu(const at::Tensor& qx, bool inplace) {
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_ACT(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_ACT(m) }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_activation_kernel)

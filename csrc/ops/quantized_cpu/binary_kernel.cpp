@@ -19,6 +19,7 @@
 #include "kernels/binary/exact.h"
 #include "kernels/dispatch.h"
 #include "ops/quantized_cpu/elementwise_iter.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -408,3 +409,6 @@ at::Tensor scalar_tensor_out_op(const at::Tensor& qa, const at::Tensor& b, at::T
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_BINARY(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_BINARY(m) }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_binary_kernel)

@@ -16,6 +16,7 @@
 #include "common/quant_utils.h"
 #include "kernels/binary/exact.h"
 #include "kernels/dispatch.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -263,3 +264,6 @@ TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_CAT(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_CAT(m) }
 // An empty list has no tensor to dispatch on: this kernel gives it the op's own error.
 TORCH_LIBRARY_IMPL(qplugin, CompositeExplicitAutograd, m) { QPLUGIN_REGISTER_CAT(m) }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_cat_kernel)

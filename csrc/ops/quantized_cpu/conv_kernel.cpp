@@ -7,6 +7,7 @@
 
 #include "common/checks.h"
 #include "packed/conv_packed_params.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -183,3 +184,6 @@ TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
   m.impl("conv_transpose3d_unpack", TORCH_FN(qplugin::ops::conv_transpose3d_unpack));
 }
 #undef QPLUGIN_REGISTER_CONV
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_conv_kernel)

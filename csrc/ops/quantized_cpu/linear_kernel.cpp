@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "packed/linear_packed_params.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -47,3 +48,6 @@ TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
   m.impl("linear_unpack", TORCH_FN(qplugin::ops::linear_unpack));
 }
 #undef QPLUGIN_REGISTER_LINEAR
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_linear_kernel)

@@ -12,6 +12,7 @@
 #include "common/checks.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -305,3 +306,6 @@ QPLUGIN_BN_OP(batch_norm3d_relu_quantized_cpu, "batch_norm3d_relu", Rank::k3d, t
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_BN(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_BN(m) }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_norm_kernel)

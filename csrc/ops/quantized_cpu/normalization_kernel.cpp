@@ -27,6 +27,7 @@
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
 #include "kernels/norm/norm_dispatch.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -565,3 +566,6 @@ at::Tensor instance_norm_quantized_cpu(const at::Tensor& qx,
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_NORMALIZATION(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_NORMALIZATION(m) }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_normalization_kernel)

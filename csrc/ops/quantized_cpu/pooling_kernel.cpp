@@ -22,6 +22,7 @@
 #include "common/checks.h"
 #include "common/quant_utils.h"
 #include "kernels/pool/pool_dispatch.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -535,3 +536,6 @@ at::Tensor adaptive_max_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayR
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_POOL(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_POOL(m) }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_pooling_kernel)

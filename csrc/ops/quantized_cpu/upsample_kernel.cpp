@@ -20,6 +20,7 @@
 #include "common/checks.h"
 #include "common/quant_utils.h"
 #include "kernels/pool/pool_dispatch.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -354,3 +355,6 @@ at::Tensor upsample_trilinear3d_quantized_cpu(const at::Tensor& x, at::IntArrayR
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_UPSAMPLE(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_UPSAMPLE(m) }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_upsample_kernel)

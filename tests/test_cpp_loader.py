@@ -1,0 +1,264 @@
+# Deployment from C++ without Python: tools/cpp_loader (main.cpp, linked.cpp) built with g++
+# against the installed torch, run on a demo-style model converted and scripted in Python; its
+# output must be identical to Python's. Also the explicit registration function
+# qplugin_register_all() (csrc/register.{h,cpp}) and its anchors in every registering file.
+# Changes with: tools/cpp_loader/, csrc/register.{h,cpp}, qplugin/demo/model.py,
+# docs/deployment.md (the documented build line is the one compiled here).
+import copy
+import ctypes
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+import qplugin
+from qplugin.demo import data as demo_data
+from qplugin.demo import model as demo_model
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOADER = os.path.join(ROOT, "tools", "cpp_loader")
+CSRC = os.path.join(ROOT, "csrc")
+CXX = os.environ.get("CXX", "g++")
+_REGISTERS = re.compile(r"^\s*TORCH_LIBRARY(_FRAGMENT|_IMPL)?\(", re.M)
+
+
+# ---------------------------------------------------------------------------------------------
+# qplugin_register_all and its anchors (no compiler needed).
+
+
+def _registration_units():
+    """{unit: file} for every csrc file with a TORCH_LIBRARY* block, unit from its anchor."""
+    units = {}
+    for path in sorted(glob.glob(os.path.join(CSRC, "**", "*.cpp"), recursive=True)):
+        with open(path) as f:
+            src = f.read()
+        if not _REGISTERS.search(src):
+            continue
+        anchors = re.findall(r"^QPLUGIN_REGISTRATION_ANCHOR\((\w+)\)", src, re.M)
+        assert len(anchors) == 1, (
+            f"{os.path.relpath(path, ROOT)} registers ops or classes but has {len(anchors)} "
+            "QPLUGIN_REGISTRATION_ANCHOR lines (expected 1): static links would drop it")
+        units[anchors[0]] = path
+    return units
+
+
+def test_every_registering_file_is_anchored_and_listed():
+    units = _registration_units()
+    assert len(units) >= 20 and "library" in units and "ops_misc" in units
+    with open(os.path.join(CSRC, "register.cpp")) as f:
+        listed = re.findall(r"^\s*X\((\w+)\)", f.read(), re.M)
+    assert sorted(listed) == sorted(units), (
+        "csrc/register.cpp QPLUGIN_REGISTRATION_UNITS must list exactly the anchored files: "
+        f"missing {sorted(set(units) - set(listed))}, stale {sorted(set(listed) - set(units))}")
+
+
+def test_register_all_is_exported_and_counts_units():
+    lib = ctypes.CDLL(qplugin.library_path())  # already loaded by import qplugin: same handle
+    fn = lib.qplugin_register_all
+    fn.restype = ctypes.c_int64
+    assert fn() == len(_registration_units())
+    assert fn() == len(_registration_units())  # idempotent
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the loader (once per session) and the demo-style model.
+
+
+def _torch_flags():
+    from torch.utils import cpp_extension as ce
+    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    cflags = [f"-D_GLIBCXX_USE_CXX11_ABI={abi}"] + [f"-I{p}" for p in ce.include_paths()]
+    libdirs = ce.library_paths()
+    ldflags = [f for p in libdirs for f in (f"-L{p}", f"-Wl,-rpath,{p}")]
+    # --no-as-needed: libtorch.so is a stub whose ops live in libtorch_cpu; keep both.
+    ldflags += ["-Wl,--no-as-needed", "-ltorch", "-ltorch_cpu", "-lc10", "-Wl,--as-needed",
+                "-ldl"]
+    return cflags, ldflags
+
+
+def _run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert r.returncode == 0, f"{' '.join(cmd)}\nexit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+def _build_objects():
+    """The object files of the in-place build (setup.py build_ext --inplace), if they are all
+    there and newer than their sources; else None."""
+    temps = glob.glob(os.path.join(ROOT, "build", "temp.*"))
+    if len(temps) != 1:
+        return None
+    objs = glob.glob(os.path.join(temps[0], "**", "*.o"), recursive=True)
+    srcs = glob.glob(os.path.join(CSRC, "**", "*.cpp"), recursive=True)
+    by_rel = {}
+    for o in objs:
+        rel = os.path.relpath(o, temps[0])
+        rel = re.sub(r"^isa_[a-z0-9]+/", "", rel)  # per-ISA objects (setup.py)
+        by_rel[rel[:-2] + ".cpp"] = o
+    for s in srcs:
+        o = by_rel.get(os.path.relpath(s, ROOT))
+        if o is None or os.path.getmtime(o) < os.path.getmtime(s):
+            return None
+    if len(by_rel) != len(srcs):
+        return None
+    return sorted(by_rel.values())
+
+
+@pytest.fixture(scope="session")
+def loader(tmp_path_factory):
+    """{'dlopen': exe, 'linked': exe, 'static': exe or None}: main.cpp compiled once, then
+    linked three ways."""
+    if shutil.which(CXX) is None:
+        pytest.skip(f"no C++ compiler ({CXX}) to build tools/cpp_loader")
+    out = tmp_path_factory.mktemp("cpp_loader")
+    cflags, ldflags = _torch_flags()
+    common = ["-std=c++20", "-O1", "-g0", "-fPIC"]
+    main_o, linked_o = str(out / "main.o"), str(out / "linked.o")
+    _run([CXX, *common, *cflags, "-c", os.path.join(LOADER, "main.cpp"), "-o", main_o],
+         timeout=600)
+    _run([CXX, *common, f"-I{CSRC}", "-c", os.path.join(LOADER, "linked.cpp"), "-o", linked_o],
+         timeout=60)
+    exes = {}
+    exes["dlopen"] = str(out / "qplugin_loader")
+    _run([CXX, main_o, "-o", exes["dlopen"], *ldflags], timeout=300)
+    # Linked with the shared op library (what a CMake target_link_libraries would do).
+    lib = qplugin.library_path()
+    exes["linked"] = str(out / "qplugin_loader_linked")
+    _run([CXX, main_o, linked_o, "-o", exes["linked"], "-Wl,--no-as-needed", lib,
+          f"-Wl,-rpath,{os.path.dirname(lib)}", *ldflags], timeout=300)
+    # Linked with a static archive of the build's object files: only qplugin_register_all()
+    # keeps the registration objects in (nothing else references them).
+    objs = _build_objects()
+    exes["static"] = None
+    if objs is not None and shutil.which("ar"):
+        archive = str(out / "libqplugin.a")
+        _run(["ar", "rcs", archive, *objs], timeout=120)
+        exes["static"] = str(out / "qplugin_loader_static")
+        _run([CXX, main_o, linked_o, "-o", exes["static"], archive, "-fopenmp", *ldflags],
+             timeout=300)
+    return exes
+
+
+@pytest.fixture(scope="session")
+def demo_files(tmp_path_factory):
+    """(model.pt, input.pt, Python's output) for a demo-style model: DemoNet with BN statistics
+    from data, fused, calibrated, converted with qplugin, scripted and saved."""
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("cpp_model")
+    x, _ = demo_data.make_dataset(64, seed=3)
+    model = demo_model.DemoNet().to(memory_format=torch.channels_last)
+    model.train()
+    with torch.no_grad():
+        model(x)  # BN running statistics from data, so the folded weights are not trivial
+    demo_model.fuse(model.eval())
+    prepared = copy.deepcopy(model)
+    prepared.qconfig = torch.ao.quantization.get_default_qconfig("x86")
+    torch.ao.quantization.prepare(
+        prepared, inplace=True,
+        allow_list=qplugin.quantization.get_default_qconfig_propagation_list())
+    with torch.no_grad():
+        prepared(x)
+    scripted = torch.jit.script(qplugin.quantization.convert(prepared))
+    model_path, input_path = str(out / "model.pt"), str(out / "input.pt")
+    torch.jit.save(scripted, model_path)
+    inp = x[:5].contiguous(memory_format=torch.channels_last)
+    torch.save(inp, input_path)
+    with torch.no_grad():
+        expected = torch.jit.load(model_path)(inp)
+    return model_path, input_path, expected
+
+
+def _run_loader(exe, args, tmp_path):
+    output = str(tmp_path / "out.pt")
+    r = subprocess.run([exe, *args, output], capture_output=True, text=True, timeout=120)
+    return r, output
+
+
+def _check_output(r, output, expected):
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "python libraries mapped: none" in r.stdout, r.stdout
+    got = torch.load(output)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    assert torch.equal(got, expected), (got - expected).abs().max()
+
+
+# ---------------------------------------------------------------------------------------------
+# The runs.
+
+
+def test_loader_has_no_python(loader):
+    for kind, exe in loader.items():
+        if exe is None:
+            continue
+        out = _run(["ldd", exe]).stdout if shutil.which("ldd") else ""
+        assert "libtorch_cpu" in out or not out, out
+        assert not re.search(r"libpython|libtorch_python", out), f"{kind}: {out}"
+
+
+def test_dlopen_loader_matches_python(loader, demo_files, tmp_path):
+    model, inp, expected = demo_files
+    r, output = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--threads", "1",
+                                               model, inp], tmp_path)
+    _check_output(r, output, expected)
+    assert f"qplugin: loaded {qplugin.library_path()}" in r.stdout
+    assert f"kernel ISA {torch.ops.qplugin._cpu_isa()}" in r.stdout
+
+
+def test_dlopen_loader_finds_library_next_to_model(loader, demo_files, tmp_path):
+    model, inp, expected = demo_files
+    for name in ("model.pt", "input.pt"):
+        os.symlink({"model.pt": model, "input.pt": inp}[name], tmp_path / name)
+    lib = tmp_path / os.path.basename(qplugin.library_path())
+    os.symlink(qplugin.library_path(), lib)
+    r, output = _run_loader(loader["dlopen"], [str(tmp_path / "model.pt"),
+                                               str(tmp_path / "input.pt")], tmp_path)
+    _check_output(r, output, expected)
+    assert f"qplugin: loaded {lib}" in r.stdout
+
+
+def test_linked_loader_matches_python(loader, demo_files, tmp_path):
+    model, inp, expected = demo_files
+    r, output = _run_loader(loader["linked"], [model, inp], tmp_path)
+    _check_output(r, output, expected)
+    n = len(_registration_units())
+    assert f"qplugin: linked in; qplugin_register_all() found {n} registration units" in r.stdout
+
+
+def test_static_loader_matches_python(loader, demo_files, tmp_path):
+    if loader["static"] is None:
+        pytest.skip("no up-to-date object files of an in-place build (build/temp.*) to archive")
+    model, inp, expected = demo_files
+    r, output = _run_loader(loader["static"], [model, inp], tmp_path)
+    _check_output(r, output, expected)
+    n = len(_registration_units())
+    assert f"qplugin: linked in; qplugin_register_all() found {n} registration units" in r.stdout
+    # Statically linked: the op library is not loaded as a separate file.
+    out = _run(["ldd", loader["static"]]).stdout if shutil.which("ldd") else ""
+    assert "_C.abi3.so" not in out
+
+
+def test_loader_errors(loader, demo_files, tmp_path):
+    model, inp, _ = demo_files
+    # No library given, none next to the model.
+    os.symlink(model, tmp_path / "model.pt")
+    r, _ = _run_loader(loader["dlopen"], [str(tmp_path / "model.pt"), inp], tmp_path)
+    assert r.returncode == 2 and "expected --lib PATH to qplugin's op library" in r.stderr
+    # A library that is not one.
+    r, _ = _run_loader(loader["dlopen"], ["--lib", inp, model, inp], tmp_path)
+    assert r.returncode == 1 and "could not dlopen" in r.stderr
+    # Input that is not a tensor.
+    torch.save({"x": torch.zeros(1)}, tmp_path / "dict.pt")
+    r, _ = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), model,
+                                          str(tmp_path / "dict.pt")], tmp_path)
+    assert r.returncode == 2 and "expected INPUT to hold a tensor" in r.stderr, r.stderr
+    # Missing input file.
+    r, _ = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), model,
+                                          str(tmp_path / "missing.pt")], tmp_path)
+    assert r.returncode == 1 and "expected a readable file" in r.stderr
+    # Wrong usage.
+    r, _ = _run_loader(loader["dlopen"], [model], tmp_path)
+    assert r.returncode == 2 and "usage: qplugin_loader" in r.stderr

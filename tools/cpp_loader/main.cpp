@@ -1,0 +1,181 @@
+// qplugin_loader: runs a TorchScript model that uses qplugin's ops (e.g. the file written by
+// `python -m qplugin`) from a C++ program linked against libtorch only -- no Python in the
+// process. Build: build.sh (g++) or CMakeLists.txt; docs/deployment.md. Test:
+// tests/test_cpp_loader.py.
+//
+//   qplugin_loader [--lib PATH] [--threads N] MODEL.pt INPUT.pt OUTPUT.pt
+//
+// --lib PATH: qplugin's op library (qplugin/_C*.so) to dlopen; without it, the loader uses the
+//   qplugin it was linked with (linked.cpp, which calls qplugin_register_all()), else a _C*.so
+//   next to MODEL.pt. INPUT.pt: a tensor saved with torch.save(t, path) in Python (or
+//   torch::pickle_save). OUTPUT.pt: the output, written with torch::pickle_save (read it with
+//   torch.load). Prints the output's shape and first values, and whether any Python library is
+//   mapped into the process (it must not be).
+#include <dlfcn.h>
+#include <glob.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+#include <torch/serialize.h>
+
+// Defined only when linked.cpp (and with it qplugin itself) is linked in: then the loader needs no
+// dlopen. Weak, so that the plain build links without it.
+extern "C" int64_t qplugin_loader_register_linked(void) __attribute__((weak));
+
+namespace {
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    throw std::runtime_error("qplugin_loader: expected a readable file, got " + path);
+  }
+  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+std::string dirname_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+// The first qplugin/_C*.so (or libqplugin*.so) next to the model, or "".
+std::string library_next_to(const std::string& model) {
+  for (const char* pattern : {"/_C*.so", "/libqplugin*.so"}) {
+    glob_t g;
+    std::string pat = dirname_of(model) + pattern;
+    if (glob(pat.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0) {
+      std::string found = g.gl_pathv[0];
+      globfree(&g);
+      return found;
+    }
+    globfree(&g);
+  }
+  return "";
+}
+
+// Shared objects of this process whose name says Python (from /proc/self/maps).
+std::vector<std::string> python_libraries_mapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::vector<std::string> found;
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if ((path.find("libpython") != std::string::npos ||
+         path.find("libtorch_python") != std::string::npos) &&
+        (found.empty() || found.back() != path)) {
+      found.push_back(path);
+    }
+  }
+  return found;
+}
+
+int usage() {
+  std::cerr << "usage: qplugin_loader [--lib PATH] [--threads N] MODEL.pt INPUT.pt OUTPUT.pt\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string lib;
+  int threads = 0;
+  std::vector<std::string> pos;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--lib" && i + 1 < argc) {
+      lib = argv[++i];
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (a == "-h" || a == "--help") {
+      usage();
+      return 0;
+    } else {
+      pos.push_back(a);
+    }
+  }
+  if (pos.size() != 3) return usage();
+  const std::string model_path = pos[0], input_path = pos[1], output_path = pos[2];
+  try {
+    if (lib.empty() && qplugin_loader_register_linked != nullptr) {
+      std::cout << "qplugin: linked in; qplugin_register_all() found "
+                << qplugin_loader_register_linked() << " registration units\n";
+    } else {
+      if (lib.empty()) lib = library_next_to(model_path);
+      if (lib.empty()) {
+        std::cerr << "qplugin_loader: expected --lib PATH to qplugin's op library "
+                     "(qplugin/_C*.so; python -c 'import qplugin; print(qplugin.library_path())')"
+                     ", got none and no _C*.so next to the model\n";
+        return 2;
+      }
+      // RTLD_GLOBAL: the ops register themselves with libtorch's dispatcher from the library's
+      // static initialisers; nothing else is needed.
+      if (dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+        std::cerr << "qplugin_loader: could not dlopen " << lib << ": " << dlerror() << "\n";
+        return 1;
+      }
+      std::cout << "qplugin: loaded " << lib << "\n";
+    }
+    if (threads > 0) at::set_num_threads(threads);
+    auto isa = c10::Dispatcher::singleton()
+                   .findSchemaOrThrow("qplugin::_cpu_isa", "")
+                   .typed<std::string()>()
+                   .call();
+    std::cout << "qplugin: kernel ISA " << isa << ", " << at::get_num_threads() << " thread(s)\n";
+
+    torch::jit::Module model = torch::jit::load(model_path);
+    model.eval();
+    std::vector<char> bytes = read_file(input_path);
+    c10::IValue in = torch::pickle_load(bytes);
+    if (!in.isTensor()) {
+      std::cerr << "qplugin_loader: expected INPUT to hold a tensor (torch.save(tensor, path)), "
+                   "got "
+                << in.tagKind() << "\n";
+      return 2;
+    }
+    torch::Tensor x = in.toTensor();
+    c10::IValue out;
+    {
+      c10::InferenceMode guard;
+      out = model.forward({x});
+    }
+    if (!out.isTensor()) {
+      std::cerr << "qplugin_loader: expected the model to return a tensor, got " << out.tagKind()
+                << "\n";
+      return 1;
+    }
+    torch::Tensor y = out.toTensor().contiguous();
+    std::vector<char> data = torch::pickle_save(y);
+    std::ofstream f(output_path, std::ios::binary);
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!f) {
+      std::cerr << "qplugin_loader: could not write " << output_path << "\n";
+      return 1;
+    }
+    std::cout << "input " << x.sizes() << " -> output " << y.sizes() << " " << y.dtype()
+              << ", written to " << output_path << "\n";
+    auto flat = y.to(torch::kFloat).reshape({-1});
+    std::cout << "first values:";
+    for (int64_t i = 0; i < std::min<int64_t>(flat.numel(), 10); ++i) {
+      std::cout << " " << flat[i].item<float>();
+    }
+    std::cout << "\n";
+    auto py = python_libraries_mapped();
+    std::cout << "python libraries mapped: " << (py.empty() ? "none" : "");
+    for (const auto& p : py) std::cout << p << " ";
+    std::cout << "\n";
+    return py.empty() ? 0 : 3;
+  } catch (const std::exception& e) {
+    std::cerr << "qplugin_loader: " << e.what() << "\n";
+    return 1;
+  }
+}
