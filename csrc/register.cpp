@@ -14,6 +14,8 @@
   X(ops_activation_ext) \
   X(ops_conv) \
   X(ops_elementwise) \
+  X(ops_embedding) \
+  X(cpu_embedding_kernel) \
   X(ops_linear) \
   X(ops_misc) \
   X(ops_norm) \

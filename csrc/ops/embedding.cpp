@@ -2,6 +2,7 @@
 // defaults). Kernels: ops/cpu/embedding_kernel.cpp; class: packed/embedding_packed_params.h
 // (registered in library.cpp, whose TORCH_LIBRARY runs first); pinned in tests/test_schemas.py.
 #include <torch/library.h>
+#include "register.h"
 
 #define QPLUGIN_BAG_ARGS                                                                        \
   "Tensor indices, Tensor? offsets=None, bool scale_grad_by_freq=False, int mode=0, "           \
@@ -29,3 +30,6 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
 
 #undef QPLUGIN_BAG_ARGS
 #undef QPLUGIN_EMB_PACKED
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_embedding)

@@ -15,6 +15,7 @@
 
 #include "kernels/embedding/embedding.h"
 #include "packed/embedding_packed_params.h"
+#include "register.h"
 
 namespace qplugin {
 namespace ops {
@@ -463,3 +464,6 @@ TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
 TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
   m.impl("embedding_bag_unpack", TORCH_FN(qplugin::ops::embedding_bag_unpack));
 }
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(cpu_embedding_kernel)
