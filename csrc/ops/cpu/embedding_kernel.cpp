@@ -242,7 +242,7 @@ Table rowwise_table(const char* op, const at::Tensor& t, int bits, at::Tensor* k
 
 // Rows prefetched ahead of the one being reduced: ~DRAM latency / time per row (a 128-column
 // row takes a few ns; random rows of a large table miss every cache level and the TLB).
-constexpr int64_t kPrefetchRows = 16;
+constexpr int64_t kPrefetchRows = 24;
 
 // The shared lookup: bags of rows of `table`, reduced by `mode`. Validates everything first.
 at::Tensor lookup(const char* op, int bits, const Table& tab, const EmbeddingKernelTable& k,
