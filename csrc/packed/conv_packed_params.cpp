@@ -4,6 +4,7 @@
 #include "packed/conv_packed_params.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "common/checks.h"
@@ -228,6 +229,31 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
     for (int64_t g = 0; g < groups; ++g) {
       k.pack_b(wt.data_ptr<int8_t>() + g * Cout_g * ph.K, /*ldw=*/ph.K, ph.K, Cout_g,
                ph.packed.data_ptr<int8_t>() + g * ph.group_bytes, ph.col_sums.data() + g * Cout_g);
+    }
+    const bool one_by_one = taps == 1 && s_[0] == 1 && s_[1] == 1 && s_[2] == 1 && p_[0] == 0 &&
+                            p_[1] == 0 && p_[2] == 0;  // reads the input as A: no igemm
+    if (k.igemm != nullptr && groups == 1 && d_[2] == 1 && !any_w_zp_ && !one_by_one &&
+        ph.K > 0) {
+      const int64_t span = k_[2] * Cin_;
+      ph.nseg = k_[0] * k_[1];
+      ph.kseg = (span + k.kr - 1) / k.kr * k.kr;
+      if (ph.kseg == span) {
+        ph.packed_ind = ph.packed;
+      } else {
+        // Insert kseg - span zero weights after every span (the A bytes read there belong to
+        // the next pixel or the padding; multiplied by 0 they add nothing).
+        const int64_t Ki = ph.nseg * ph.kseg;
+        std::vector<int8_t> wi(static_cast<size_t>(Cout_ * Ki), 0);
+        const int8_t* src = wt.data_ptr<int8_t>();
+        for (int64_t n = 0; n < Cout_; ++n)
+          for (int64_t sg = 0; sg < ph.nseg; ++sg)
+            std::memcpy(wi.data() + n * Ki + sg * ph.kseg, src + n * ph.K + sg * span,
+                        static_cast<size_t>(span));
+        std::vector<int32_t> cs(static_cast<size_t>(Cout_));
+        ph.packed_ind = at::empty({k.packed_b_bytes(Ki, Cout_)},
+                                  at::device(at::kCPU).dtype(at::kChar));
+        k.pack_b(wi.data(), Ki, Ki, Cout_, ph.packed_ind.data_ptr<int8_t>(), cs.data());
+      }
     }
     phases_.push_back(std::move(ph));
     return;

@@ -76,6 +76,12 @@ struct ConvPackedParamsBase : torch::CustomClassHolder {
     int64_t group_bytes;           // packed bytes of one group's B
     at::Tensor packed;             // int8 [groups * group_bytes]
     std::vector<int32_t> col_sums; // [C_out] (group g at g * C_out/g)
+    // Implicit GEMM (QGemmKernels::igemm; direct conv, groups 1, dilation_w 1, every weight zero
+    // point 0): nseg = taps_d * taps_h spans of kseg bytes (taps_w * C_in rounded up to kr, the
+    // extra weights 0) per A row; packed_ind is B with that K order (the same tensor as packed
+    // when kseg = taps_w * C_in). nseg = 0: not available.
+    int64_t nseg = 0, kseg = 0;
+    at::Tensor packed_ind;
   };
   int64_t spatial_ = 2;
   Kind kind_ = Kind::kGemm;
