@@ -4,6 +4,8 @@
 // kernels/conv/dwconv.h.
 #include "ops/quantized_cpu/conv_gemm.h"
 
+#include "kernels/dispatch.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -439,7 +441,16 @@ inline void transpose8x8_u8(uint64_t r[8]) {
 void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t* y) {
   constexpr int64_t kTile = 64;  // pixels per task: whole cache lines of every channel row
   const int64_t pblocks = div_up(HW, kTile);
+  // The ISA's transposing copy (16 x 64 byte blocks in zmm registers) when it has one.
+  const auto copy8 = C >= 16 ? kernels::table().copy8_nchw_to_nhwc : nullptr;
   auto body = [&](int64_t b0, int64_t b1) {
+    if (copy8 != nullptr) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t n = b / pblocks, p0 = (b % pblocks) * kTile;
+        copy8(x + n * C * HW, y + n * C * HW, C, HW, p0, std::min(HW, p0 + kTile));
+      }
+      return;
+    }
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t n = b / pblocks, p0 = (b % pblocks) * kTile;
       const int64_t p1 = std::min(HW, p0 + kTile);
