@@ -188,6 +188,7 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
   dw_w_.clear();
   dw_wsum_.clear();
   dw_w8_.clear();
+  dw_w3_.clear();
   const int64_t Cin_g = Cin_ / groups;
   if (!transpose && groups > 1 && Cin_g == 1 && taps <= kernels::conv::kMaxDwTaps) {
     kind_ = Kind::kDepthwise;
@@ -208,6 +209,13 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
         const int64_t cb = n / 64, i = (n % 64) / 4, j = n % 4;
         for (int64_t t = 0; t < taps; ++t)
           dw_w8_[((cb * taps + t) * 4 + j) * 64 + 4 * i + j] = wp[n * taps + t];
+      }
+      if (k_[0] == 1 && k_[1] == 3 && k_[2] == 3) {
+        dw_w3_.assign(static_cast<size_t>((Cout_ + 15) / 16 * 3 * 64), 0);
+        for (int64_t n = 0; n < Cout_; ++n)
+          for (int64_t kh = 0; kh < 3; ++kh)
+            for (int64_t kw = 0; kw < 3; ++kw)
+              dw_w3_[(n / 16 * 3 + kh) * 64 + 4 * (n % 16) + kw] = wp[n * 9 + kh * 3 + kw];
       }
     }
     return;

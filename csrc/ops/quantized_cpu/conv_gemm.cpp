@@ -99,6 +99,7 @@ void run_depthwise(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, c
       mult_p[idx] = rq.mult[c];
     }
     a.w8 = p.dw_w8_.data();
+    if (!p.dw_w3_.empty()) a.w3 = p.dw_w3_.data();
     a.acc_init_p = acc_p.data();
     a.bias_q_p = bq_p.data();
     a.mult_p = mult_p.data();
