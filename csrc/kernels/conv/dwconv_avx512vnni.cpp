@@ -106,7 +106,7 @@ struct PixelAvx512 {
 };
 
 // 1x3x3, dilation 1, byte weights (DwConvArgs::w3): every input row the output rows need is
-// rearranged once into R[ow][cb] = 64 bytes whose dword i is
+// rearranged once into R[cb][ow] = 64 bytes whose dword i is
 // (X[iw][c], X[iw + 1][c], X[iw + 2][c], 0) with iw = ow * sw - pw, c = 16 cb + i (zero point
 // outside the input), kept in a ring of 3 rows. An output pixel is then three VPDPBUSD per 16
 // channels (one per kernel row) instead of nine taps.
@@ -117,18 +117,26 @@ inline __m512i zx16(const uint8_t* p, __mmask16 m) {
 void rearrange_row(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t* dst) {
   const int64_t C = a.C, IW = a.IW;
   const __m512i zpv = _mm512_set1_epi32(a.zrow[0]);
-  for (int64_t ow = 0; ow < a.OW; ++ow) {
-    const int64_t iw = ow * a.sw - a.pw;
-    const bool inside = iw >= 0 && iw + 2 < IW;
-    for (int64_t cb = 0; cb < nb; ++cb) {
-      const int64_t c = cb * 16;
-      const int64_t n = C - c < 16 ? C - c : 16;
-      const __mmask16 m = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+  for (int64_t cb = 0; cb < nb; ++cb) {
+    const int64_t c = cb * 16;
+    const int64_t n = C - c < 16 ? C - c : 16;
+    const __mmask16 m = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+    uint8_t* d = dst + cb * a.OW * 64;
+    for (int64_t ow = 0; ow < a.OW; ++ow) {
+      const int64_t iw = ow * a.sw - a.pw;
       __m512i v;
-      if (inside) {
+      if (iw >= 0 && iw + 2 < IW) {
         const uint8_t* p = xrow + iw * C + c;
-        v = _mm512_ternarylogic_epi32(zx16(p, m), _mm512_slli_epi32(zx16(p + C, m), 8),
-                                      _mm512_slli_epi32(zx16(p + 2 * C, m), 16), 0xFE);
+        if (n == 16) {
+          auto ld = [](const uint8_t* q) {
+            return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+          };
+          v = _mm512_ternarylogic_epi32(ld(p), _mm512_slli_epi32(ld(p + C), 8),
+                                        _mm512_slli_epi32(ld(p + 2 * C), 16), 0xFE);
+        } else {
+          v = _mm512_ternarylogic_epi32(zx16(p, m), _mm512_slli_epi32(zx16(p + C, m), 8),
+                                        _mm512_slli_epi32(zx16(p + 2 * C, m), 16), 0xFE);
+        }
       } else {
         v = _mm512_setzero_si512();
         for (int kw = 0; kw < 3; ++kw) {
@@ -137,7 +145,7 @@ void rearrange_row(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t
           v = _mm512_or_si512(v, _mm512_slli_epi32(t, 8 * kw));
         }
       }
-      _mm512_storeu_si512(dst + (ow * nb + cb) * 64, v);
+      _mm512_storeu_si512(d + ow * 64, v);
     }
   }
 }
@@ -182,12 +190,41 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
       const __m512i init = _mm512_maskz_loadu_epi32(m, a.acc_init + c);
       const __m512 bq = _mm512_maskz_loadu_ps(m, a.bias_q + c);
       const __m512 mu = _mm512_maskz_loadu_ps(m, a.mult + c);
-      const uint8_t* p0 = rr[0] + cb * 64;
-      const uint8_t* p1 = rr[1] + cb * 64;
-      const uint8_t* p2 = rr[2] + cb * 64;
+      const uint8_t* p0 = rr[0] + cb * OW * 64;
+      const uint8_t* p1 = rr[1] + cb * OW * 64;
+      const uint8_t* p2 = rr[2] + cb * OW * 64;
       uint8_t* yc = yrow + c;
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        const int64_t o = ow * nb * 64;
+      auto q32 = [&](int64_t ow) {
+        const int64_t o = ow * 64;
+        __m512i acc = _mm512_dpbusd_epi32(init, _mm512_loadu_si512(p0 + o), w0);
+        acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(p1 + o), w1);
+        acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(p2 + o), w2);
+        __m512 f = _mm512_add_ps(_mm512_cvtepi32_ps(acc), bq);
+        f = _mm512_mul_ps(f, mu);
+        f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+        return _mm512_add_epi32(_mm512_cvtps_epi32(f), ozp);  // in [0, 255]
+      };
+      int64_t ow = 0;
+      if (n == 16) {
+        // Four pixels at a time narrowed by VPACKUSDW / VPACKUSWB (exact: values in [0, 255])
+        // and a dword transpose, one 16-byte store per pixel.
+        const __m512i perm =
+            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        for (; ow + 4 <= OW; ow += 4) {
+          const __m512i w01 = _mm512_packus_epi32(q32(ow), q32(ow + 1));
+          const __m512i w23 = _mm512_packus_epi32(q32(ow + 2), q32(ow + 3));
+          const __m512i b = _mm512_permutexvar_epi32(perm, _mm512_packus_epi16(w01, w23));
+          uint8_t* d = yc + ow * C;
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm512_castsi512_si128(b));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + C), _mm512_extracti32x4_epi32(b, 1));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * C),
+                           _mm512_extracti32x4_epi32(b, 2));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * C),
+                           _mm512_extracti32x4_epi32(b, 3));
+        }
+      }
+      for (; ow < OW; ++ow) {
+        const int64_t o = ow * 64;
         __m512i acc = _mm512_dpbusd_epi32(init, _mm512_loadu_si512(p0 + o), w0);
         acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(p1 + o), w1);
         acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(p2 + o), w2);
