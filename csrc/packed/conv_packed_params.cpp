@@ -358,8 +358,12 @@ at::Tensor ConvPackedParamsBase::apply(const at::Tensor& x_in, double output_sca
   // ops::nchw_to_nhwc_u8 (8x8 byte-block transposes; ATen's quint8 copy is ~4x slower), anything
   // else through ATen.
   at::Tensor x;
+  bool x_nchw = false;
   if (x_in.is_contiguous(mf)) {
     x = x_in;
+  } else if (x_in.is_contiguous() && ops::conv_reads_nchw(*this)) {
+    x = x_in;  // the kernel reads the NCDHW rows in place
+    x_nchw = true;
   } else if (x_in.dim() == 2 + spatial_ && x_in.is_contiguous()) {
     x = at::empty({x_in.numel()}, x_in.options().dtype(at::kByte));
     ops::nchw_to_nhwc_u8(reinterpret_cast<const uint8_t*>(x_in.data_ptr()), N, Cin_,
@@ -391,7 +395,7 @@ at::Tensor ConvPackedParamsBase::apply(const at::Tensor& x_in, double output_sca
                       static_cast<float>(255 - output_zero_point),
                       static_cast<int32_t>(output_zero_point), static_cast<int32_t>(in_zp)};
   ops::conv_forward(*this, xp, N, in,
-                    reinterpret_cast<uint8_t*>(y.data_ptr()), out, rq);
+                    reinterpret_cast<uint8_t*>(y.data_ptr()), out, rq, x_nchw);
   return y;
 }
 

@@ -63,6 +63,10 @@ struct DwConvKernels {
   const char* name;  // e.g. "dwconv_u8s8_c64__avx512vnni"
   // Output rows r in [r0, r1), r = od * OH + oh, every ow and every channel.
   void (*rows)(const DwConvArgs& a, int64_t r0, int64_t r1);
+  // The same for an NCHW (NCDHW) image x (C planes of ID*IH*IW bytes, channel multiplier 1),
+  // only with the w3 form and dilation 1; null when the ISA has none (the caller then converts
+  // the input to NDHWC first).
+  void (*rows_nchw)(const DwConvArgs& a, int64_t r0, int64_t r1) = nullptr;
 };
 
 // The kernels of `isa` (never above the CPU's).

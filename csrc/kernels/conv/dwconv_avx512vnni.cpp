@@ -114,47 +114,115 @@ inline __m512i zx16(const uint8_t* p, __mmask16 m) {
   return _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p));
 }
 
-void rearrange_row(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t* dst) {
-  const int64_t C = a.C, IW = a.IW;
+// One 16-channel block of one rearranged row: channel c of pixel w at xrow + w * C + c;
+// m: the block's channels (the others read 0).
+void rearrange_block(const DwConvArgs& a, const uint8_t* xrow, int64_t C, int64_t c,
+                     __mmask16 m, uint8_t* d) {
+  const int64_t IW = a.IW;
   const __m512i zpv = _mm512_set1_epi32(a.zrow[0]);
-  for (int64_t cb = 0; cb < nb; ++cb) {
-    const int64_t c = cb * 16;
-    const int64_t n = C - c < 16 ? C - c : 16;
-    const __mmask16 m = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
-    uint8_t* d = dst + cb * a.OW * 64;
-    for (int64_t ow = 0; ow < a.OW; ++ow) {
-      const int64_t iw = ow * a.sw - a.pw;
-      __m512i v;
-      if (iw >= 0 && iw + 2 < IW) {
-        const uint8_t* p = xrow + iw * C + c;
-        if (n == 16) {
-          auto ld = [](const uint8_t* q) {
-            return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-          };
-          v = _mm512_ternarylogic_epi32(ld(p), _mm512_slli_epi32(ld(p + C), 8),
-                                        _mm512_slli_epi32(ld(p + 2 * C), 16), 0xFE);
-        } else {
-          v = _mm512_ternarylogic_epi32(zx16(p, m), _mm512_slli_epi32(zx16(p + C, m), 8),
-                                        _mm512_slli_epi32(zx16(p + 2 * C, m), 16), 0xFE);
-        }
+  for (int64_t ow = 0; ow < a.OW; ++ow) {
+    const int64_t iw = ow * a.sw - a.pw;
+    __m512i v;
+    if (iw >= 0 && iw + 2 < IW) {
+      const uint8_t* p = xrow + iw * C + c;
+      if (m == 0xFFFF) {
+        auto ld = [](const uint8_t* q) {
+          return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+        };
+        v = _mm512_ternarylogic_epi32(ld(p), _mm512_slli_epi32(ld(p + C), 8),
+                                      _mm512_slli_epi32(ld(p + 2 * C), 16), 0xFE);
       } else {
-        v = _mm512_setzero_si512();
-        for (int kw = 0; kw < 3; ++kw) {
-          const int64_t j = iw + kw;
-          const __m512i t = j >= 0 && j < IW ? zx16(xrow + j * C + c, m) : zpv;
-          v = _mm512_or_si512(v, _mm512_slli_epi32(t, 8 * kw));
-        }
+        v = _mm512_ternarylogic_epi32(zx16(p, m), _mm512_slli_epi32(zx16(p + C, m), 8),
+                                      _mm512_slli_epi32(zx16(p + 2 * C, m), 16), 0xFE);
       }
-      _mm512_storeu_si512(d + ow * 64, v);
+    } else {
+      v = _mm512_setzero_si512();
+      for (int kw = 0; kw < 3; ++kw) {
+        const int64_t j = iw + kw;
+        const __m512i t = j >= 0 && j < IW ? zx16(xrow + j * C + c, m) : zpv;
+        v = _mm512_or_si512(v, _mm512_slli_epi32(t, 8 * kw));
+      }
     }
+    _mm512_storeu_si512(d + ow * 64, v);
   }
 }
 
+inline __mmask16 block_mask(int64_t C, int64_t c) {
+  const int64_t n = C - c < 16 ? C - c : 16;
+  return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+}
+
+// NDHWC input row (IW pixels of C bytes).
+void rearrange_row(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t* dst,
+                   uint8_t* /*tmp*/) {
+  for (int64_t cb = 0; cb < nb; ++cb)
+    rearrange_block(a, xrow, a.C, cb * 16, block_mask(a.C, cb * 16), dst + cb * a.OW * 64);
+}
+
+// 16x16 byte transposes on four 128-bit lanes at once (elementwise_avx512vnni.cpp has the
+// same network): in r[k] lane L = channel k, pixels 16L..16L+15; out[j] lane L = pixel 16L+j.
+inline void transpose16x16x4(const __m512i* r, __m512i* out) {
+  __m512i a[16], b[16];
+  for (int k = 0; k < 8; ++k) {
+    a[2 * k] = _mm512_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
+    a[2 * k + 1] = _mm512_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
+  }
+  for (int m = 0; m < 4; ++m) {
+    b[4 * m + 0] = _mm512_unpacklo_epi16(a[4 * m], a[4 * m + 2]);
+    b[4 * m + 1] = _mm512_unpackhi_epi16(a[4 * m], a[4 * m + 2]);
+    b[4 * m + 2] = _mm512_unpacklo_epi16(a[4 * m + 1], a[4 * m + 3]);
+    b[4 * m + 3] = _mm512_unpackhi_epi16(a[4 * m + 1], a[4 * m + 3]);
+  }
+  for (int q = 0; q < 4; ++q) {
+    const __m512i clo = _mm512_unpacklo_epi32(b[q], b[4 + q]);
+    const __m512i chi = _mm512_unpackhi_epi32(b[q], b[4 + q]);
+    const __m512i dlo = _mm512_unpacklo_epi32(b[8 + q], b[12 + q]);
+    const __m512i dhi = _mm512_unpackhi_epi32(b[8 + q], b[12 + q]);
+    out[4 * q + 0] = _mm512_unpacklo_epi64(clo, dlo);
+    out[4 * q + 1] = _mm512_unpackhi_epi64(clo, dlo);
+    out[4 * q + 2] = _mm512_unpacklo_epi64(chi, dhi);
+    out[4 * q + 3] = _mm512_unpackhi_epi64(chi, dhi);
+  }
+}
+
+// NCHW input row: channel c at xrow + c * plane. Each 16-channel block is transposed into tmp
+// ([round_up(IW, 64)][16] bytes, channels past C zero) and rearranged from there.
+void rearrange_row_nchw(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t* dst,
+                        uint8_t* tmp) {
+  const int64_t C = a.C, IW = a.IW, plane = a.ID * a.IH * a.IW;
+  for (int64_t cb = 0; cb < nb; ++cb) {
+    const int64_t c0 = cb * 16;
+    for (int64_t p0 = 0; p0 < IW; p0 += 64) {
+      const int64_t np = IW - p0 < 64 ? IW - p0 : 64;
+      const __mmask64 pm = np == 64 ? ~__mmask64{0} : ((__mmask64{1} << np) - 1);
+      __m512i r[16], t[16];
+      for (int k = 0; k < 16; ++k)
+        r[k] = c0 + k < C ? _mm512_maskz_loadu_epi8(pm, xrow + (c0 + k) * plane + p0)
+                          : _mm512_setzero_si512();
+      transpose16x16x4(r, t);
+      uint8_t* d = tmp + p0 * 16;
+      for (int j = 0; j < 16; ++j) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j * 16), _mm512_castsi512_si128(t[j]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (16 + j) * 16),
+                         _mm512_extracti32x4_epi32(t[j], 1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (32 + j) * 16),
+                         _mm512_extracti32x4_epi32(t[j], 2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (48 + j) * 16),
+                         _mm512_extracti32x4_epi32(t[j], 3));
+      }
+    }
+    rearrange_block(a, tmp, 16, 0, 0xFFFF, dst + cb * a.OW * 64);
+  }
+}
+
+template <bool NCHW>
 void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
   const int64_t C = a.C, nb = (C + 15) / 16, OW = a.OW;
   const int64_t row_bytes = OW * nb * 64;
   // 3 ring slots + one row of zero-point bytes (input rows in the padding).
-  uint8_t* buf = new uint8_t[static_cast<size_t>(4 * row_bytes)];
+  const int64_t tmp_bytes = NCHW ? (a.IW + 63) / 64 * 64 * 16 : 0;
+  uint8_t* buf = new uint8_t[static_cast<size_t>(4 * row_bytes + tmp_bytes)];
+  uint8_t* tmp = buf + 4 * row_bytes;
   uint8_t* zrow = buf + 3 * row_bytes;
   std::memset(zrow, a.zrow[0], static_cast<size_t>(row_bytes));
   int64_t slot_key[3] = {-1, -1, -1};
@@ -174,7 +242,8 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
       const int64_t key = id * a.IH + ih, slot = ih % 3;
       uint8_t* dst = buf + slot * row_bytes;
       if (slot_key[slot] != key) {
-        rearrange_row(a, a.x + key * a.IW * C, nb, dst);
+        if constexpr (NCHW) rearrange_row_nchw(a, a.x + key * a.IW, nb, dst, tmp);
+        else rearrange_row(a, a.x + key * a.IW * C, nb, dst, tmp);
         slot_key[slot] = key;
       }
       rr[kh] = dst;
@@ -245,16 +314,20 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
 
 void rows(const DwConvArgs& a, int64_t r0, int64_t r1) {
   if (a.w3 != nullptr && a.KD == 1 && a.KH == 3 && a.KW == 3 && a.dh == 1 && a.dw == 1) {
-    rows3x3(a, r0, r1);
+    rows3x3<false>(a, r0, r1);
     return;
   }
   dw_rows<PixelAvx512>(a, r0, r1);
 }
 
+// NCHW input: only the w3 form (the caller checks DwConvKernels::rows_nchw's conditions).
+void rows_nchw(const DwConvArgs& a, int64_t r0, int64_t r1) { rows3x3<true>(a, r0, r1); }
+
 }  // namespace
 
 const DwConvKernels& dwconv_table() {
-  static const DwConvKernels t{Isa::kAvx512Vnni, "dwconv_u8s8_c64__avx512vnni", &rows};
+  static const DwConvKernels t{Isa::kAvx512Vnni, "dwconv_u8s8_c64__avx512vnni", &rows,
+                               &rows_nchw};
   return t;
 }
 

@@ -50,7 +50,7 @@ constexpr int64_t kIm2colBytes = 96 * 1024;
 constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 
 void run_depthwise(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
-                   uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
+                   uint8_t* y, const int64_t out[3], const ConvRequant& rq, bool x_nchw) {
   const int64_t C = p.Cout_, Cin = p.Cin_, m = C / Cin;
   const int64_t in_pix = in[0] * in[1] * in[2], out_pix = out[0] * out[1] * out[2];
   // Channel multiplier m > 1: repeat every input channel m times (output channel c reads input
@@ -114,7 +114,8 @@ void run_depthwise(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, c
       kernels::conv::DwConvArgs ai = a;
       ai.x = x + n * in_pix * C;
       ai.y = y + n * out_pix * C;
-      k.rows(ai, r0, r1);
+      if (x_nchw) k.rows_nchw(ai, r0, r1);
+      else k.rows(ai, r0, r1);
       b0 += r1 - r0;
     }
   };
@@ -490,10 +491,16 @@ void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t
   else at::parallel_for(0, N * pblocks, 8, body);
 }
 
+bool conv_reads_nchw(const ConvPackedParamsBase& p) {
+  return p.kind_ == ConvPackedParamsBase::Kind::kDepthwise && p.dw_->rows_nchw != nullptr &&
+         !p.dw_w3_.empty() && p.Cout_ == p.Cin_ && p.d_[1] == 1 && p.d_[2] == 1;
+}
+
 void conv_forward(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
-                  uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
+                  uint8_t* y, const int64_t out[3], const ConvRequant& rq, bool x_nchw) {
+  TORCH_CHECK(!x_nchw || conv_reads_nchw(p), "qplugin: internal error: NCHW conv input");
   if (p.kind_ == ConvPackedParamsBase::Kind::kDepthwise) {
-    run_depthwise(p, x, N, in, y, out, rq);
+    run_depthwise(p, x, N, in, y, out, rq, x_nchw);
     return;
   }
   for (const auto& ph : p.phases_) {
