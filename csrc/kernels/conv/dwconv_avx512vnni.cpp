@@ -120,6 +120,25 @@ void rearrange_block(const DwConvArgs& a, const uint8_t* xrow, int64_t C, int64_
                      __mmask16 m, uint8_t* d) {
   const int64_t IW = a.IW;
   const __m512i zpv = _mm512_set1_epi32(a.zrow[0]);
+  if (a.sw == 1) {
+    // Stride 1: a sliding window of three zero-extended pixels, one new load per output.
+    auto u = [&](int64_t iw) {
+      if (iw < 0 || iw >= IW) return zpv;
+      const uint8_t* p = xrow + iw * C + c;
+      return m == 0xFFFF ? _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))
+                         : zx16(p, m);
+    };
+    __m512i u0 = u(-a.pw), u1 = u(1 - a.pw);
+    for (int64_t ow = 0; ow < a.OW; ++ow) {
+      const __m512i u2 = u(ow + 2 - a.pw);
+      _mm512_storeu_si512(d + ow * 64,
+                          _mm512_ternarylogic_epi32(u0, _mm512_slli_epi32(u1, 8),
+                                                    _mm512_slli_epi32(u2, 16), 0xFE));
+      u0 = u1;
+      u1 = u2;
+    }
+    return;
+  }
   for (int64_t ow = 0; ow < a.OW; ++ow) {
     const int64_t iw = ow * a.sw - a.pw;
     __m512i v;
