@@ -114,6 +114,10 @@ inline __m512i zx16(const uint8_t* p, __mmask16 m) {
   return _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p));
 }
 
+// Outputs per 16-channel block of a rearranged row (OW rounded up to 64: the NCHW stride-1
+// rearrangement writes whole 64-pixel chunks).
+inline int64_t ow_stride(const DwConvArgs& a) { return (a.OW + 63) / 64 * 64; }
+
 // One 16-channel block of one rearranged row: channel c of pixel w at xrow + w * C + c;
 // m: the block's channels (the others read 0).
 void rearrange_block(const DwConvArgs& a, const uint8_t* xrow, int64_t C, int64_t c,
@@ -175,7 +179,7 @@ inline __mmask16 block_mask(int64_t C, int64_t c) {
 void rearrange_row(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t* dst,
                    uint8_t* /*tmp*/) {
   for (int64_t cb = 0; cb < nb; ++cb)
-    rearrange_block(a, xrow, a.C, cb * 16, block_mask(a.C, cb * 16), dst + cb * a.OW * 64);
+    rearrange_block(a, xrow, a.C, cb * 16, block_mask(a.C, cb * 16), dst + cb * ow_stride(a) * 64);
 }
 
 // 16x16 byte transposes on four 128-bit lanes at once (elementwise_avx512vnni.cpp has the
@@ -206,8 +210,66 @@ inline void transpose16x16x4(const __m512i* r, __m512i* out) {
 
 // NCHW input row: channel c at xrow + c * plane. Each 16-channel block is transposed into tmp
 // ([round_up(IW, 64)][16] bytes, channels past C zero) and rearranged from there.
+// NCHW, stride_w 1: the window of output ow is the 4 bytes X[c][iw .. iw + 3] of each channel
+// row (byte 3 meets a zero weight), iw = ow - pw. Per 64 outputs and shift s in 0..3: one load
+// of 64 bytes per channel starting at iw(ow0 + s) (masked: bytes outside the row read the zero
+// point), whose dword q is the window of output ow0 + 4q + s; a 16x16 dword transpose over the
+// 16 channels then yields those 16 outputs' rearranged vectors.
+void rearrange_row_nchw_s1(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t* dst) {
+  const int64_t C = a.C, IW = a.IW, plane = a.ID * a.IH * a.IW, OWp = ow_stride(a);
+  const __m512i zpb = _mm512_set1_epi8(static_cast<char>(a.zrow[0]));
+  for (int64_t cb = 0; cb < nb; ++cb) {
+    const int64_t c0 = cb * 16;
+    uint8_t* d = dst + cb * OWp * 64;
+    for (int64_t ow0 = 0; ow0 < a.OW; ow0 += 64) {
+      for (int s = 0; s < 4; ++s) {
+        const int64_t b = ow0 + s - a.pw;  // input column of byte 0
+        const int64_t lo = b < 0 ? -b : 0, hi = IW - b < 64 ? IW - b : 64;
+        __mmask64 m = 0;
+        if (hi > lo) {
+          const __mmask64 below_hi = hi >= 64 ? ~__mmask64{0} : ((__mmask64{1} << hi) - 1);
+          const __mmask64 below_lo = (__mmask64{1} << lo) - 1;
+          m = below_hi & ~below_lo;
+        }
+        __m512i r[16];
+        for (int k = 0; k < 16; ++k)
+          r[k] = c0 + k < C ? _mm512_mask_loadu_epi8(zpb, m, xrow + (c0 + k) * plane + b)
+                            : _mm512_setzero_si512();
+        __m512i t[16], u[16];
+        for (int i = 0; i < 8; ++i) {
+          t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+          t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+        }
+        for (int i = 0; i < 4; ++i) {
+          u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+          u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+          u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+          u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+        }
+        // u[4i + e] lane L: channels 4i..4i+3 of window q = 4L + e.
+        for (int e = 0; e < 4; ++e) {
+          const __m512i a0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x44);
+          const __m512i a1 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xEE);
+          const __m512i b0 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x44);
+          const __m512i b1 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xEE);
+          const __m512i o[4] = {_mm512_shuffle_i32x4(a0, b0, 0x88),
+                                _mm512_shuffle_i32x4(a0, b0, 0xDD),
+                                _mm512_shuffle_i32x4(a1, b1, 0x88),
+                                _mm512_shuffle_i32x4(a1, b1, 0xDD)};
+          for (int L = 0; L < 4; ++L)
+            _mm512_storeu_si512(d + (ow0 + 4 * (4 * L + e) + s) * 64, o[L]);
+        }
+      }
+    }
+  }
+}
+
 void rearrange_row_nchw(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t* dst,
                         uint8_t* tmp) {
+  if (a.sw == 1) {
+    rearrange_row_nchw_s1(a, xrow, nb, dst);
+    return;
+  }
   const int64_t C = a.C, IW = a.IW, plane = a.ID * a.IH * a.IW;
   for (int64_t cb = 0; cb < nb; ++cb) {
     const int64_t c0 = cb * 16;
@@ -230,14 +292,14 @@ void rearrange_row_nchw(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, ui
                          _mm512_extracti32x4_epi32(t[j], 3));
       }
     }
-    rearrange_block(a, tmp, 16, 0, 0xFFFF, dst + cb * a.OW * 64);
+    rearrange_block(a, tmp, 16, 0, 0xFFFF, dst + cb * ow_stride(a) * 64);
   }
 }
 
 template <bool NCHW>
 void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
   const int64_t C = a.C, nb = (C + 15) / 16, OW = a.OW;
-  const int64_t row_bytes = OW * nb * 64;
+  const int64_t row_bytes = ow_stride(a) * nb * 64;
   // 3 ring slots + one row of zero-point bytes (input rows in the padding).
   const int64_t tmp_bytes = NCHW ? (a.IW + 63) / 64 * 64 * 16 : 0;
   uint8_t* buf = new uint8_t[static_cast<size_t>(4 * row_bytes + tmp_bytes)];
@@ -278,9 +340,9 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
       const __m512i init = _mm512_maskz_loadu_epi32(m, a.acc_init + c);
       const __m512 bq = _mm512_maskz_loadu_ps(m, a.bias_q + c);
       const __m512 mu = _mm512_maskz_loadu_ps(m, a.mult + c);
-      const uint8_t* p0 = rr[0] + cb * OW * 64;
-      const uint8_t* p1 = rr[1] + cb * OW * 64;
-      const uint8_t* p2 = rr[2] + cb * OW * 64;
+      const uint8_t* p0 = rr[0] + cb * ow_stride(a) * 64;
+      const uint8_t* p1 = rr[1] + cb * ow_stride(a) * 64;
+      const uint8_t* p2 = rr[2] + cb * ow_stride(a) * 64;
       uint8_t* yc = yrow + c;
       auto q32 = [&](int64_t ow) {
         const int64_t o = ow * 64;
