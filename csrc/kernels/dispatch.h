@@ -52,6 +52,10 @@ struct KernelTable {
   // 256-entry table), pixels [p0, p1) only. Channels-last input to a contiguous output.
   void (*lut8_nhwc_to_nchw)(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
                             int64_t p1, const uint8_t* table);
+  // One image of bytes: x [C][HW] -> y [HW][C] (a plain transposing copy), pixels [p0, p1) only.
+  // Null when the ISA has no vector form (callers fall back to their own loop).
+  void (*copy8_nchw_to_nhwc)(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
+                             int64_t p1);
   TypedKernels<uint8_t> u8;
   TypedKernels<int8_t> s8;
 };

@@ -4,6 +4,7 @@
 #include "packed/conv_packed_params.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "common/checks.h"
@@ -187,6 +188,7 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
   dw_w_.clear();
   dw_wsum_.clear();
   dw_w8_.clear();
+  dw_w3_.clear();
   const int64_t Cin_g = Cin_ / groups;
   if (!transpose && groups > 1 && Cin_g == 1 && taps <= kernels::conv::kMaxDwTaps) {
     kind_ = Kind::kDepthwise;
@@ -208,6 +210,13 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
         for (int64_t t = 0; t < taps; ++t)
           dw_w8_[((cb * taps + t) * 4 + j) * 64 + 4 * i + j] = wp[n * taps + t];
       }
+      if (k_[0] == 1 && k_[1] == 3 && k_[2] == 3) {
+        dw_w3_.assign(static_cast<size_t>((Cout_ + 15) / 16 * 3 * 64), 0);
+        for (int64_t n = 0; n < Cout_; ++n)
+          for (int64_t kh = 0; kh < 3; ++kh)
+            for (int64_t kw = 0; kw < 3; ++kw)
+              dw_w3_[(n / 16 * 3 + kh) * 64 + 4 * (n % 16) + kw] = wp[n * 9 + kh * 3 + kw];
+      }
     }
     return;
   }
@@ -228,6 +237,31 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
     for (int64_t g = 0; g < groups; ++g) {
       k.pack_b(wt.data_ptr<int8_t>() + g * Cout_g * ph.K, /*ldw=*/ph.K, ph.K, Cout_g,
                ph.packed.data_ptr<int8_t>() + g * ph.group_bytes, ph.col_sums.data() + g * Cout_g);
+    }
+    const bool one_by_one = taps == 1 && s_[0] == 1 && s_[1] == 1 && s_[2] == 1 && p_[0] == 0 &&
+                            p_[1] == 0 && p_[2] == 0;  // reads the input as A: no igemm
+    if (k.igemm != nullptr && groups == 1 && d_[2] == 1 && !any_w_zp_ && !one_by_one &&
+        ph.K > 0) {
+      const int64_t span = k_[2] * Cin_;
+      ph.nseg = k_[0] * k_[1];
+      ph.kseg = (span + k.kr - 1) / k.kr * k.kr;
+      if (ph.kseg == span) {
+        ph.packed_ind = ph.packed;
+      } else {
+        // Insert kseg - span zero weights after every span (the A bytes read there belong to
+        // the next pixel or the padding; multiplied by 0 they add nothing).
+        const int64_t Ki = ph.nseg * ph.kseg;
+        std::vector<int8_t> wi(static_cast<size_t>(Cout_ * Ki), 0);
+        const int8_t* src = wt.data_ptr<int8_t>();
+        for (int64_t n = 0; n < Cout_; ++n)
+          for (int64_t sg = 0; sg < ph.nseg; ++sg)
+            std::memcpy(wi.data() + n * Ki + sg * ph.kseg, src + n * ph.K + sg * span,
+                        static_cast<size_t>(span));
+        std::vector<int32_t> cs(static_cast<size_t>(Cout_));
+        ph.packed_ind = at::empty({k.packed_b_bytes(Ki, Cout_)},
+                                  at::device(at::kCPU).dtype(at::kChar));
+        k.pack_b(wi.data(), Ki, Ki, Cout_, ph.packed_ind.data_ptr<int8_t>(), cs.data());
+      }
     }
     phases_.push_back(std::move(ph));
     return;
@@ -324,8 +358,12 @@ at::Tensor ConvPackedParamsBase::apply(const at::Tensor& x_in, double output_sca
   // ops::nchw_to_nhwc_u8 (8x8 byte-block transposes; ATen's quint8 copy is ~4x slower), anything
   // else through ATen.
   at::Tensor x;
+  bool x_nchw = false;
   if (x_in.is_contiguous(mf)) {
     x = x_in;
+  } else if (x_in.is_contiguous() && ops::conv_reads_nchw(*this)) {
+    x = x_in;  // the kernel reads the NCDHW rows in place
+    x_nchw = true;
   } else if (x_in.dim() == 2 + spatial_ && x_in.is_contiguous()) {
     x = at::empty({x_in.numel()}, x_in.options().dtype(at::kByte));
     ops::nchw_to_nhwc_u8(reinterpret_cast<const uint8_t*>(x_in.data_ptr()), N, Cin_,
@@ -357,7 +395,7 @@ at::Tensor ConvPackedParamsBase::apply(const at::Tensor& x_in, double output_sca
                       static_cast<float>(255 - output_zero_point),
                       static_cast<int32_t>(output_zero_point), static_cast<int32_t>(in_zp)};
   ops::conv_forward(*this, xp, N, in,
-                    reinterpret_cast<uint8_t*>(y.data_ptr()), out, rq);
+                    reinterpret_cast<uint8_t*>(y.data_ptr()), out, rq, x_nchw);
   return y;
 }
 

@@ -76,6 +76,12 @@ struct ConvPackedParamsBase : torch::CustomClassHolder {
     int64_t group_bytes;           // packed bytes of one group's B
     at::Tensor packed;             // int8 [groups * group_bytes]
     std::vector<int32_t> col_sums; // [C_out] (group g at g * C_out/g)
+    // Implicit GEMM (QGemmKernels::igemm; direct conv, groups 1, dilation_w 1, every weight zero
+    // point 0): nseg = taps_d * taps_h spans of kseg bytes (taps_w * C_in rounded up to kr, the
+    // extra weights 0) per A row; packed_ind is B with that K order (the same tensor as packed
+    // when kseg = taps_w * C_in). nseg = 0: not available.
+    int64_t nseg = 0, kseg = 0;
+    at::Tensor packed_ind;
   };
   int64_t spatial_ = 2;
   Kind kind_ = Kind::kGemm;
@@ -88,6 +94,7 @@ struct ConvPackedParamsBase : torch::CustomClassHolder {
   std::vector<int32_t> dw_w_;     // depthwise: [taps][C_out] weight minus zero point
   std::vector<int32_t> dw_wsum_;  // depthwise: [C_out] sum over taps
   std::vector<int8_t> dw_w8_;     // depthwise, all weight zero points 0: byte-lane form (dwconv.h)
+  std::vector<int8_t> dw_w3_;     // depthwise 1x3x3, all weight zero points 0: w3 form (dwconv.h)
   std::vector<float> w_scale_f_;  // [C_out]
   std::vector<int32_t> w_zp_i32_; // [C_out]
   bool any_w_zp_ = false;

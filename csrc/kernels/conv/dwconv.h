@@ -50,6 +50,12 @@ struct DwConvArgs {
   const int32_t* acc_init_p;
   const float* bias_q_p;
   const float* mult_p;
+  // Optional 1x3x3 form (every weight zero point 0, KD = 1, KH = KW = 3), used by the AVX512
+  // kernel for dilation 1: 16-channel blocks cb, kernel row kh:
+  // w3[(cb * 3 + kh) * 64 + 4 * i + kw] = W[cb * 16 + i][kh][kw], byte 3 of each dword 0. Input
+  // rows are rearranged so that dword i holds X[iw + 0..2][c] (one VPDPBUSD per kernel row, exact:
+  // four u8 x s8 products summed into s32). Null when not available.
+  const int8_t* w3;
 };
 
 struct DwConvKernels {
@@ -57,6 +63,10 @@ struct DwConvKernels {
   const char* name;  // e.g. "dwconv_u8s8_c64__avx512vnni"
   // Output rows r in [r0, r1), r = od * OH + oh, every ow and every channel.
   void (*rows)(const DwConvArgs& a, int64_t r0, int64_t r1);
+  // The same for an NCHW (NCDHW) image x (C planes of ID*IH*IW bytes, channel multiplier 1),
+  // only with the w3 form and dilation 1; null when the ISA has none (the caller then converts
+  // the input to NDHWC first).
+  void (*rows_nchw)(const DwConvArgs& a, int64_t r0, int64_t r1) = nullptr;
 };
 
 // The kernels of `isa` (never above the CPU's).

@@ -235,6 +235,32 @@ __attribute__((target("avx512vbmi"))) void lut8_nchw_to_nhwc_vbmi(
   if (pb < p1) generic::lut8_nchw_to_nhwc(x, y, C, HW, pb, p1, tables);
 }
 
+// Transposing copy (KernelTable::copy8_nchw_to_nhwc): 16 channels x 64 pixels per step through
+// transpose16x16x4; leftover channels (C % 16) and pixels bytewise.
+void copy8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
+                        int64_t p1) {
+  const int64_t C16 = C - C % 16;
+  int64_t pb = p0;
+  for (; pb + 64 <= p1; pb += 64) {
+    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
+      __m512i rows[16], cols[16];
+      for (int k = 0; k < 16; ++k) rows[k] = _mm512_loadu_si512(x + (c0 + k) * HW + pb);
+      transpose16x16x4(rows, cols);
+      for (int j = 0; j < 16; ++j) {
+        uint8_t* dst = y + (pb + j) * C + c0;
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_castsi512_si128(cols[j]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16 * C), _mm512_extracti32x4_epi32(cols[j], 1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32 * C), _mm512_extracti32x4_epi32(cols[j], 2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48 * C), _mm512_extracti32x4_epi32(cols[j], 3));
+      }
+    }
+    for (int64_t c = C16; c < C; ++c)
+      for (int64_t i = pb; i < pb + 64; ++i) y[i * C + c] = x[c * HW + i];
+  }
+  for (; pb < p1; ++pb)
+    for (int64_t c = 0; c < C; ++c) y[pb * C + c] = x[c * HW + pb];
+}
+
 __attribute__((target("avx512vbmi"))) void lut8_vbmi(const uint8_t* x, uint8_t* y, int64_t n,
                                                       const uint8_t* table) {
   const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
@@ -299,6 +325,7 @@ const KernelTable& make_table(bool has_vbmi) {
     k.lut8 = has_vbmi ? &lut8_vbmi : &generic::lut8;
     k.lut8_nhwc_to_nchw = has_vbmi ? &lut8_nhwc_to_nchw_vbmi : &generic::lut8_nhwc_to_nchw;
     k.lut8_nchw_to_nhwc = has_vbmi ? &lut8_nchw_to_nhwc_vbmi : &generic::lut8_nchw_to_nhwc;
+    k.copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc;
     k.u8 = {&affine_rows<uint8_t>, &affine_plane<uint8_t>, &affine_nchw_to_nhwc<uint8_t>,
             &clamp<uint8_t>};
     k.s8 = {&affine_rows<int8_t>, &affine_plane<int8_t>, &affine_nchw_to_nhwc<int8_t>,

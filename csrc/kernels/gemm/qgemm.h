@@ -76,6 +76,14 @@ struct QGemmKernels {
   void (*gemm)(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
                int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c,
                int64_t ldc);
+  // Indirect GEMM (implicit-GEMM conv), or null when the ISA has none (the caller then builds
+  // A explicitly and calls gemm). Row m of A is the concatenation over segments s in [0, nseg)
+  // of the kseg bytes at rows[m] + seg_off[s]; kseg is a multiple of kr, so the packed B
+  // (K = nseg * kseg) has no k-group that straddles two segments. Otherwise as gemm, except
+  // that e.row_sums must be null (every weight zero point 0).
+  void (*igemm)(const uint8_t* const* rows, int64_t M, const int64_t* seg_off, int64_t nseg,
+                int64_t kseg, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
+                const QGemmEpilogue& e, uint8_t* c, int64_t ldc) = nullptr;
 };
 
 // The kernels of `isa` (falls back to the best lower ISA compiled in; never above it).

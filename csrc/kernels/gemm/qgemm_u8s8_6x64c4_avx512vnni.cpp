@@ -55,14 +55,16 @@ inline __m512i broadcast_a_tail(const uint8_t* p, int kt) {
 // columns (width*4 bytes per k-group), C columns [n, n + width) of rows [m, m + MR).
 // pf, pf_lines: cache lines of the next B chunk to prefetch into L2 during this tile, spread
 // over its k-loop (see gemm()); none when pf_lines = 0.
-template <int MR, int NV>
+// IND (indirect, igemm()): row i of A is the concatenation over segments s < nseg of the K bytes
+// at rows[i] + seg_off[s] (K a multiple of kKR; a and lda unused, no prefetch).
+template <int MR, int NV, bool IND>
 void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t width, int64_t m,
           int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc, const char* pf,
-          int64_t pf_lines) {
+          int64_t pf_lines, const uint8_t* const* rows, const int64_t* seg_off, int64_t nseg) {
 #define QP_DECL(i)                                                                          \
   __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = c##i##0, c##i##2 = c##i##0,           \
           c##i##3 = c##i##0;                                                                \
-  const uint8_t* a##i = MR > i ? a + i * lda : a;
+  const uint8_t* a##i = IND ? nullptr : MR > i ? a + i * lda : a;
   QP_ROWS(QP_DECL)
 #undef QP_DECL
   const int64_t bstride = width * kKR;
@@ -84,24 +86,41 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
   const __m512i b1 = NV > 1 ? _mm512_loadu_si512(b + 64) : b0;                              \
   const __m512i b2 = NV > 2 ? _mm512_loadu_si512(b + 128) : b0;                             \
   const __m512i b3 = NV > 3 ? _mm512_loadu_si512(b + 192) : b0;
-  const int64_t pf_step = kg > 0 ? (pf_lines + kg - 1) / kg : 0;  // lines per k-group, <= 4
-  const char* const pf_end = pf + pf_lines * 64;
-  for (int64_t g = 0; g < kg; ++g) {
-    if (pf < pf_end) {
-      _mm_prefetch(pf, _MM_HINT_T1);
-      if (pf_step > 1) _mm_prefetch(pf + 64, _MM_HINT_T1);
-      if (pf_step > 2) _mm_prefetch(pf + 128, _MM_HINT_T1);
-      if (pf_step > 3) _mm_prefetch(pf + 192, _MM_HINT_T1);
-      pf += 64 * (pf_step < 4 ? pf_step : 4);
+  if constexpr (IND) {
+    const uint8_t* r[MR];
+    for (int i = 0; i < MR; ++i) r[i] = rows[i];
+    for (int64_t s = 0; s < nseg; ++s) {
+      const int64_t so = seg_off[s];
+#define QP_SEG(i) a##i = r[MR > i ? i : 0] + so;
+      QP_ROWS(QP_SEG)
+#undef QP_SEG
+      for (int64_t g = 0; g < kg; ++g) {
+        QP_LOAD_B
+        QP_ROWS(QP_STEP)
+        QP_ROWS(QP_ADVANCE)
+        b += bstride;
+      }
     }
-    QP_LOAD_B
-    QP_ROWS(QP_STEP)
-    QP_ROWS(QP_ADVANCE)
-    b += bstride;
-  }
-  if (kt != 0) {
-    QP_LOAD_B
-    QP_ROWS(QP_TAIL)
+  } else {
+    const int64_t pf_step = kg > 0 ? (pf_lines + kg - 1) / kg : 0;  // lines per k-group, <= 4
+    const char* const pf_end = pf + pf_lines * 64;
+    for (int64_t g = 0; g < kg; ++g) {
+      if (pf < pf_end) {
+        _mm_prefetch(pf, _MM_HINT_T1);
+        if (pf_step > 1) _mm_prefetch(pf + 64, _MM_HINT_T1);
+        if (pf_step > 2) _mm_prefetch(pf + 128, _MM_HINT_T1);
+        if (pf_step > 3) _mm_prefetch(pf + 192, _MM_HINT_T1);
+        pf += 64 * (pf_step < 4 ? pf_step : 4);
+      }
+      QP_LOAD_B
+      QP_ROWS(QP_STEP)
+      QP_ROWS(QP_ADVANCE)
+      b += bstride;
+    }
+    if (kt != 0) {
+      QP_LOAD_B
+      QP_ROWS(QP_TAIL)
+    }
   }
 #undef QP_LOAD_B
 #undef QP_ADVANCE
@@ -150,22 +169,27 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
 #undef QP_ROWS
 
 using TileFn = void (*)(const uint8_t*, int64_t, int64_t, const int8_t*, int64_t, int64_t,
-                        int64_t, const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t);
+                        int64_t, const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t,
+                        const uint8_t* const*, const int64_t*, int64_t);
 
-template <int MR>
+template <int MR, bool IND>
 constexpr TileFn tile_of(int nv) {
-  return nv == 1 ? &tile<MR, 1> : nv == 2 ? &tile<MR, 2> : nv == 3 ? &tile<MR, 3> : &tile<MR, 4>;
+  return nv == 1   ? &tile<MR, 1, IND>
+         : nv == 2 ? &tile<MR, 2, IND>
+         : nv == 3 ? &tile<MR, 3, IND>
+                   : &tile<MR, 4, IND>;
 }
 
-// kTiles[mr - 1][nv - 1]
-const TileFn kTiles[kMR][kNV] = {
-    {tile_of<1>(1), tile_of<1>(2), tile_of<1>(3), tile_of<1>(4)},
-    {tile_of<2>(1), tile_of<2>(2), tile_of<2>(3), tile_of<2>(4)},
-    {tile_of<3>(1), tile_of<3>(2), tile_of<3>(3), tile_of<3>(4)},
-    {tile_of<4>(1), tile_of<4>(2), tile_of<4>(3), tile_of<4>(4)},
-    {tile_of<5>(1), tile_of<5>(2), tile_of<5>(3), tile_of<5>(4)},
-    {tile_of<6>(1), tile_of<6>(2), tile_of<6>(3), tile_of<6>(4)},
-};
+#define QP_TILE_ROW(mr, ind) \
+  {tile_of<mr, ind>(1), tile_of<mr, ind>(2), tile_of<mr, ind>(3), tile_of<mr, ind>(4)}
+// kTiles[mr - 1][nv - 1] (direct A), kITiles: the same for igemm().
+const TileFn kTiles[kMR][kNV] = {QP_TILE_ROW(1, false), QP_TILE_ROW(2, false),
+                                 QP_TILE_ROW(3, false), QP_TILE_ROW(4, false),
+                                 QP_TILE_ROW(5, false), QP_TILE_ROW(6, false)};
+const TileFn kITiles[kMR][kNV] = {QP_TILE_ROW(1, true), QP_TILE_ROW(2, true),
+                                  QP_TILE_ROW(3, true), QP_TILE_ROW(4, true),
+                                  QP_TILE_ROW(5, true), QP_TILE_ROW(6, true)};
+#undef QP_TILE_ROW
 
 void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
           int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
@@ -196,7 +220,30 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
         const int64_t nv = (width + 15) / 16;
         const int64_t l0 = step * pf_total / steps, l1 = (step + 1) * pf_total / steps;
         kTiles[mr - 1][nv - 1](a + m0 * lda, lda, K, packed_b + p0 * Kp, width, m0, p0, e, c,
-                               ldc, pf_base + l0 * 64, l1 - l0);
+                               ldc, pf_base + l0 * 64, l1 - l0, nullptr, nullptr, 1);
+      }
+    }
+  }
+}
+
+// Indirect GEMM (qgemm.h): the same chunk and tile order as gemm(), A rows through pointers.
+void igemm(const uint8_t* const* rows, int64_t M, const int64_t* seg_off, int64_t nseg,
+           int64_t kseg, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
+           const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+  const int64_t Kp = nseg * kseg;
+  int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
+  if (chunk < kNR) chunk = kNR;
+  const int64_t ntiles = (M + kMR - 1) / kMR;
+  for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
+    const int64_t c1 = c0 + chunk < n1 ? c0 + chunk : n1;
+    for (int64_t t = 0; t < ntiles; ++t) {
+      const int64_t m0 = t * M / ntiles;
+      const int64_t mr = (t + 1) * M / ntiles - m0;
+      for (int64_t p0 = c0; p0 < c1; p0 += kNR) {
+        const int64_t width = N - p0 < kNR ? N - p0 : kNR;
+        const int64_t nv = (width + 15) / 16;
+        kITiles[mr - 1][nv - 1](nullptr, 0, kseg, packed_b + p0 * Kp, width, m0, p0, e, c, ldc,
+                                nullptr, 0, rows + m0, seg_off, nseg);
       }
     }
   }
@@ -231,7 +278,8 @@ const QGemmKernels& qgemm_table() {
                               &generic::packed_b_bytes<kNR, kKR>,
                               &generic::pack_b<kNR, kKR>,
                               &row_sums,
-                              &gemm};
+                              &gemm,
+                              &igemm};
   return t;
 }
 

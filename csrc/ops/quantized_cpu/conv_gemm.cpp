@@ -4,10 +4,13 @@
 // kernels/conv/dwconv.h.
 #include "ops/quantized_cpu/conv_gemm.h"
 
+#include "kernels/dispatch.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace qplugin {
@@ -47,7 +50,7 @@ constexpr int64_t kIm2colBytes = 96 * 1024;
 constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 
 void run_depthwise(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
-                   uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
+                   uint8_t* y, const int64_t out[3], const ConvRequant& rq, bool x_nchw) {
   const int64_t C = p.Cout_, Cin = p.Cin_, m = C / Cin;
   const int64_t in_pix = in[0] * in[1] * in[2], out_pix = out[0] * out[1] * out[2];
   // Channel multiplier m > 1: repeat every input channel m times (output channel c reads input
@@ -96,6 +99,7 @@ void run_depthwise(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, c
       mult_p[idx] = rq.mult[c];
     }
     a.w8 = p.dw_w8_.data();
+    if (!p.dw_w3_.empty()) a.w3 = p.dw_w3_.data();
     a.acc_init_p = acc_p.data();
     a.bias_q_p = bq_p.data();
     a.mult_p = mult_p.data();
@@ -110,12 +114,111 @@ void run_depthwise(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, c
       kernels::conv::DwConvArgs ai = a;
       ai.x = x + n * in_pix * C;
       ai.y = y + n * out_pix * C;
-      k.rows(ai, r0, r1);
+      if (x_nchw) k.rows_nchw(ai, r0, r1);
+      else k.rows(ai, r0, r1);
       b0 += r1 - r0;
     }
   };
   if (macs < kMinParallelMacs || at::in_parallel_region()) body(0, N * rows_per_img);
   else at::parallel_for(0, N * rows_per_img, 1, body);
+}
+
+// Implicit GEMM through QGemmKernels::igemm (Phase::nseg > 0): the input is copied once into a
+// zero-point-padded NDHWC buffer, after which every output pixel's A row is nseg = KD * KH
+// contiguous spans of KW * C_in bytes (kseg with the zero-weight pad) starting at one pointer
+// per pixel; the GEMM reads them in place (no im2col).
+void run_igemm(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x, int64_t N,
+               const int64_t in[3], uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
+  const QGemmKernels& k = *p.gemm_;
+  const int64_t C = p.Cin_, Cout = p.Cout_;
+  const int64_t IDp = in[0] + 2 * p.p_[0], IHp = in[1] + 2 * p.p_[1], IWp = in[2] + 2 * p.p_[2];
+  const int64_t pix = out[0] * out[1] * out[2], M = N * pix;
+  if (M == 0) return;
+  const int64_t threads = at::get_num_threads();
+  const int64_t K = ph.nseg * ph.kseg;
+  const bool serial = threads <= 1 || M * Cout * K < kMinParallelMacs || at::in_parallel_region();
+  const uint8_t zp = static_cast<uint8_t>(rq.in_zp);
+  // Padded copy (also when there is no padding but the last span's k-group reads past it).
+  const bool need_pad = p.p_[0] > 0 || p.p_[1] > 0 || p.p_[2] > 0 || ph.kseg != p.k_[2] * C;
+  std::unique_ptr<uint8_t[]> xpad;
+  const uint8_t* xb = x;
+  if (need_pad) {
+    const int64_t rowb = IWp * C, nrows = N * IDp * IHp;
+    xpad.reset(new uint8_t[static_cast<size_t>(nrows * rowb + 64)]);
+    uint8_t* xp = xpad.get();
+    std::memset(xp + nrows * rowb, zp, 64);
+    const int64_t lb = p.p_[2] * C, wb = in[2] * C;
+    auto body = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t ih = r % IHp - p.p_[1], q = r / IHp;
+        const int64_t id = q % IDp - p.p_[0], n = q / IDp;
+        uint8_t* d = xp + r * rowb;
+        if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1]) {
+          std::memset(d, zp, static_cast<size_t>(rowb));
+          continue;
+        }
+        std::memset(d, zp, static_cast<size_t>(lb));
+        std::memcpy(d + lb, x + ((n * in[0] + id) * in[1] + ih) * wb, static_cast<size_t>(wb));
+        std::memset(d + lb + wb, zp, static_cast<size_t>(rowb - lb - wb));
+      }
+    };
+    if (serial) body(0, nrows);
+    else at::parallel_for(0, nrows, 16, body);
+    xb = xp;
+  }
+  std::vector<int64_t> seg_off(static_cast<size_t>(ph.nseg));
+  for (int64_t td = 0; td < p.k_[0]; ++td)
+    for (int64_t th = 0; th < p.k_[1]; ++th)
+      seg_off[td * p.k_[1] + th] = (td * p.d_[0] * IHp + th * p.d_[1]) * IWp * C;
+  // Column offsets (qgemm.h) with every weight zero point 0: a_zp * colsum[n].
+  std::vector<int32_t> col_off(static_cast<size_t>(Cout));
+  for (int64_t n = 0; n < Cout; ++n)
+    col_off[n] = static_cast<int32_t>(static_cast<uint32_t>(
+        static_cast<uint64_t>(static_cast<int64_t>(rq.in_zp) * ph.col_sums[n])));
+  const QGemmEpilogue e{col_off.data(), p.w_zp_i32_.data(), 0, nullptr, rq.bias_q, rq.mult,
+                        rq.lo, rq.hi, rq.out_zp};
+
+  int64_t MB = kIm2colBytes / std::max<int64_t>(K, 1);
+  MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
+  const int64_t mblocks = div_up(M, MB);
+  const int64_t panels = div_up(Cout, k.nr);
+  int64_t nblocks = 1;
+  if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
+  const int8_t* pb = ph.packed_ind.data_ptr<int8_t>();
+  auto task_range = [&](int64_t b0, int64_t b1) {
+    std::vector<const uint8_t*> rows(static_cast<size_t>(MB));
+    const int64_t P0 = out[0], P1 = out[1], P2 = out[2];
+    const int64_t sd = p.s_[0] * IHp * IWp * C, sh = p.s_[1] * IWp * C, sw = p.s_[2] * C;
+    const int64_t img = IDp * IHp * IWp * C;
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t mb = b / nblocks, nb = b % nblocks;
+      const int64_t m0 = mb * MB, m1 = std::min(M, m0 + MB);
+      const int64_t pn0 = nb * panels / nblocks, pn1 = (nb + 1) * panels / nblocks;
+      const int64_t n0 = pn0 * k.nr, n1 = std::min(Cout, pn1 * k.nr);
+      if (n1 <= n0) continue;
+      int64_t n = m0 / pix, q = m0 % pix;
+      int64_t jw = q % P2;
+      q /= P2;
+      int64_t jh = q % P1, jd = q / P1;
+      for (int64_t m = m0; m < m1; ++m) {
+        rows[m - m0] = xb + n * img + jd * sd + jh * sh + jw * sw;
+        if (++jw == P2) {
+          jw = 0;
+          if (++jh == P1) {
+            jh = 0;
+            if (++jd == P0) {
+              jd = 0;
+              ++n;
+            }
+          }
+        }
+      }
+      k.igemm(rows.data(), m1 - m0, seg_off.data(), ph.nseg, ph.kseg, pb, Cout, n0, n1, e,
+              y + m0 * Cout, Cout);
+    }
+  };
+  if (serial) task_range(0, mblocks * nblocks);
+  else at::parallel_for(0, mblocks * nblocks, 1, task_range);
 }
 
 // One GEMM phase (the direct conv, or one output phase of a transposed conv).
@@ -340,7 +443,16 @@ inline void transpose8x8_u8(uint64_t r[8]) {
 void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t* y) {
   constexpr int64_t kTile = 64;  // pixels per task: whole cache lines of every channel row
   const int64_t pblocks = div_up(HW, kTile);
+  // The ISA's transposing copy (16 x 64 byte blocks in zmm registers) when it has one.
+  const auto copy8 = C >= 16 ? kernels::table().copy8_nchw_to_nhwc : nullptr;
   auto body = [&](int64_t b0, int64_t b1) {
+    if (copy8 != nullptr) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t n = b / pblocks, p0 = (b % pblocks) * kTile;
+        copy8(x + n * C * HW, y + n * C * HW, C, HW, p0, std::min(HW, p0 + kTile));
+      }
+      return;
+    }
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t n = b / pblocks, p0 = (b % pblocks) * kTile;
       const int64_t p1 = std::min(HW, p0 + kTile);
@@ -379,13 +491,22 @@ void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t
   else at::parallel_for(0, N * pblocks, 8, body);
 }
 
+bool conv_reads_nchw(const ConvPackedParamsBase& p) {
+  return p.kind_ == ConvPackedParamsBase::Kind::kDepthwise && p.dw_->rows_nchw != nullptr &&
+         !p.dw_w3_.empty() && p.Cout_ == p.Cin_ && p.d_[1] == 1 && p.d_[2] == 1;
+}
+
 void conv_forward(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
-                  uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
+                  uint8_t* y, const int64_t out[3], const ConvRequant& rq, bool x_nchw) {
+  TORCH_CHECK(!x_nchw || conv_reads_nchw(p), "qplugin: internal error: NCHW conv input");
   if (p.kind_ == ConvPackedParamsBase::Kind::kDepthwise) {
-    run_depthwise(p, x, N, in, y, out, rq);
+    run_depthwise(p, x, N, in, y, out, rq, x_nchw);
     return;
   }
-  for (const auto& ph : p.phases_) run_phase(p, ph, x, N, in, y, out, rq);
+  for (const auto& ph : p.phases_) {
+    if (ph.nseg > 0 && p.gemm_->igemm != nullptr) run_igemm(p, ph, x, N, in, y, out, rq);
+    else run_phase(p, ph, x, N, in, y, out, rq);
+  }
 }
 
 }  // namespace ops

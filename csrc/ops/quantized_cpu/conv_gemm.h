@@ -22,9 +22,14 @@ struct ConvRequant {
 // x [N][C][HW] -> y [N][HW][C], u8, threaded.
 void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t* y);
 
-// x: NDHWC u8 [N][ID][IH][IW][C_in] contiguous; y: NDHWC u8 [N][OD][OH][OW][C_out].
+// x: NDHWC u8 [N][ID][IH][IW][C_in] contiguous (or NCDHW when x_nchw, only where
+// conv_reads_nchw(p)); y: NDHWC u8 [N][OD][OH][OW][C_out].
 void conv_forward(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
-                  uint8_t* y, const int64_t out[3], const ConvRequant& rq);
+                  uint8_t* y, const int64_t out[3], const ConvRequant& rq, bool x_nchw = false);
+
+// Whether conv_forward takes a contiguous NCDHW input as is (the depthwise 1x3x3 kernel reads
+// its rows in place), saving the NDHWC conversion.
+bool conv_reads_nchw(const ConvPackedParamsBase& p);
 
 }  // namespace ops
 }  // namespace qplugin

@@ -1,0 +1,96 @@
+"""The shape-specific fast paths of the vector ISAs, byte for byte against the scalar ISA and
+within 1 unit of the exact float64 oracle:
+- implicit GEMM (QGemmKernels::igemm, AVX512-VNNI): groups 1, dilation_w 1, weight zero points
+  0; spans of KW * C_in bytes padded to a multiple of 4 (C_in = 3, 5), no padding but a padded
+  span (the read past the last pixel), strides, dilation_h, conv3d, conv1d;
+- depthwise 1x3x3 (DwConvArgs::w3): channels-last and NCHW input read in place (16-channel
+  blocks with tails, widths below 4 and above 64, padding 0..2, stride_w 1 and 2, conv3d 1x3x3).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
+    START_ISA, F, assert_close, exact, pytest, qplugin, torch, warnings)
+
+_MF = {2: torch.channels_last, 3: torch.channels_last_3d}
+
+
+def _inputs(dim, N, Cin, Cout, spatial, k, groups, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.quantize_per_tensor(torch.rand(N, Cin, *spatial, generator=g) * 2, 0.02, 37,
+                                  torch.quint8)
+    n = Cout
+    w = torch.quantize_per_channel(torch.randn(Cout, Cin // groups, *k, generator=g) * 0.1,
+                                   torch.rand(n, generator=g, dtype=torch.double) * 0.002 + 0.001,
+                                   torch.zeros(n, dtype=torch.long), 0, torch.qint8)
+    b = torch.randn(Cout, generator=g)
+    return x, w, b
+
+
+def _run(dim, x, w, b, stride, pad, dil, groups, isa):
+    got = torch.ops.qplugin._set_cpu_isa(isa)
+    try:
+        p = getattr(torch.ops.qplugin, f"conv{dim}d_prepack")(w, b, stride, pad, dil, groups)
+        return getattr(torch.ops.qplugin, f"conv{dim}d")(x, p, 0.05, 90), got
+    finally:
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
+
+
+def _check(dim, x, w, b, stride, pad, dil, groups):
+    for fmt in ("nchw", "cl"):
+        xx = x.contiguous(memory_format=_MF[dim]) if fmt == "cl" and dim in _MF else x
+        y, _ = _run(dim, xx, w, b, stride, pad, dil, groups, "avx512vnni")
+        ys, _ = _run(dim, xx, w, b, stride, pad, dil, groups, "scalar")
+        assert torch.equal(y.int_repr(), ys.int_repr()), fmt
+        fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dim]
+        assert_close(y, exact(fn, xx, w, b, 0.05, 90, stride=stride, padding=pad, dilation=dil,
+                              groups=groups))
+
+
+# (dim, N, Cin, Cout, spatial, kernel, stride, padding, dilation)
+IGEMM = [
+    (2, 1, 3, 64, (23, 21), (7, 7), (2, 2), (3, 3), (1, 1)),   # stem-like, span 21 -> 24
+    (2, 2, 3, 5, (6, 7), (3, 3), (1, 1), (0, 0), (1, 1)),      # no padding, padded span
+    (2, 1, 5, 70, (9, 12), (3, 2), (2, 3), (1, 0), (2, 1)),    # dilation_h, odd strides
+    (2, 1, 16, 16, (1, 1), (3, 3), (1, 1), (1, 1), (1, 1)),    # 1x1 image, all padding
+    (2, 3, 8, 8, (6, 6), (1, 1), (2, 2), (0, 0), (1, 1)),      # 1x1 kernel, stride 2
+    (3, 1, 16, 16, (4, 9, 7), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
+    (3, 2, 3, 7, (5, 6, 5), (2, 3, 3), (2, 1, 2), (0, 1, 2), (2, 1, 1)),
+    (1, 2, 17, 9, (30,), (3,), (1,), (1,), (1,)),
+]
+
+
+@pytest.mark.parametrize("case", IGEMM)
+def test_igemm_matches_scalar_and_oracle(case):
+    dim, N, Cin, Cout, sp, k, s, p, d = case
+    if torch.ops.qplugin._set_cpu_isa("avx512vnni") != "avx512vnni":
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
+        pytest.skip("this CPU has no avx512vnni")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    x, w, b = _inputs(dim, N, Cin, Cout, sp, k, 1, seed=len(sp) + Cin)
+    _check(dim, x, w, b, list(s), list(p), list(d), 1)
+
+
+# (dim, N, C, spatial, stride, padding)
+DW3 = [
+    (2, 1, 144, (7, 8), (1, 1), (1, 1)),
+    (2, 2, 17, (5, 3), (1, 1), (2, 2)),      # width 3 < 4, channel tail
+    (2, 1, 15, (4, 130), (1, 1), (1, 0)),    # width > 64 (several chunks), one block
+    (2, 1, 33, (9, 70), (2, 1), (0, 2)),
+    (2, 1, 16, (8, 9), (2, 2), (1, 1)),      # stride_w 2
+    (2, 1, 1, (3, 3), (1, 1), (1, 1)),       # one channel
+    (3, 1, 20, (3, 5, 6), (2, 1, 1), (1, 1, 1)),  # conv3d 1x3x3, padded depth planes
+]
+
+
+@pytest.mark.parametrize("case", DW3)
+def test_depthwise_3x3_matches_scalar_and_oracle(case):
+    dim, N, C, sp, s, p = case
+    if torch.ops.qplugin._set_cpu_isa("avx512vnni") != "avx512vnni":
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
+        pytest.skip("this CPU has no avx512vnni")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    k = (1, 3, 3) if dim == 3 else (3, 3)
+    x, w, b = _inputs(dim, N, C, C, sp, k, C, seed=C)
+    _check(dim, x, w, b, list(s), list(p), [1] * dim, C)
