@@ -94,3 +94,35 @@ def test_depthwise_3x3_matches_scalar_and_oracle(case):
     k = (1, 3, 3) if dim == 3 else (3, 3)
     x, w, b = _inputs(dim, N, C, C, sp, k, C, seed=C)
     _check(dim, x, w, b, list(s), list(p), [1] * dim, C)
+
+
+# Output qparams that saturate on both sides (scale 0.004: most outputs fall outside [0, 255]),
+# with and without ReLU and with output zero points 0 / 90 / 255: the depthwise 3x3 path leaves
+# the clamp to its saturating packs when [lo, hi] is the whole uint8 range (no ReLU, or ReLU with
+# zero point 0) and clamps in float otherwise; both against the scalar ISA and the exact oracle.
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("out_zp", [0, 90, 255])
+def test_depthwise_3x3_saturating_outputs(relu, out_zp):
+    if torch.ops.qplugin._set_cpu_isa("avx512vnni") != "avx512vnni":
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
+        pytest.skip("this CPU has no avx512vnni")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    x, w, b = _inputs(2, 1, 48, 48, (13, 70), (3, 3), 48, seed=7)
+    b = b * 3
+    op = torch.ops.qplugin.conv2d_relu if relu else torch.ops.qplugin.conv2d
+    for fmt in ("nchw", "cl"):
+        xx = x.contiguous(memory_format=torch.channels_last) if fmt == "cl" else x
+        outs = []
+        for isa in ("avx512vnni", "scalar"):
+            torch.ops.qplugin._set_cpu_isa(isa)
+            try:
+                p = torch.ops.qplugin.conv2d_prepack(w, b, [1, 1], [1, 1], [1, 1], 48)
+                outs.append(op(xx, p, 0.004, out_zp))
+            finally:
+                torch.ops.qplugin._set_cpu_isa(START_ISA)
+        y, ys = outs
+        assert torch.equal(y.int_repr(), ys.int_repr()), fmt
+        codes = y.int_repr()
+        assert (codes == 0).any() and (codes == 255).any() or out_zp in (0, 255) or relu, fmt
+        assert_close(y, exact(F.conv2d, xx, w, b, 0.004, out_zp, relu=relu, stride=[1, 1],
+                              padding=[1, 1], dilation=[1, 1], groups=48))

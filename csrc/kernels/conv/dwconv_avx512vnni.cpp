@@ -2,6 +2,9 @@
 // 64 channels (4 accumulators) per step, masked tail. See dwconv.h.
 #include <immintrin.h>
 
+#include <cmath>
+#include <type_traits>
+
 #include <cstring>
 
 #include "kernels/conv/dwconv_impl.h"
@@ -309,6 +312,15 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
   int64_t slot_key[3] = {-1, -1, -1};
   const __m512 lo = _mm512_set1_ps(a.lo), hi = _mm512_set1_ps(a.hi);
   const __m512i ozp = _mm512_set1_epi32(a.out_zp);
+  // |v| bound: |acc| <= |acc_init| + 9 * 255 * 128 (3x3 taps of u8 x s8), then + |bias_q|, * |mult|.
+  bool pack_clamps = a.lo == static_cast<float>(-a.out_zp) &&
+                     a.hi == static_cast<float>(255 - a.out_zp);
+  for (int64_t c = 0; c < C && pack_clamps; ++c) {
+    const double v = (std::fabs(static_cast<double>(a.acc_init[c])) + 9.0 * 255 * 128 +
+                      std::fabs(static_cast<double>(a.bias_q[c]))) *
+                     std::fabs(static_cast<double>(a.mult[c]));
+    pack_clamps = v < 1e9;  // far inside int32 (2.1e9) after rounding and + out_zp
+  }
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t od = r / a.OH, oh = r % a.OH;
     const int64_t id = od * a.sd - a.pd;
@@ -344,25 +356,28 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
       const uint8_t* p1 = rr[1] + cb * ow_stride(a) * 64;
       const uint8_t* p2 = rr[2] + cb * ow_stride(a) * 64;
       uint8_t* yc = yrow + c;
-      auto q32 = [&](int64_t ow) {
+      // kSat: the clamp is left to the saturating packs below (pack_clamps: [lo, hi] is the
+      // whole uint8 range and |v| stays far inside int32, so rounding then saturating equals
+      // clamping then rounding).
+      auto q32 = [&](int64_t ow, auto sat) {
         const int64_t o = ow * 64;
         __m512i acc = _mm512_dpbusd_epi32(init, _mm512_loadu_si512(p0 + o), w0);
         acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(p1 + o), w1);
         acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(p2 + o), w2);
         __m512 f = _mm512_add_ps(_mm512_cvtepi32_ps(acc), bq);
         f = _mm512_mul_ps(f, mu);
-        f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-        return _mm512_add_epi32(_mm512_cvtps_epi32(f), ozp);  // in [0, 255]
+        if constexpr (!decltype(sat)::value) f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+        return _mm512_add_epi32(_mm512_cvtps_epi32(f), ozp);  // in [0, 255] unless sat
       };
       int64_t ow = 0;
-      if (n == 16) {
-        // Four pixels at a time narrowed by VPACKUSDW / VPACKUSWB (exact: values in [0, 255])
-        // and a dword transpose, one 16-byte store per pixel.
+      auto quads = [&](auto sat) {
+        // Four pixels at a time narrowed by VPACKUSDW / VPACKUSWB (exact: values in [0, 255],
+        // or saturated to it) and a dword transpose, one 16-byte store per pixel.
         const __m512i perm =
             _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
         for (; ow + 4 <= OW; ow += 4) {
-          const __m512i w01 = _mm512_packus_epi32(q32(ow), q32(ow + 1));
-          const __m512i w23 = _mm512_packus_epi32(q32(ow + 2), q32(ow + 3));
+          const __m512i w01 = _mm512_packus_epi32(q32(ow, sat), q32(ow + 1, sat));
+          const __m512i w23 = _mm512_packus_epi32(q32(ow + 2, sat), q32(ow + 3, sat));
           const __m512i b = _mm512_permutexvar_epi32(perm, _mm512_packus_epi16(w01, w23));
           uint8_t* d = yc + ow * C;
           _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm512_castsi512_si128(b));
@@ -372,6 +387,9 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
           _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * C),
                            _mm512_extracti32x4_epi32(b, 3));
         }
+      };
+      if (n == 16) {
+        if (pack_clamps) quads(std::true_type{}); else quads(std::false_type{});
       }
       for (; ow < OW; ++ow) {
         const int64_t o = ow * 64;
