@@ -9,7 +9,20 @@ from qplugin.nn.modules.conv import Conv1d, Conv2d, Conv3d, _pad_quantized, _rev
 __all__ = ["ConvReLU1d", "ConvReLU2d", "ConvReLU3d"]
 
 
-class ConvReLU1d(Conv1d):
+class _ConvReLUMixin:
+    """What the three fused classes share besides forward (which stays per dimension: each
+    calls its own op, so TorchScript compiles it)."""
+
+    @classmethod
+    def _from_float_types(cls, t):
+        return (t["relu"],)
+
+    @classmethod
+    def from_reference(cls, ref_qconv, output_scale, output_zero_point):
+        return super().from_reference(ref_qconv[0], output_scale, output_zero_point)
+
+
+class ConvReLU1d(_ConvReLUMixin, Conv1d):
     _NAME = "ConvReLU1d"
 
     def forward(self, input):
@@ -22,16 +35,8 @@ class ConvReLU1d(Conv1d):
         return torch.ops.qplugin.conv1d_relu(input, self._packed_params, self.scale,
                                              self.zero_point)
 
-    @classmethod
-    def _from_float_types(cls, t):
-        return (t["relu"],)
 
-    @classmethod
-    def from_reference(cls, ref_qconv, output_scale, output_zero_point):
-        return super().from_reference(ref_qconv[0], output_scale, output_zero_point)
-
-
-class ConvReLU2d(Conv2d):
+class ConvReLU2d(_ConvReLUMixin, Conv2d):
     _NAME = "ConvReLU2d"
 
     def forward(self, input):
@@ -44,16 +49,8 @@ class ConvReLU2d(Conv2d):
         return torch.ops.qplugin.conv2d_relu(input, self._packed_params, self.scale,
                                              self.zero_point)
 
-    @classmethod
-    def _from_float_types(cls, t):
-        return (t["relu"],)
 
-    @classmethod
-    def from_reference(cls, ref_qconv, output_scale, output_zero_point):
-        return super().from_reference(ref_qconv[0], output_scale, output_zero_point)
-
-
-class ConvReLU3d(Conv3d):
+class ConvReLU3d(_ConvReLUMixin, Conv3d):
     _NAME = "ConvReLU3d"
 
     def forward(self, input):
@@ -65,11 +62,3 @@ class ConvReLU3d(Conv3d):
                                    self.padding_mode)
         return torch.ops.qplugin.conv3d_relu(input, self._packed_params, self.scale,
                                              self.zero_point)
-
-    @classmethod
-    def _from_float_types(cls, t):
-        return (t["relu"],)
-
-    @classmethod
-    def from_reference(cls, ref_qconv, output_scale, output_zero_point):
-        return super().from_reference(ref_qconv[0], output_scale, output_zero_point)
