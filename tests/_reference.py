@@ -328,3 +328,88 @@ def opcheck_schema(op, args, case_id):
         return
     assert torch.library.opcheck(op, args, test_utils=("test_schema",)) == {
         "test_schema": "SUCCESS"}
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch as a GEMM/conv oracle depends on the CPU (docs/oracle.md, TORCH_ORACLE_NOTES.md).
+# On a CPU without AVX-512 VNNI, FBGEMM's and oneDNN's u8 x s8 kernels add pairs of products in
+# int16 (VPMADDUBSW), which saturates once |x0*w0 + x1*w1| > 32767 for raw codes x (uint8) and
+# w (int8). On VNNI machines the same calls are exact. So a test never trusts PyTorch's linear or
+# conv result blindly: it decides per case whether PyTorch is a valid oracle (within one unit of
+# the exact float64 reference, >= 99% identical) and otherwise falls back to the exact reference.
+# The fallback is only allowed where saturation is possible at all; PyTorch off the exact result
+# on inputs it cannot saturate on still fails the test (then the reference or qplugin is wrong).
+# Reproduce an AVX2-only PyTorch on an AVX-512 machine with
+#   FBGEMM_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
+# (tools/test.sh runs the GEMM/conv/model folders that way too).
+
+INT16_MAX = 32767
+
+
+def u8s8_pairs_may_saturate(x_codes, w_codes):
+    """True when some pair of raw u8 x s8 products could leave int16: the condition under which
+    PyTorch's AVX2 (VPMADDUBSW) GEMM/conv kernels may be inexact. Bound: 2 * max(x) * max|w|."""
+    if x_codes.numel() == 0 or w_codes.numel() == 0:
+        return False
+    xm = int(x_codes.to(torch.int32).max())
+    wm = int(w_codes.to(torch.int32).abs().max())
+    return 2 * xm * wm > INT16_MAX
+
+
+def torch_is_valid_oracle(torch_codes, exact_codes, min_identical=0.99):
+    """PyTorch's codes are within one unit of the exact codes and identical on >= min_identical."""
+    t = torch_codes.to(torch.int64)
+    e = exact_codes.to(torch.int64)
+    if t.shape != e.shape:
+        return False
+    if t.numel() == 0:
+        return True
+    d = (t - e).abs()
+    return int(d.max()) <= 1 and float((d == 0).double().mean()) >= min_identical
+
+
+def gemm_oracle(torch_codes, exact_codes, x_codes, w_codes, what=""):
+    """The oracle for a u8 x s8 GEMM/conv case: PyTorch's result where it is valid for this case,
+    else the exact reference. Raises when PyTorch is off where it cannot saturate (its kernels
+    are exact there on every CPU, so a difference means the reference or the case is wrong)."""
+    if torch_is_valid_oracle(torch_codes, exact_codes):
+        return torch_codes
+    if not u8s8_pairs_may_saturate(x_codes, w_codes):
+        d = (torch_codes.to(torch.int64) - exact_codes.to(torch.int64)).abs()
+        raise AssertionError(
+            f"{what}: PyTorch is up to {int(d.max()) if d.numel() else 0} off the exact reference "
+            f"on inputs where its u8 x s8 kernels cannot saturate")
+    return exact_codes
+
+
+def exact_module_codes(mod, qx):
+    """The exact output codes of a converted Linear / Conv{1,2,3}d (or their fused ReLU forms),
+    torch.ao's or qplugin's: float64 op on the dequantized input and weight, plus bias, quantized
+    with the module's output qparams (round half to even, clamp)."""
+    import torch.nn.functional as F
+
+    w = mod.weight()
+    b = mod.bias()
+    xd = qx.dequantize().double()
+    wd = w.dequantize().double()
+    bd = b.double() if b is not None else None
+    name = type(mod).__name__
+    if name.startswith("Linear"):
+        y = F.linear(xd, wd, bd)
+    else:
+        dim = wd.dim() - 2
+        assert getattr(mod, "padding_mode", "zeros") == "zeros", "exact_module_codes: zeros only"
+        fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dim]
+        y = fn(xd, wd, bd, stride=mod.stride, padding=mod.padding, dilation=mod.dilation,
+               groups=mod.groups)
+    q = torch.round(y / float(mod.scale)) + int(mod.zero_point)
+    if "ReLU" in name:
+        q = torch.clamp(q, min=int(mod.zero_point))
+    return torch.clamp(q, 0, 255).to(torch.uint8)
+
+
+def module_oracle(torch_mod, qx, what=""):
+    """torch_mod(qx) as quantized codes where PyTorch is a valid oracle for this input, else the
+    exact reference (see gemm_oracle)."""
+    return gemm_oracle(torch_mod(qx).int_repr(), exact_module_codes(torch_mod, qx),
+                       qx.int_repr(), torch_mod.weight().int_repr(), what)

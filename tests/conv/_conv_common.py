@@ -13,6 +13,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import qplugin  # noqa: E402,F401
+from _reference import gemm_oracle  # noqa: E402  (tests/ is on sys.path: conftest.py)
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 torch.backends.quantized.engine = "x86"
@@ -55,6 +56,14 @@ def exact(fn, x, w, b, osc, ozp, relu=False, **kw):
     if relu:
         q = torch.clamp(q, min=ozp)
     return torch.clamp(q, 0, 255).to(torch.int32)
+
+
+def torch_oracle(r, ref_int, x, w, what=""):
+    """PyTorch's output codes r where PyTorch is a valid oracle for this case, else the exact
+    codes ref_int: PyTorch's AVX2 u8 x s8 kernels saturate on wide-range inputs, so its conv is
+    exact on AVX-512 VNNI CPUs only (tests/_reference.py gemm_oracle, docs/oracle.md)."""
+    return gemm_oracle(r.int_repr().to(torch.int32), ref_int.to(torch.int32), x.int_repr(),
+                       w.int_repr(), what).to(torch.int32)
 
 
 def assert_close(y, ref_int, tol=1, min_equal=0.99):

@@ -19,6 +19,7 @@ import torch.ao.quantization as tq  # noqa: E402
 import qplugin.nn.modules.conv as qconv  # noqa: E402
 from qplugin.nn._functional_conv import conv1d, conv2d, conv3d  # noqa: E402
 from qplugin.nn.intrinsic.modules.conv_relu import ConvReLU2d  # noqa: E402
+from _reference import module_oracle  # noqa: E402
 
 
 def _observed(mod, x):
@@ -38,7 +39,9 @@ def test_from_float_matches_torch_ao(dim):
     q = getattr(qconv, f"Conv{dim}d").from_float(obs)
     t = getattr(nnq, f"Conv{dim}d").from_float(obs)
     xq = torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)
-    assert_close(q(xq), t(xq).int_repr().int())
+    # torch.ao's module where it is a valid oracle here, else the exact reference (its AVX2
+    # kernels saturate on wide-range activations: tests/_reference.py gemm_oracle).
+    assert_close(q(xq), module_oracle(t, xq).int())
     assert q._get_name() == f"QPluginConv{dim}d"
     # state_dict loads into both directions
     t2 = getattr(nnq, f"Conv{dim}d")(6, 8, 3, padding=1, stride=2)
@@ -70,7 +73,9 @@ def test_fused_relu_and_bn():
     from torch.ao.nn.intrinsic.quantized import ConvReLU2d as TConvReLU2d
     t = TConvReLU2d.from_float(obs)
     xq = torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)
-    assert_close(q(xq), t(xq).int_repr().int())
+    # torch.ao's module where it is a valid oracle here, else the exact reference (its AVX2
+    # kernels saturate on wide-range activations: tests/_reference.py gemm_oracle).
+    assert_close(q(xq), module_oracle(t, xq).int())
     assert q._get_name() == "QPluginConvReLU2d"
 
 

@@ -9,7 +9,8 @@ import sys  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
-    ISAS, START_ISA, F, assert_close, exact, isa, make, pytest, qplugin, torch, warnings)
+    ISAS, START_ISA, F, assert_close, exact, isa, make, pytest, qplugin, torch, torch_oracle,
+    warnings)
 
 # (dim, N, Cin, Cout, S, k, stride, pad, out_pad, dil, groups)
 CASES = [(2, 1, 128, 64, 12, 2, 2, 0, 0, 1, 1), (2, 1, 16, 16, 14, 4, 2, 1, 0, 1, 1),
@@ -41,7 +42,9 @@ def test_vs_torch_where_torch_is_right():
         x, torch.ops.qplugin.conv_transpose2d_prepack(w, b, *args), 0.05, 100)
     r = torch.ops.quantized.conv_transpose2d(
         x, torch.ops.quantized.conv_transpose2d_prepack(w, b, *args), 0.05, 100)
-    assert_close(y, r.int_repr().int())
+    ref = exact(F.conv_transpose2d, x, w, b, 0.05, 100, stride=2, padding=1, output_padding=1)
+    assert_close(y, ref)
+    assert_close(y, torch_oracle(r, ref, x, w, "conv_transpose2d"))
 
 
 def test_bad_inputs():
