@@ -78,5 +78,5 @@ setup(
     ext_modules=[ext],
     cmdclass={"build_ext": QPluginBuildExt.with_options(use_ninja=True)},
     python_requires=">=3.10",
-    install_requires=["torch==2.13.0"],
+    install_requires=["torch>=2.13,<2.15"],  # tested: 2.13.0 (CPU) and 2.14.1 (tools/test.sh --torch)
 )

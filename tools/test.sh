@@ -1,9 +1,35 @@
 #!/usr/bin/env bash
 # Installs what the tests need, builds qplugin in place and runs the tests (README command 2).
+#
+#   bash tools/test.sh [--torch VERSION] [pytest args...]
+#
+# --torch VERSION (or QPLUGIN_TORCH=VERSION): the torch to build and test against. The default,
+# 2.13.0, is installed into the running Python (its CPU wheel lies on this machine's disk). Any
+# other version gets its own venv, .venv/torch-VERSION (torch 2.14.1 on disk is a CUDA build that
+# runs on the CPU; keeping it apart leaves the 2.13.0 install alone). Tested: 2.13.0, 2.14.1.
+# The in-place build (qplugin/_C.abi3.so) is then for that torch: rerun without --torch to get
+# back a 2.13.0 build.
+#
+# Stages: (1) the whole suite on the best ISA; (2) the op folders on the scalar ISA (the path a
+# plain x86-64 machine takes); (3) the folders whose oracle is PyTorch's GEMM/conv again, with
+# PyTorch's own kernels forced to their AVX2 paths (FBGEMM_ENABLE_INSTRUCTIONS, ONEDNN_MAX_CPU_ISA,
+# ATEN_CPU_CAPABILITY), so an AVX-512 machine proves the suite does not depend on the CPU's torch
+# kernels (docs/oracle.md); on an AVX2-only machine stage 1 already runs them that way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TORCH=${QPLUGIN_TORCH:-2.13.0}
+if [ "${1:-}" = "--torch" ]; then
+    TORCH=$2
+    shift 2
+fi
 PY=${PYTHON:-python3}
-$PY -m pip install -q --disable-pip-version-check "torch==2.13.0" ninja "pytest>=7" expecttest numpy
+if [ "$TORCH" != "2.13.0" ]; then
+    VENV=.venv/torch-$TORCH
+    [ -x "$VENV/bin/python" ] || $PY -m venv "$VENV"
+    PY=$VENV/bin/python
+fi
+$PY -m pip install -q --disable-pip-version-check "torch==$TORCH" ninja "pytest>=7" expecttest numpy
+echo "qplugin: testing against torch $($PY -c 'import torch; print(torch.__version__)')"
 start=$(date +%s)
 MAX_JOBS=${MAX_JOBS:-2} $PY setup.py -q build_ext --inplace
 echo "qplugin: build took $(( $(date +%s) - start )) s"
@@ -11,3 +37,7 @@ $PY -m pytest -q -p no:cacheprovider tests "$@"
 # Scalar-only pass over the op tests: the path a plain x86-64 machine takes.
 QPLUGIN_CPU_ISA=scalar $PY -m pytest -q -p no:cacheprovider tests/norm tests/activation tests/normalization \
     tests/pooling tests/upsample tests/elementwise tests/linear tests/conv tests/embedding
+# PyTorch's quantized kernels on their AVX2 paths (saturating u8 x s8 pair sums): the oracle
+# must decide per case (tests/_reference.py gemm_oracle) and the suite pass all the same.
+FBGEMM_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 \
+    $PY -m pytest -q -p no:cacheprovider tests/linear tests/conv tests/models tests/upsample

@@ -26,11 +26,16 @@ struct AvgQ {
   int32_t qmax;
 };
 
-// Linear interpolation rounds y = clamp(nearbyint(b0 * H0 + b1 * H1)) in float, where
+// Linear interpolation rounds y = clamp(zp + nearbyint(b0 * H0 + b1 * H1 - zp)) in float, where
 // H = a0 * x[i0] + a1 * x[i1] (the horizontal pass, codes as float); op order fixed, no fma.
+// Rounding relative to the zero point is the numerics contract: the exact result is
+// quantize(interp(dequantize(x))) = zp + round_half_even(interp(x - zp)), since the weights sum
+// to 1. Rounding the raw codes (torch 2.13) sends ties the other way when zp is odd; torch 2.14
+// rounds relative to zp as here (docs/oracle.md).
 struct LerpQ {
   float qmin;
   float qmax;
+  float zp;
 };
 
 template <typename T>

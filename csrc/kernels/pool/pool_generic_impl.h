@@ -244,7 +244,7 @@ void lerp_v(const float* __restrict H0, const float* __restrict H1, T* __restric
   for (int64_t j = 0; j < n; ++j) {
     const float p = b0 * H0[j];
     const float r = b1 * H1[j];
-    float v = std::nearbyint(p + r);
+    float v = std::nearbyint((p + r) - q.zp) + q.zp;
     v = v < q.qmin ? q.qmin : v;
     v = v > q.qmax ? q.qmax : v;
     out[j] = static_cast<T>(static_cast<int32_t>(v));

@@ -221,7 +221,8 @@ void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const L
   const auto r = qrange(p.x.scalar_type());
   // qint32: keep the float clamp bounds representable in int32.
   LerpQ q{static_cast<float>(r.first),
-          p.x.scalar_type() == at::kQInt32 ? 2147483520.0f : static_cast<float>(r.second)};
+          p.x.scalar_type() == at::kQInt32 ? 2147483520.0f : static_cast<float>(r.second),
+          static_cast<float>(p.x.q_zero_point())};
   const int64_t rowlen = OW * C;
   const int64_t rows = planes * OD * OH;
   at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, rowlen)),
