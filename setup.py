@@ -32,7 +32,9 @@ LINK_FLAGS = ["-fopenmp"]
 # come from an uninstrumented library with hidden-visibility typeinfo, which reports falsely.
 SANITIZE = [s for s in os.environ.get("QPLUGIN_SANITIZE", "").replace(" ", "").split(",") if s]
 if SANITIZE:
-    _san = ["-fsanitize=" + ",".join(SANITIZE), "-fno-omit-frame-pointer", "-g1", "-O1"]
+    # -fno-wrapv: Python's CFLAGS carry -fwrapv, which would hide signed overflow from UBSan.
+    _san = ["-fsanitize=" + ",".join(SANITIZE), "-fno-omit-frame-pointer", "-g1", "-O1",
+            "-fno-wrapv"]
     if "undefined" in SANITIZE:
         # A UBSan report aborts the test process instead of printing and going on.
         _san += ["-fno-sanitize=vptr", "-fno-sanitize-recover=undefined"]
