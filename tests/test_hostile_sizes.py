@@ -54,6 +54,8 @@ class Unchanged:
 
 
 def raises(op, fn, *inputs):
+    # inputs: the tensors to check for modification (for an expanded view: its base, whose
+    # int_repr can be copied).
     with Unchanged(*inputs):
         with pytest.raises(RuntimeError, match=f"qplugin::{op}\\b"):
             fn()
@@ -93,7 +95,7 @@ def test_conv_transpose_output_padding_and_dilation():
     p = Q.conv_transpose2d_prepack(w2, None, [1, 1], [0, 0], [0, 0], [2**37, 2**37], 1)
     x = qu8(1, 2, 2, 2)
     raises("conv_transpose2d", lambda: Q.conv_transpose2d(x, p, 0.1, 0), x)
-    p1 = Q.conv_transpose1d_prepack(qw8(2, 2, 3), None, [4], [0], [3], [2**39], 1)
+    p1 = Q.conv_transpose1d_prepack(qw8(2, 2, 3), None, [4], [0], [3], [2**38], 1)
     x1 = qu8(1, 2, 4)
     raises("conv_transpose1d", lambda: Q.conv_transpose1d(x1, p1, 0.1, 0), x1)
 
@@ -276,9 +278,10 @@ def test_upsample_extreme_scales_argument(scale):
 def test_linear_huge_output():
     w = qw8(4096, 1)
     p = Q.linear_prepack(w, None)
-    x = qu8(1, 1).expand(2**30, 1)
-    raises("linear", lambda: Q.linear(x, p, 0.1, 0), x)
-    raises("linear_relu", lambda: Q.linear_relu(x, p, 0.1, 0), x)
+    base = qu8(1, 1)
+    x = base.expand(2**30, 1)
+    raises("linear", lambda: Q.linear(x, p, 0.1, 0), base)
+    raises("linear_relu", lambda: Q.linear_relu(x, p, 0.1, 0), base)
 
 
 # ---- embedding bags --------------------------------------------------------------------------
@@ -330,27 +333,40 @@ def test_embedding_bag_int32_index_extremes():
 # ---- cat -------------------------------------------------------------------------------------
 
 def test_cat_size_overflow():
-    a = qu8(1, 2).expand(BIG, 2)
-    b = qu8(1, 2).expand(BIG, 2)
-    raises("cat", lambda: Q.cat([a, b], 0, None, None), a, b)
-    raises("cat_relu", lambda: Q.cat_relu([a, b], 0, None, None), a, b)
+    base = qu8(1, 1)
+    a = base.expand(2**62, 1)
+    raises("cat", lambda: Q.cat([a, a], 0, None, None), base)
+    raises("cat_relu", lambda: Q.cat_relu([a, a], 0, None, None), base)
 
 
 def test_cat_above_limit():
-    a = qu8(1, 1).expand(2**39 + 1, 1)
-    raises("cat", lambda: Q.cat([a, a], 0, None, None), a)
+    base = qu8(1, 1)
+    a = base.expand(2**39 + 1, 1)
+    raises("cat", lambda: Q.cat([a, a], 0, None, None), base)
 
 
 # ---- norms (outputs the size of an expanded input) -------------------------------------------
 
 def test_norms_huge_expanded_input():
-    x = qu8(1, 4, 1, 1).expand(2**30, 4, 2**10, 2**10)
+    base = qu8(1, 4, 1, 1)
+    x = base.expand(2**30, 4, 2**10, 2**10)
     w, b = torch.ones(4), torch.zeros(4)
     mean, var = torch.zeros(4), torch.ones(4)
-    raises("batch_norm2d", lambda: Q.batch_norm2d(x, w, b, mean, var, 1e-5, 0.1, 0), x)
+    raises("batch_norm2d", lambda: Q.batch_norm2d(x, w, b, mean, var, 1e-5, 0.1, 0), base)
     raises("quantized_batch_norm",
-           lambda: Q.quantized_batch_norm(x, w, b, mean, var, 1e-5, 0.1, 0), x)
-    raises("group_norm", lambda: Q.group_norm(x, 2, w, b, 1e-5, 0.1, 0), x)
-    raises("instance_norm", lambda: Q.instance_norm(x, w, b, 1e-5, 0.1, 0), x)
-    x2 = qu8(1, 1, 8).expand(2**30, 2**10, 8)
-    raises("layer_norm", lambda: Q.layer_norm(x2, [8], None, None, 1e-5, 0.1, 0), x2)
+           lambda: Q.quantized_batch_norm(x, w, b, mean, var, 1e-5, 0.1, 0), base)
+    raises("group_norm", lambda: Q.group_norm(x, 2, w, b, 1e-5, 0.1, 0), base)
+    raises("instance_norm", lambda: Q.instance_norm(x, w, b, 1e-5, 0.1, 0), base)
+    base2 = qu8(1, 1, 8)
+    x2 = base2.expand(2**30, 2**10, 8)
+    raises("layer_norm", lambda: Q.layer_norm(x2, [8], None, None, 1e-5, 0.1, 0), base2)
+
+
+# ---- broadcasting binary ops -------------------------------------------------------------------
+
+def test_binary_broadcast_huge_output():
+    ba, bb = qu8(1, 1), qu8(1, 1)
+    a = ba.expand(2**30, 1)
+    b = bb.expand(1, 2**30)
+    raises("add", lambda: Q.add(a, b, 0.1, 0), ba, bb)
+    raises("mul_relu", lambda: Q.mul_relu(a, b, 0.1, 0), ba, bb)

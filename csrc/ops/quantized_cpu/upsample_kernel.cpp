@@ -58,7 +58,8 @@ std::vector<int64_t> nearest_indices(int64_t in, int64_t out, c10::optional<doub
       // float -> int64 conversion out of range is undefined.
       const float f = exact ? std::floor(static_cast<float>((o + 0.5) * s))
                             : std::floor(o * s);
-      idx[o] = f < static_cast<float>(in - 1) ? static_cast<int64_t>(f) : in - 1;
+      // NaN (0 * inf) -> 0.
+      idx[o] = !(f >= 0.f) ? 0 : f < static_cast<float>(in - 1) ? static_cast<int64_t>(f) : in - 1;
     }
   }
   return idx;
@@ -80,12 +81,14 @@ LinearDim linear_weights(int64_t in, int64_t out, bool align_corners, c10::optio
       src = s * o;
     } else {
       src = s * (o + 0.5f) - 0.5f;
-      if (src < 0.f) src = 0.f;
+      if (!(src >= 0.f)) src = 0.f;  // negative, or NaN from an infinite step
     }
     // Clamped in float first: an out-of-range float -> int64 conversion is undefined.
     int64_t i = src < static_cast<float>(in - 1) ? static_cast<int64_t>(src) : in - 1;
     const int64_t ip = i < in - 1 ? 1 : 0;
-    float l1 = src - i;
+    // Clamped to [0, 1] as PyTorch's compute_source_index_and_lambda: src beyond the last
+    // input (an extreme scales argument) reads the last input with weight 1.
+    float l1 = std::min(std::max(src - static_cast<float>(i), 0.0f), 1.0f);
     const float l0 = 1.0f - l1;
     d.i0.push_back(static_cast<int32_t>(i));
     d.i1.push_back(static_cast<int32_t>(i + ip));
