@@ -20,6 +20,29 @@ ISA_FLAGS = {
 }
 COMMON = ["-O3", "-g0", "-std=c++17", "-fPIC", "-fno-math-errno", "-ffp-contract=off",
           "-fvisibility=hidden", "-Wall", "-Wno-unused-function", "-Wno-maybe-uninitialized"]
+MAIN_FLAGS = ["-O3", "-g0", "-fopenmp", "-fno-math-errno", "-ffp-contract=off", "-Wall",
+              "-Wno-unused-function"]
+LINK_FLAGS = ["-fopenmp"]
+
+# QPLUGIN_SANITIZE=address,undefined (tools/sanitize.sh): the same sources with the sanitizers
+# in every TU, per-ISA ones included, and at link time; objects go to their own build_temp so a
+# sanitized build never reuses (or clobbers) the normal build's objects. The .so is still written
+# in place, so sanitize.sh builds in a copy of the tree. -O1 keeps ASan's reports exact enough
+# and the build short; -g1 gives line numbers in stack traces. vptr is off: libtorch's classes
+# come from an uninstrumented library with hidden-visibility typeinfo, which reports falsely.
+SANITIZE = [s for s in os.environ.get("QPLUGIN_SANITIZE", "").replace(" ", "").split(",") if s]
+if SANITIZE:
+    # -fno-wrapv: Python's CFLAGS carry -fwrapv, which would hide signed overflow from UBSan.
+    _san = ["-fsanitize=" + ",".join(SANITIZE), "-fno-omit-frame-pointer", "-g1", "-O1",
+            "-fno-wrapv"]
+    if "undefined" in SANITIZE:
+        # A UBSan report aborts the test process instead of printing and going on. GCC leaves
+        # float -> int conversion overflow (the requantize casts) out of "undefined": added.
+        _san += ["-fsanitize=float-cast-overflow", "-fno-sanitize=vptr",
+                 "-fno-sanitize-recover=undefined,float-cast-overflow"]
+    COMMON = [f for f in COMMON if f not in ("-O3", "-g0")] + _san
+    MAIN_FLAGS = [f for f in MAIN_FLAGS if f not in ("-O3", "-g0")] + _san
+    LINK_FLAGS = LINK_FLAGS + ["-fsanitize=" + ",".join(SANITIZE)]
 
 
 def _isa_of(path):
@@ -43,6 +66,11 @@ main_sources = [s for s in all_sources if not _isa_of(s)]
 class QPluginBuildExt(BuildExtension):
     """Compiles the torch-free per-ISA kernel files with their own flags, then the rest."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        if SANITIZE:
+            self.build_temp = os.path.join(self.build_temp, "sanitize-" + "-".join(SANITIZE))
+
     def build_extensions(self):
         for ext in self.extensions:
             objs = []
@@ -63,9 +91,8 @@ ext = CppExtension(
     main_sources,
     include_dirs=[os.path.join(ROOT, "csrc")],
     # -g0: Python's default CFLAGS carry -g; debug info for torch-heavy TUs doubles build time.
-    extra_compile_args=["-O3", "-g0", "-fopenmp", "-fno-math-errno", "-ffp-contract=off",
-                        "-Wall", "-Wno-unused-function"],
-    extra_link_args=["-fopenmp"],
+    extra_compile_args=MAIN_FLAGS,
+    extra_link_args=LINK_FLAGS,
     py_limited_api=True,
 )
 

@@ -4,8 +4,11 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <cstdint>
 #include <initializer_list>
+#include <new>
 #include <string>
+#include <utility>
 
 #include "common/quant_utils.h"
 
@@ -64,6 +67,90 @@ inline at::Tensor float_vector(const char* op, const char* arg, const at::Tensor
   TORCH_CHECK(t.device().is_cpu(), "qplugin::", op, ": expected ", arg, " on the CPU, got ",
               t.device());
   return t.to(at::kFloat).contiguous();
+}
+
+// ---- Sizes ------------------------------------------------------------------------------------
+// Every size an op derives from user arguments (output extents, element counts, padded extents,
+// scratch buffers, packed phases) goes through these before anything is allocated or indexed, so
+// hostile arguments raise "qplugin::<op>: ..." instead of wrapping int64 (UB), segfaulting or
+// surfacing as std::bad_alloc.
+//
+// kMaxElements = 2^40 elements per tensor or buffer. Why this number: (1) it is far above any real
+// int8 activation, weight or embedding table (2^40 bytes = 1 TiB for one tensor, more than the
+// memory of the hosts qplugin targets), so it only rejects arguments that are mistakes or attacks;
+// (2) it leaves 2^23 of headroom below INT64_MAX, so once a count passes, the arithmetic the
+// kernels do with it (bytes of int32/int64/double scratch, tile round-ups, offsets plus one
+// window) cannot overflow int64. Sizes below the limit that the machine cannot hold fail in the
+// allocator (c10's RuntimeError), or through guard_alloc below, not by wrapping.
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+// a + b and a * b of non-negative int64 sizes; raises naming `op`, `what` and the operands.
+inline int64_t add_size(const char* op, const char* what, int64_t a, int64_t b) {
+  int64_t r = 0;
+  TORCH_CHECK(!__builtin_add_overflow(a, b, &r), "qplugin::", op, ": expected ", what,
+              " to fit in int64, got ", a, " + ", b, " (overflow); use smaller sizes");
+  return r;
+}
+inline int64_t mul_size(const char* op, const char* what, int64_t a, int64_t b) {
+  int64_t r = 0;
+  TORCH_CHECK(!__builtin_mul_overflow(a, b, &r), "qplugin::", op, ": expected ", what,
+              " to fit in int64, got ", a, " * ", b, " (overflow); use smaller sizes");
+  return r;
+}
+inline int64_t sub_size(const char* op, const char* what, int64_t a, int64_t b) {
+  int64_t r = 0;
+  TORCH_CHECK(!__builtin_sub_overflow(a, b, &r), "qplugin::", op, ": expected ", what,
+              " to fit in int64, got ", a, " - ", b, " (overflow); use smaller sizes");
+  return r;
+}
+
+// A size (extent) of at most kMaxElements: checked before it sizes a loop or a buffer.
+inline int64_t check_extent(const char* op, const char* what, int64_t n) {
+  TORCH_CHECK(n <= kMaxElements, "qplugin::", op, ": expected ", what, " of at most 2^40 = ",
+              kMaxElements, " (qplugin's per-tensor element limit), got ", n,
+              "; check the sizes, strides, paddings and scale factors");
+  return n;
+}
+
+// The element count of `sizes` (each >= 0), at most kMaxElements; raises naming the shape.
+inline int64_t check_numel(const char* op, const char* what, c10::IntArrayRef sizes) {
+  int64_t n = 1;
+  bool overflow = false;
+  for (int64_t s : sizes) {
+    TORCH_CHECK(s >= 0, "qplugin::", op, ": expected non-negative sizes for ", what, ", got ",
+                sizes);
+    overflow = overflow || __builtin_mul_overflow(n, s, &n);
+  }
+  if (!overflow) {
+    for (int64_t s : sizes) {
+      if (s == 0) return 0;
+    }
+  }
+  TORCH_CHECK(!overflow && n <= kMaxElements, "qplugin::", op, ": expected ", what,
+              " of at most 2^40 = ", kMaxElements,
+              " elements (qplugin's per-tensor element limit), got shape ", sizes, " (",
+              overflow ? std::string("more than INT64_MAX") : std::to_string(n),
+              " elements); check the sizes, strides, paddings and scale factors");
+  return n;
+}
+
+// Runs f(); an allocation failure in it (scratch std::vector / new[], possibly on a worker thread
+// of at::parallel_for, which rethrows) becomes a RuntimeError naming the op instead of Python's
+// bare "MemoryError: std::bad_alloc".
+template <class F>
+auto guard_alloc(const char* op, F&& f) -> decltype(f()) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const std::bad_alloc&) {
+    TORCH_CHECK(false, "qplugin::", op,
+                ": expected buffers that fit in memory, got an allocation failure "
+                "(std::bad_alloc); use smaller inputs, paddings or kernel sizes");
+    throw;  // not reached
+  } catch (const c10::OutOfMemoryError& e) {
+    TORCH_CHECK(false, "qplugin::", op, ": expected buffers that fit in memory, got ",
+                e.what_without_backtrace(), "; use smaller inputs, paddings or kernel sizes");
+    throw;  // not reached
+  }
 }
 
 }  // namespace checks

@@ -88,6 +88,33 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
                   vec_str(output_padding));
     }
   }
+  // Hostile sizes (checks.h): the dilated kernel span d * (k - 1) + 1 and 2 * padding must be
+  // int64 sizes within the element limit, so apply's output-size arithmetic cannot overflow.
+  for (int64_t i = 0; i < spatial; ++i) {
+    const int64_t span = checks::add_size(
+        op, "the dilated kernel span dilation * (kernel_size - 1) + 1",
+        checks::mul_size(op, "the dilated kernel span dilation * (kernel_size - 1) + 1",
+                         dilation[i], weight.size(i + 2) - 1), 1);
+    checks::check_extent(op, "the dilated kernel span dilation * (kernel_size - 1) + 1", span);
+    checks::check_extent(op, "the padding", padding[i]);
+    checks::check_extent(op, "the stride", stride[i]);
+    if (transpose) checks::check_extent(op, "the output_padding", output_padding[i]);
+  }
+  if (transpose) {
+    // A transposed conv packs one GEMM per output residue class (stride_d * stride_h * stride_w
+    // of them, below), so the stride product sizes the packing work and memory. Real models use
+    // strides up to 4 (at most 64 phases in 3-d); 4096 leaves room and bounds a hostile stride
+    // (2^31 used to end in std::bad_alloc).
+    int64_t phases = 1;
+    for (int64_t i = 0; i < spatial; ++i) {
+      phases = checks::mul_size(op, "the number of stride phases (product of the strides)", phases,
+                                stride[i]);
+    }
+    TORCH_CHECK_NOT_IMPLEMENTED(phases <= kMaxTransposePhases, "qplugin::", op,
+                                ": expected the product of the strides (one packed phase each) "
+                                "to be at most ", kMaxTransposePhases, ", got stride ",
+                                vec_str(stride), " (", phases, " phases)");
+  }
   const int64_t w0 = weight.size(0), w1 = weight.size(1);
   if (transpose) {
     TORCH_CHECK(w0 % groups == 0, "qplugin::", op, ": expected in_channels (weight.size(0) = ", w0,
@@ -316,6 +343,15 @@ std::string ConvPackedParamsBase::kernel_name() const {
 at::Tensor ConvPackedParamsBase::apply(const at::Tensor& x_in, double output_scale,
                                        int64_t output_zero_point, bool relu,
                                        const char* op) const {
+  // Scratch (padded input, im2col rows, tables) that fails to allocate names the op (checks.h).
+  return checks::guard_alloc(op, [&] {
+    return apply_unguarded(x_in, output_scale, output_zero_point, relu, op);
+  });
+}
+
+at::Tensor ConvPackedParamsBase::apply_unguarded(const at::Tensor& x_in, double output_scale,
+                                                 int64_t output_zero_point, bool relu,
+                                                 const char* op) const {
   checks::check_quantized_input(op, "input", x_in, {at::kQUInt8});
   // conv1d ops pass an unsqueezed 4-D input (conv_kernel.cpp).
   TORCH_CHECK(x_in.dim() == spatial_ + 2, "qplugin::", op, ": expected a ", spatial_ + 2,
@@ -335,9 +371,14 @@ at::Tensor ConvPackedParamsBase::apply(const at::Tensor& x_in, double output_sca
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
   for (int64_t i = 0; i < spatial_; ++i) in[off + i] = x_in.size(2 + i);
   for (int i = 0; i < 3; ++i) {
+    // span, 2 * p and op are at most 2^40 (checked at prepack), in[i] is a tensor size.
     const int64_t span = d_[i] * (k_[i] - 1) + 1;
     if (transpose_) {
-      out[i] = (in[i] - 1) * s_[i] - 2 * p_[i] + span + op_[i];
+      const char* what = "the output size (in - 1) * stride - 2 * padding + dilation * "
+                         "(kernel_size - 1) + output_padding + 1";
+      out[i] = in[i] == 0 ? 0
+                          : checks::add_size(op, what, checks::mul_size(op, what, in[i] - 1, s_[i]),
+                                             span + op_[i]) - 2 * p_[i];
     } else {
       out[i] = in[i] + 2 * p_[i] >= span ? (in[i] + 2 * p_[i] - span) / s_[i] + 1 : 0;
     }
@@ -350,6 +391,13 @@ at::Tensor ConvPackedParamsBase::apply(const at::Tensor& x_in, double output_sca
   }
   std::vector<int64_t> out_sizes = {N, Cout_};
   for (int64_t i = 0; i < spatial_; ++i) out_sizes.push_back(out[off + i]);
+  checks::check_numel(op, "an output", out_sizes);
+  if (!transpose_) {
+    // The igemm path copies the input into a zero-point-padded buffer (conv_gemm.cpp).
+    std::vector<int64_t> padded = {N, Cin_};
+    for (int64_t i = 0; i < spatial_; ++i) padded.push_back(in[off + i] + 2 * p_[off + i]);
+    checks::check_numel(op, "a padded input (N, C, spatial + 2 * padding)", padded);
+  }
   const auto mf = spatial_ == 3 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
   at::Tensor y = at::_empty_affine_quantized(out_sizes, x_in.options().dtype(at::kQUInt8),
                                              output_scale, output_zero_point, mf);
@@ -394,8 +442,7 @@ at::Tensor ConvPackedParamsBase::apply(const at::Tensor& x_in, double output_sca
   ops::ConvRequant rq{mult.data(), bq.data(), static_cast<float>(lo - output_zero_point),
                       static_cast<float>(255 - output_zero_point),
                       static_cast<int32_t>(output_zero_point), static_cast<int32_t>(in_zp)};
-  ops::conv_forward(*this, xp, N, in,
-                    reinterpret_cast<uint8_t*>(y.data_ptr()), out, rq, x_nchw);
+  ops::conv_forward(*this, xp, N, in, reinterpret_cast<uint8_t*>(y.data_ptr()), out, rq, x_nchw);
   return y;
 }
 

@@ -39,6 +39,8 @@ struct ConvPackedParamsBase : torch::CustomClassHolder {
                            int64_t, int64_t>;
   static constexpr int64_t kStateVersion = 1;
   static constexpr int64_t kFlagTranspose = 1;
+  // Upper bound of stride_d * stride_h * stride_w of a transposed conv (conv_packed_params.cpp).
+  static constexpr int64_t kMaxTransposePhases = 4096;
 
   enum class Kind { kGemm, kDepthwise, kTransposed };
 
@@ -52,6 +54,8 @@ struct ConvPackedParamsBase : torch::CustomClassHolder {
   // memory format). Output: channels-last quint8 (as PyTorch's quantized conv).
   at::Tensor apply(const at::Tensor& x, double output_scale, int64_t output_zero_point,
                    bool relu, const char* op) const;
+  at::Tensor apply_unguarded(const at::Tensor& x, double output_scale, int64_t output_zero_point,
+                             bool relu, const char* op) const;
 
   std::tuple<at::Tensor, c10::optional<at::Tensor>> unpack() const;
   State getstate() const;

@@ -131,6 +131,7 @@ at::Tensor LinearPackedParams::apply(const at::Tensor& x, double output_scale,
 
   std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
   out_sizes.back() = N_;
+  checks::check_numel(op, "an output (batch..., out_features)", out_sizes);  // checks.h
   at::Tensor y = at::_empty_affine_quantized(out_sizes, x.options().dtype(at::kQUInt8),
                                              output_scale, output_zero_point);
   int64_t M = 1;

@@ -241,11 +241,24 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             scale_factors = [float(s) for s in scale_factor]
         else:
             scale_factors = [float(scale_factor)] * dim
+        for i in range(dim):
+            # Hostile sizes (csrc/common/checks.h): a non-finite or huge factor would overflow the
+            # int conversion below, or ask the op for an implausible output.
+            f = scale_factors[i]
+            if not math.isfinite(f) or float(input.size(i + 2)) * f > 1099511627776.0:
+                raise RuntimeError(
+                    f"qplugin::interpolate: expected finite scale factors giving output sizes of "
+                    f"at most 2^40 (qplugin's per-tensor element limit), got scale_factor="
+                    f"{scale_factor} for input {list(input.shape)}")
         output_size = [int(math.floor(float(input.size(i + 2)) * scale_factors[i]))
                        for i in range(dim)]
     else:
         raise ValueError("either size or scale_factor should be defined")
     for s in output_size:
+        if s > 1099511627776:  # 2^40, the ops' element limit (csrc/common/checks.h)
+            raise RuntimeError(f"qplugin::interpolate: expected output sizes of at most 2^40 "
+                               f"(qplugin's per-tensor element limit), got {output_size} "
+                               f"(input {list(input.shape)}, size={size})")
         if s <= 0:
             raise ValueError(f"qplugin interpolate: expected positive output sizes, got "
                              f"{output_size} (input {list(input.shape)}, size={size}, "

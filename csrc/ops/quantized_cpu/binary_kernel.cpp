@@ -157,6 +157,7 @@ at::Tensor binary(const at::Tensor& qa, const at::Tensor& qb, double scale, int6
   check_pair(op, qa, qb);
   checks::check_output_qparams(op, scale, zero_point, qa.scalar_type());
   const auto shape = broadcast_shape(op, qa.sizes(), qb.sizes());
+  checks::check_numel(op, "a broadcast output", shape);  // expanded inputs (checks.h)
   // Output memory format: qa's (as PyTorch's quantized add/mul), when qa has the output's rank.
   const auto fmt = static_cast<size_t>(qa.dim()) == shape.size() ? format_of(qa)
                                                                  : at::MemoryFormat::Contiguous;

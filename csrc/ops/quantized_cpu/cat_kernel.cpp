@@ -198,11 +198,13 @@ CatPlan plan_cat(const char* op, const c10::List<at::Tensor>& qxs, int64_t dim) 
                   x0.size(d), " at dimension ", d, " (like qx[0]; only dimension ", p.dim,
                   " may differ), got ", x.size(d));
     }
-    p.shape[p.dim] += x.size(p.dim);
+    // Checked (checks.h): expanded (stride-0) inputs can carry sizes near INT64_MAX.
+    p.shape[p.dim] = checks::add_size(op, "the concatenated size", p.shape[p.dim], x.size(p.dim));
     same_fmt = same_fmt && x.suggest_memory_format() == fmt0;
   }
   // PyTorch's cat rule: the inputs' common suggested memory format, else contiguous.
   p.fmt = same_fmt ? fmt0 : at::MemoryFormat::Contiguous;
+  checks::check_numel(op, "an output", p.shape);
   return p;
 }
 

@@ -226,6 +226,7 @@ at::Tensor batch_norm_impl(const char* op, Rank rank, const at::Tensor& qx,
   const auto out_fmt = dim == 4   ? at::MemoryFormat::ChannelsLast
                        : dim == 5 ? at::MemoryFormat::ChannelsLast3d
                                   : at::MemoryFormat::Contiguous;
+  checks::check_numel(op, "an output", qx.sizes());  // expanded inputs (checks.h)
   at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), output_scale,
                                              output_zero_point, out_fmt);
   if (qx.numel() == 0) return y;

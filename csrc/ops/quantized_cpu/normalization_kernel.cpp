@@ -422,6 +422,7 @@ at::Tensor layer_norm_quantized_cpu(const at::Tensor& qx, at::IntArrayRef normal
   };
   const at::Tensor w = affine("weight", weight), b = affine("bias", bias);
 
+  checks::check_numel("layer_norm", "an output", qx.sizes());  // expanded inputs (checks.h)
   at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), output_scale,
                                              output_zero_point, at::MemoryFormat::Contiguous);
   if (qx.numel() == 0) return y;
@@ -478,6 +479,7 @@ at::Tensor group_norm_impl(const char* op, const at::Tensor& qx, int64_t num_gro
                                  : at::MemoryFormat::Contiguous;
   const bool nhwc = (dim == 4 || dim == 5) && !qx.is_contiguous() && qx.is_contiguous(cl_fmt);
   const auto out_fmt = nhwc ? cl_fmt : at::MemoryFormat::Contiguous;
+  checks::check_numel(op, "an output", qx.sizes());  // expanded inputs (checks.h)
   at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), output_scale,
                                              output_zero_point, out_fmt);
   if (qx.numel() == 0) return y;

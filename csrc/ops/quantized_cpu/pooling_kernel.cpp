@@ -93,10 +93,12 @@ DimPlan plan_window(const char* op, const PoolArgs& a, int64_t i, int64_t in) {
   d.off.push_back(0);
   for (int64_t o = 0; o < d.out; ++o) {
     if (a.kind == Kind::kMax) {
-      for (int64_t t = 0; t < k; ++t) {
-        const int64_t x = o * s - p + t * dil;
-        if (x >= 0 && x < in) d.taps.push_back(x);
-      }
+      // Taps t in [0, k) with x = base + t * dil in [0, in), computed rather than scanned: a
+      // kernel far larger than the input (allowed with padding up to half of it) stays cheap.
+      const int64_t base = o * s - p;
+      const int64_t t0 = base >= 0 ? 0 : (-base + dil - 1) / dil;
+      const int64_t t1 = base > in - 1 ? 0 : std::min(k, (in - 1 - base) / dil + 1);
+      for (int64_t t = t0; t < t1; ++t) d.taps.push_back(base + t * dil);
       d.div.push_back(1);
     } else {
       const int64_t start = o * s - p;
@@ -118,8 +120,10 @@ DimPlan plan_adaptive(int64_t in, int64_t out) {
   d.out = out;
   d.off.push_back(0);
   for (int64_t o = 0; o < out; ++o) {
-    const int64_t lo = (o * in) / out;
-    const int64_t hi = ((o + 1) * in + out - 1) / out;
+    // In 128 bits: o * in can pass INT64_MAX for a large output_size on a large input.
+    const int64_t lo = static_cast<int64_t>((static_cast<__int128>(o) * in) / out);
+    const int64_t hi = static_cast<int64_t>(
+        (static_cast<__int128>(o + 1) * in + out - 1) / out);
     for (int64_t x = lo; x < hi; ++x) d.taps.push_back(x);
     d.div.push_back(hi - lo);
     d.off.push_back(static_cast<int64_t>(d.taps.size()));
@@ -267,8 +271,8 @@ void run(Kind kind, const at::Tensor& x5, at::Tensor& y5, bool cl, const DimPlan
 }
 
 // nd: pooled dims (1, 2, 3). Accepts (C, *) unbatched or (N, C, *) input.
-at::Tensor pool_impl(const char* op, int64_t nd, const at::Tensor& qx, PoolArgs a,
-                     bool force_cl3d_out = false) {
+at::Tensor pool_impl_unguarded(const char* op, int64_t nd, const at::Tensor& qx, PoolArgs a,
+                               bool force_cl3d_out) {
   checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
   const int64_t dim = qx.dim();
   TORCH_CHECK(dim == nd + 1 || dim == nd + 2, "qplugin::", op, ": expected a ", nd + 1, "-D (C, ",
@@ -288,12 +292,28 @@ at::Tensor pool_impl(const char* op, int64_t nd, const at::Tensor& qx, PoolArgs 
       TORCH_CHECK(xb.size(2 + i) > 0, "qplugin::", op,
                   ": expected non-empty spatial dimensions, got input of shape ", qx.sizes());
     }
+    std::vector<int64_t> out_shape{xb.size(0), xb.size(1)};
+    out_shape.insert(out_shape.end(), a.out_size.begin(), a.out_size.end());
+    checks::check_numel(op, "an output", out_shape);
     for (int64_t i = 0; i < 3; ++i) {
       const int64_t j = i - (3 - nd);
       plans[i] = plan_adaptive(sp[i], j >= 0 ? a.out_size[j] : 1);
     }
   } else {
     for (int64_t i = 0; i < nd; ++i) {
+      // Hostile sizes (checks.h): each argument at most 2^40, the dilated kernel in int64; then
+      // the padded extent in + 2 * padding + stride and the plans' arithmetic cannot overflow.
+      checks::check_extent(op, "kernel_size", a.kernel[i]);
+      checks::check_extent(op, "stride", a.stride[i]);
+      checks::check_extent(op, "padding", a.padding[i]);
+      if (a.kind == Kind::kMax) {
+        checks::check_extent(op, "dilation", a.dilation[i]);
+        if (a.kernel[i] > 0 && a.dilation[i] > 0) {
+          checks::check_extent(op, "the dilated kernel dilation * (kernel_size - 1) + 1",
+                               checks::mul_size(op, "the dilated kernel", a.dilation[i],
+                                                a.kernel[i] - 1) + 1);
+        }
+      }
       TORCH_CHECK(a.kernel[i] > 0, "qplugin::", op, ": expected kernel_size of positive values, got ",
                   vec_str(a.kernel));
       TORCH_CHECK(a.stride[i] > 0, "qplugin::", op, ": expected stride of positive values, got ",
@@ -332,6 +352,15 @@ at::Tensor pool_impl(const char* op, int64_t nd, const at::Tensor& qx, PoolArgs 
                   vec_str(outs), " for input spatial size ", vec_str(in_sp), ", kernel_size ",
                   vec_str(a.kernel), ", stride ", vec_str(a.stride), " and padding ",
                   vec_str(a.padding), "; the kernel is larger than the padded input");
+    }
+    {
+      std::vector<int64_t> out_shape{xb.size(0), xb.size(1)};
+      out_shape.insert(out_shape.end(), outs.begin(), outs.end());
+      checks::check_numel(op, "an output", out_shape);
+      // run_rows' per-thread padded row: W + 2 * padding (+ stride for ceil_mode) x C codes.
+      checks::check_numel(op, "a padded input row (W + 2 * padding + stride, C)",
+                          {xb.size(1 + nd) + 2 * a.padding[nd - 1] + a.stride[nd - 1],
+                           xb.size(1)});
     }
     // Pad the argument lists to 3 dims with identity pooling.
     auto pad3 = [nd](std::vector<int64_t> v, int64_t one) {
@@ -405,6 +434,12 @@ at::Tensor pool_impl(const char* op, int64_t nd, const at::Tensor& qx, PoolArgs 
   }
   if (!yk.is_same(y)) y.copy_(yk);
   return unbatched ? y.squeeze(0) : y;
+}
+
+// A scratch allocation that fails (hostile sizes below the element limit) names the op.
+at::Tensor pool_impl(const char* op, int64_t nd, const at::Tensor& qx, PoolArgs a,
+                     bool force_cl3d_out = false) {
+  return checks::guard_alloc(op, [&] { return pool_impl_unguarded(op, nd, qx, a, force_cl3d_out); });
 }
 
 PoolArgs max_args(const char* op, int64_t nd, at::IntArrayRef kernel_size, at::IntArrayRef stride,

@@ -54,9 +54,12 @@ std::vector<int64_t> nearest_indices(int64_t in, int64_t out, c10::optional<doub
   } else {
     const float s = compute_scales_value(scale, in, out);
     for (int64_t o = 0; o < out; ++o) {
-      const int64_t src = exact ? static_cast<int64_t>(std::floor(static_cast<float>((o + 0.5) * s)))
-                                : static_cast<int64_t>(std::floor(o * s));
-      idx[o] = std::min(src, in - 1);
+      // Clamped in float before the cast: a tiny scale factor makes s huge (or inf), and a
+      // float -> int64 conversion out of range is undefined.
+      const float f = exact ? std::floor(static_cast<float>((o + 0.5) * s))
+                            : std::floor(o * s);
+      // NaN (0 * inf) -> 0.
+      idx[o] = !(f >= 0.f) ? 0 : f < static_cast<float>(in - 1) ? static_cast<int64_t>(f) : in - 1;
     }
   }
   return idx;
@@ -78,12 +81,14 @@ LinearDim linear_weights(int64_t in, int64_t out, bool align_corners, c10::optio
       src = s * o;
     } else {
       src = s * (o + 0.5f) - 0.5f;
-      if (src < 0.f) src = 0.f;
+      if (!(src >= 0.f)) src = 0.f;  // negative, or NaN from an infinite step
     }
-    int64_t i = static_cast<int64_t>(src);
-    if (i > in - 1) i = in - 1;
+    // Clamped in float first: an out-of-range float -> int64 conversion is undefined.
+    int64_t i = src < static_cast<float>(in - 1) ? static_cast<int64_t>(src) : in - 1;
     const int64_t ip = i < in - 1 ? 1 : 0;
-    float l1 = src - i;
+    // Clamped to [0, 1] as PyTorch's compute_source_index_and_lambda: src beyond the last
+    // input (an extreme scales argument) reads the last input with weight 1.
+    float l1 = std::min(std::max(src - static_cast<float>(i), 0.0f), 1.0f);
     const float l0 = 1.0f - l1;
     d.i0.push_back(static_cast<int32_t>(i));
     d.i1.push_back(static_cast<int32_t>(i + ip));
@@ -123,6 +128,7 @@ Prep prepare(const char* op, int64_t nd, const at::Tensor& qx, at::IntArrayRef o
   }
   std::vector<int64_t> shape{p.N, p.C};
   for (int64_t i = 0; i < nd; ++i) shape.push_back(output_size[i]);
+  checks::check_numel(op, "an output", shape);  // hostile output sizes (checks.h)
   const auto cl_fmt = nd == 3 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
   p.cl = nd >= 2 && qx.suggest_memory_format() == cl_fmt;
   p.y = at::_empty_affine_quantized(shape, qx.options(), qx.q_scale(), qx.q_zero_point(),
@@ -191,7 +197,7 @@ void nearest_run(const Prep& p, const std::vector<int64_t>& id, const std::vecto
   });
 }
 
-at::Tensor nearest_impl(const char* op, int64_t nd, bool exact, const at::Tensor& qx,
+at::Tensor nearest_impl_unguarded(const char* op, int64_t nd, bool exact, const at::Tensor& qx,
                         at::IntArrayRef output_size, c10::optional<double> sd,
                         c10::optional<double> sh, c10::optional<double> sw) {
   Prep p = prepare(op, nd, qx, output_size);
@@ -205,6 +211,13 @@ at::Tensor nearest_impl(const char* op, int64_t nd, bool exact, const at::Tensor
     default: nearest_run<int32_t>(p, id, ih, iw); break;
   }
   return p.y;
+}
+
+// Scratch (index tables, rows) that fails to allocate names the op (checks.h).
+at::Tensor nearest_impl(const char* op, int64_t nd, bool exact, const at::Tensor& qx,
+                        at::IntArrayRef output_size, c10::optional<double> sd,
+                        c10::optional<double> sh, c10::optional<double> sw) {
+  return checks::guard_alloc(op, [&] { return nearest_impl_unguarded(op, nd, exact, qx, output_size, sd, sh, sw); });
 }
 
 // Separable linear interpolation. Each thread walks output rows (n/plane, od, oh), computing the
@@ -281,7 +294,7 @@ void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const L
   });
 }
 
-at::Tensor linear_impl(const char* op, int64_t nd, const at::Tensor& qx,
+at::Tensor linear_impl_unguarded(const char* op, int64_t nd, const at::Tensor& qx,
                        at::IntArrayRef output_size, bool align_corners, c10::optional<double> sd,
                        c10::optional<double> sh, c10::optional<double> sw) {
   Prep p = prepare(op, nd, qx, output_size);
@@ -295,6 +308,13 @@ at::Tensor linear_impl(const char* op, int64_t nd, const at::Tensor& qx,
     default: linear_run<int32_t>(p, ld, lh, lw); break;
   }
   return p.y;
+}
+
+// Scratch (index tables, rows) that fails to allocate names the op (checks.h).
+at::Tensor linear_impl(const char* op, int64_t nd, const at::Tensor& qx,
+                       at::IntArrayRef output_size, bool align_corners, c10::optional<double> sd,
+                       c10::optional<double> sh, c10::optional<double> sw) {
+  return checks::guard_alloc(op, [&] { return linear_impl_unguarded(op, nd, qx, output_size, align_corners, sd, sh, sw); });
 }
 
 using OptD = c10::optional<double>;
