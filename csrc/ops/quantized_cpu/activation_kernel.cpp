@@ -95,7 +95,8 @@ at::Tensor relu6_quantized_cpu(const at::Tensor& qx, bool inplace) {
 // w[c] = (weight[c] - w_zp) * w_scale, in double, round half to even. qx: quint8 of rank >= 1,
 // channel c = index along dim 1 (dim 0 of a 1-d input); weight: quint8 (PyTorch's dtype; qint8
 // accepted too, an extension) per tensor, 0-d or 1-d with 1 or C values. Runs as one 256-entry
-// table per distinct weight value (at most 256), so every ISA gives the same bytes. Output in
+// table per distinct weight value (at most 256; looked up by kernels::table().lut8 along NCHW
+// planes), so every ISA gives the same bytes. Output in
 // the input's suggested memory format (as PyTorch's).
 at::Tensor prelu_quantized_cpu(const at::Tensor& qx, const at::Tensor& weight,
                                double output_scale, int64_t output_zero_point) {
@@ -152,12 +153,28 @@ at::Tensor prelu_quantized_cpu(const at::Tensor& qx, const at::Tensor& weight,
   }
   const uint8_t* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
   uint8_t* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
-  at::parallel_for(0, numel, kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t c = (i / inner) % C;
-      yp[i] = tables[static_cast<size_t>(chan_row[c]) * 256 + xp[i]];
-    }
-  });
+  const auto& k = kernels::table();
+  if (cl || inner == 1) {
+    // [rows][C]: the table changes with every element.
+    const int64_t rows = numel / C;
+    at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / C), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* xr = xp + r * C;
+        uint8_t* yr = yp + r * C;
+        for (int64_t c = 0; c < C; ++c)
+          yr[c] = tables[static_cast<size_t>(chan_row[c]) * 256 + xr[c]];
+      }
+    });
+  } else {
+    // [outer * C][inner]: one table per row, the ISA's 8-bit table lookup.
+    const int64_t rows = numel / inner;
+    at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / inner), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        k.lut8(xp + r * inner, yp + r * inner, inner,
+               tables.data() + static_cast<size_t>(chan_row[r % C]) * 256);
+      }
+    });
+  }
   return y;
 }
 
