@@ -39,7 +39,8 @@ enum class Act { kLeakyRelu, kTanh };
 
 // y = quant(act(x @ W^T + b)) with the activation on the real value (as PyTorch's onednn post-op
 // ops; an activation on the requantized u8 would round twice). x: quint8 [..., K] per tensor;
-// W: the packed qint8 weight (per tensor or per channel), unpacked for the exact GEMM.
+// W: the packed qint8 weight (per tensor or per channel), as row-major codes (row_major(),
+// built once per packed object) for the exact GEMM.
 //   acc[m][n] = sum_k (x[m][k] - x_zp) * (W[n][k] - w_zp[n])       exact (exact_gemm.h)
 //   v = acc * (x_scale * w_scale[n]) + b[n]                          double
 //   y = clamp(nearbyint(act(v) / Y_scale) + Y_zp, 0, 255)            round half to even
@@ -74,26 +75,11 @@ at::Tensor linear_act_quantized_cpu(const at::Tensor& x, const Packed& w, double
   for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
   if (M == 0 || N == 0) return y;
 
-  auto wb = w->unpack();
-  const at::Tensor& qw = std::get<0>(wb);
-  const at::Tensor wi = qw.int_repr().contiguous();
-  std::vector<int32_t> zw(static_cast<size_t>(N));
-  std::vector<double> sw(static_cast<size_t>(N));
-  if (qw.qscheme() == at::kPerTensorAffine) {
-    std::fill(zw.begin(), zw.end(), static_cast<int32_t>(qw.q_zero_point()));
-    std::fill(sw.begin(), sw.end(), qw.q_scale());
-  } else {
-    const at::Tensor s = qw.q_per_channel_scales().to(at::kDouble).contiguous();
-    const at::Tensor z = qw.q_per_channel_zero_points().to(at::kLong).contiguous();
-    for (int64_t n = 0; n < N; ++n) {
-      sw[n] = s.data_ptr<double>()[n];
-      zw[n] = static_cast<int32_t>(z.data_ptr<int64_t>()[n]);
-    }
-  }
+  const auto rm = w->row_major();  // int8 [N][K] codes, zero points, scales (cached)
   std::vector<double> mult(static_cast<size_t>(N)), bias(static_cast<size_t>(N), 0.0);
-  for (int64_t n = 0; n < N; ++n) mult[n] = in_scale * sw[n];
-  if (std::get<1>(wb).has_value()) {
-    const at::Tensor b = std::get<1>(wb)->to(at::kDouble).contiguous();
+  for (int64_t n = 0; n < N; ++n) mult[n] = in_scale * rm->scale[n];
+  if (w->bias().has_value()) {
+    const at::Tensor b = w->bias()->to(at::kDouble).contiguous();
     for (int64_t n = 0; n < N; ++n) bias[n] = b.data_ptr<double>()[n];
   }
 
@@ -101,8 +87,8 @@ at::Tensor linear_act_quantized_cpu(const at::Tensor& x, const Packed& w, double
   std::vector<int64_t> acc(static_cast<size_t>(M * N));
   exact_gemm_s64(reinterpret_cast<const uint8_t*>(xc.data_ptr()), /*lda=*/K, M, K,
                  static_cast<int32_t>(x.q_zero_point()),
-                 reinterpret_cast<const int8_t*>(wi.data_ptr()), /*ldb=*/K, N, zw.data(),
-                 acc.data(), /*ldc=*/N);
+                 reinterpret_cast<const int8_t*>(rm->codes.data_ptr()), /*ldb=*/K, N,
+                 rm->zp.data(), acc.data(), /*ldc=*/N);
   uint8_t* out = reinterpret_cast<uint8_t*>(y.data_ptr());
   at::parallel_for(0, M * N, 4096, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
