@@ -292,3 +292,26 @@ def test_module_from_reference():
 def test_mapping_entries():
     assert qq.DEFAULT_MODULE_MAPPING[nni.LinearLeakyReLU] is qnni.LinearLeakyReLU
     assert qq.DEFAULT_MODULE_MAPPING[nni.LinearTanh] is qnni.LinearTanh
+
+
+@pytest.mark.parametrize("kind", ["leaky", "tanh"])
+def test_large_k_extremes_every_isa(isa, kind):
+    # K = 40000 (> the kernels' 16384-k int32 blocks, not a multiple of 64) with extreme codes:
+    # activations 0/255 around zero point 0 or 255 and weights -128/127 with zero points
+    # 0 / -128 / 127, so |(x - zx)(w - zw)| reaches 255 * 255.
+    K, M, N = 40000, 5, 3
+    g = torch.Generator().manual_seed(7)
+    xc = (torch.randint(0, 2, (M, K), generator=g) * 255).to(torch.uint8)
+    wc = torch.where(torch.randint(0, 2, (N, K), generator=g) == 1, 127, -128).to(torch.int8)
+    # Row 0 x column 0 with zx=255, zw=-128: 40000 * (-255) * 255 = -2.6e9, past int32.
+    xc[0] = 0
+    wc[0] = 127
+    for zx, zw in ((0, 0), (255, -128), (0, 127)):
+        x = torch._make_per_tensor_quantized_tensor(xc, 1e-5, zx)
+        w = torch._make_per_channel_quantized_tensor(wc, torch.tensor([1e-5, 2e-5, 5e-6],
+                                                                      dtype=torch.float64),
+                                                     torch.full((N,), zw), 0)
+        p = torch.ops.qplugin.linear_prepack(w, torch.tensor([0.5, -0.5, 0.0]))
+        got = call(kind, x, p, 0.02, 128, 0.25)
+        assert_qequal(got, exact(kind, x, w, torch.tensor([0.5, -0.5, 0.0]), 0.02, 128, 0.25),
+                      msg=f"zx={zx} zw={zw}")
