@@ -1,7 +1,8 @@
 // The exact GEMM body (exact_gemm.h), included once per ISA file inside that ISA's namespace and
 // compiled with its flags. Written for the auto-vectorizer: int16 differences (staged once per
 // 16 x 64 tile and k-chunk) multiplied into int32 sums (a widening multiply-add, VPMADDWD), four
-// rows of A per column of B so each B load serves four dot products.
+// rows of A per column of B so each B load serves four dot products. An ISA file may replace the
+// u8 x s8 kernel by defining QPLUGIN_EXACT_GEMM_U8S8_FN (exact_gemm_avx512vnni.cpp: VPDPBUSD).
 // Changes with: exact_gemm.h, exact_gemm_<isa>.cpp.
 #pragma once
 #include <cstddef>
@@ -112,8 +113,11 @@ void s8s8(const int8_t* a, int64_t lda, int64_t M, int64_t K, int32_t za, const 
 }  // namespace
 
 const ExactGemmKernels& exact_gemm_table() {
-  static const ExactGemmKernels t{QPLUGIN_EXACT_GEMM_ISA, QPLUGIN_EXACT_GEMM_NAME, &u8s8, &u8u8,
-                                  &s8s8};
+#ifndef QPLUGIN_EXACT_GEMM_U8S8_FN
+#define QPLUGIN_EXACT_GEMM_U8S8_FN u8s8
+#endif
+  static const ExactGemmKernels t{QPLUGIN_EXACT_GEMM_ISA, QPLUGIN_EXACT_GEMM_NAME,
+                                  &QPLUGIN_EXACT_GEMM_U8S8_FN, &u8u8, &s8s8};
   return t;
 }
 
