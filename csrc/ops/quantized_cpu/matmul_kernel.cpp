@@ -67,7 +67,8 @@ at::Tensor matmul_quantized_cpu(const at::Tensor& qa, const at::Tensor& qb, doub
   ea.push_back(M); ea.push_back(K);
   eb.push_back(K); eb.push_back(N);
   const at::Tensor Ac = A.expand(ea).reshape({nb, M, K}).contiguous();
-  const at::Tensor Bt = B.expand(eb).reshape({nb, K, N}).transpose(1, 2).contiguous();  // [nb][N][K]
+  // B transposed to [nb][N][K]: the [out][in] layout of the exact GEMM.
+  const at::Tensor Bt = B.expand(eb).reshape({nb, K, N}).transpose(1, 2).contiguous();
   const int32_t za = static_cast<int32_t>(qa.q_zero_point());
   const std::vector<int32_t> zb(static_cast<size_t>(N), static_cast<int32_t>(qb.q_zero_point()));
   std::vector<int64_t> acc(static_cast<size_t>(nb * M * N));
