@@ -17,6 +17,7 @@
   X(ops_embedding) \
   X(cpu_embedding_kernel) \
   X(ops_linear) \
+  X(ops_matmul) \
   X(ops_misc) \
   X(ops_norm) \
   X(ops_normalization) \
@@ -27,6 +28,7 @@
   X(quantized_cpu_cat_kernel) \
   X(quantized_cpu_conv_kernel) \
   X(quantized_cpu_linear_kernel) \
+  X(quantized_cpu_matmul_kernel) \
   X(quantized_cpu_norm_kernel) \
   X(quantized_cpu_normalization_kernel) \
   X(quantized_cpu_pooling_kernel) \

@@ -95,6 +95,12 @@ MIRRORS = {
     "linear": torch.ops.quantized.linear,
     "linear_prepack": torch.ops.quantized.linear_prepack,
     "linear_relu": torch.ops.quantized.linear_relu,
+    "linear_leaky_relu": torch.ops.quantized.linear_leaky_relu,
+    "linear_tanh": torch.ops.quantized.linear_tanh,
+    "prelu": torch.ops.quantized.prelu,
+    "conv2d_add": torch.ops.quantized.conv2d_add,
+    "conv2d_add_relu": torch.ops.quantized.conv2d_add_relu,
+    "matmul": torch.ops.quantized.matmul,
     "linear_unpack": torch.ops.quantized.linear_unpack,
     # elementwise (issue 6)
     "add_out": torch.ops.quantized.add_out,
@@ -184,25 +190,33 @@ class TestSchemas(expecttest.TestCase):
         self.assertExpectedInline(schema("conv1d_unpack"), """qplugin::conv1d_unpack(__torch__.torch.classes.qplugin.Conv2dPackedParams packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)""")
 
     def test_conv2d(self):
-        self.assertExpectedInline(schema("conv2d"), """qplugin::conv2d.new(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+        self.assertExpectedInline(schema("conv2d"), """\
+qplugin::conv2d(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams weight, int[] stride, int[] padding, int[] dilation, int groups, float output_scale, int output_zero_point) -> Tensor
+qplugin::conv2d.new(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
 
     def test_conv2d_prepack(self):
         self.assertExpectedInline(schema("conv2d_prepack"), """qplugin::conv2d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups) -> __torch__.torch.classes.qplugin.Conv2dPackedParams""")
 
     def test_conv2d_relu(self):
-        self.assertExpectedInline(schema("conv2d_relu"), """qplugin::conv2d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+        self.assertExpectedInline(schema("conv2d_relu"), """\
+qplugin::conv2d_relu(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams weight, int[] stride, int[] padding, int[] dilation, int groups, float output_scale, int output_zero_point) -> Tensor
+qplugin::conv2d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
 
     def test_conv2d_unpack(self):
         self.assertExpectedInline(schema("conv2d_unpack"), """qplugin::conv2d_unpack(__torch__.torch.classes.qplugin.Conv2dPackedParams packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)""")
 
     def test_conv3d(self):
-        self.assertExpectedInline(schema("conv3d"), """qplugin::conv3d.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+        self.assertExpectedInline(schema("conv3d"), """\
+qplugin::conv3d(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams weight, int[] stride, int[] padding, int[] dilation, int groups, float output_scale, int output_zero_point) -> Tensor
+qplugin::conv3d.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
 
     def test_conv3d_prepack(self):
         self.assertExpectedInline(schema("conv3d_prepack"), """qplugin::conv3d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups) -> __torch__.torch.classes.qplugin.Conv3dPackedParams""")
 
     def test_conv3d_relu(self):
-        self.assertExpectedInline(schema("conv3d_relu"), """qplugin::conv3d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+        self.assertExpectedInline(schema("conv3d_relu"), """\
+qplugin::conv3d_relu(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams weight, int[] stride, int[] padding, int[] dilation, int groups, float output_scale, int output_zero_point) -> Tensor
+qplugin::conv3d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
 
     def test_conv3d_unpack(self):
         self.assertExpectedInline(schema("conv3d_unpack"), """qplugin::conv3d_unpack(__torch__.torch.classes.qplugin.Conv3dPackedParams packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)""")
@@ -480,6 +494,24 @@ qplugin::mul_scalar_relu_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) 
     def test_softplus(self):
         self.assertExpectedInline(schema("softplus"), """qplugin::softplus(Tensor qx, float output_scale, int output_zero_point, Scalar beta=1, Scalar threshold=20) -> Tensor""")
 
+    def test_linear_leaky_relu(self):
+        self.assertExpectedInline(schema("linear_leaky_relu"), """qplugin::linear_leaky_relu(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, float Y_scale_i, int Y_zero_point_i, float negative_slope) -> Tensor Y""")
+
+    def test_linear_tanh(self):
+        self.assertExpectedInline(schema("linear_tanh"), """qplugin::linear_tanh(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, float Y_scale_i, int Y_zero_point_i) -> Tensor Y""")
+
+    def test_prelu(self):
+        self.assertExpectedInline(schema("prelu"), """qplugin::prelu(Tensor qx, Tensor weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv2d_add(self):
+        self.assertExpectedInline(schema("conv2d_add"), """qplugin::conv2d_add(Tensor qx, Tensor qaccum, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_conv2d_add_relu(self):
+        self.assertExpectedInline(schema("conv2d_add_relu"), """qplugin::conv2d_add_relu(Tensor qx, Tensor qaccum, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")
+
+    def test_matmul(self):
+        self.assertExpectedInline(schema("matmul"), """qplugin::matmul(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc""")
+
     def test_cpu_isa(self):
         self.assertExpectedInline(schema("_cpu_isa"), """qplugin::_cpu_isa() -> str""")
 
@@ -516,7 +548,7 @@ def test_mirrors_pytorch_schema(name):
     ours_all = {o._schema.overload_name: o._schema for o in _overloads(getattr(torch.ops.qplugin, name))}
     theirs_all = {o._schema.overload_name: o._schema for o in _overloads(MIRRORS[name])}
     # Every overload qplugin has exists in PyTorch with the same schema (qplugin may skip some of
-    # PyTorch's legacy overloads, e.g. conv2d.default that repeats stride/padding per call).
+    # PyTorch's overloads; today it has all of them, legacy conv2d.default included).
     assert set(ours_all) <= set(theirs_all), (sorted(ours_all), sorted(theirs_all))
     for overload, ours in ours_all.items():
         theirs = theirs_all[overload]
@@ -529,8 +561,9 @@ def test_mirrors_pytorch_schema(name):
 
 
 # Ops registered under a named overload only, as the PyTorch overload models use (conv2d.new).
-NAMED_OVERLOADS = {"conv2d": ["new"], "conv2d_relu": ["new"], "conv3d": ["new"],
-                   "conv3d_relu": ["new"]}
+# Plus the legacy default overloads (stride/padding/dilation/groups ignored, as PyTorch's).
+NAMED_OVERLOADS = {"conv2d": ["new", "default"], "conv2d_relu": ["new", "default"],
+                   "conv3d": ["new", "default"], "conv3d_relu": ["new", "default"]}
 
 
 @pytest.mark.parametrize("name", list(MIRRORS) + list(PRIVATE))

@@ -10,6 +10,8 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("hardswish(Tensor input, float output_scale, int output_zero_point) -> Tensor");
   m.def("elu(Tensor self, float output_scale, int output_zero_point, Scalar alpha=1, "
         "Scalar scale=1, Scalar input_scale=1) -> Tensor");
+  // y = quant(x >= 0 ? x : x * weight[c]), c the channel (dim 1; dim 0 of a 1-d input).
+  m.def("prelu(Tensor qx, Tensor weight, float output_scale, int output_zero_point) -> Tensor");
 }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.

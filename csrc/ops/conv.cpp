@@ -1,9 +1,11 @@
 // Schemas of the conv ops (≙ torch.ops.quantized.conv*, same names, overloads, argument order and
 // return names). Mirrored overloads: conv2d.new, conv2d_relu.new, conv3d.new, conv3d_relu.new
 // (the ones torch.ao modules call), conv1d, conv1d_relu, conv_transpose{1,2,3}d and every
-// prepack/unpack. Skipped: the deprecated default overloads conv2d/conv2d_relu/conv3d/conv3d_relu
-// that take (weight, stride, padding, dilation, groups) next to an already-configured packed
-// object. conv1d and conv_transpose1d/2d use Conv2dPackedParams, 3-d ones Conv3dPackedParams.
+// prepack/unpack, the fused conv2d_add / conv2d_add_relu (y = conv(qx) + qaccum, requantized;
+// ReLU after the add), and the deprecated default overloads conv2d/conv2d_relu/conv3d/conv3d_relu
+// that take (stride, padding, dilation, groups) next to an already-configured packed object:
+// like PyTorch (QConvInt8ForBC) they warn once and ignore those arguments, the packed object's
+// config wins. conv1d and conv_transpose1d/2d use Conv2dPackedParams, 3-d ones Conv3dPackedParams.
 // Kernels: ops/quantized_cpu/conv_kernel.cpp; classes: packed/conv_packed_params.h (registered in
 // library.cpp); pinned in tests/conv/test_conv_modules.py (schema test).
 #include <torch/library.h>
@@ -38,6 +40,19 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
         "int output_zero_point) -> Tensor");
   m.def("conv3d_relu.new(Tensor qx, " QP_C3 " packed_weight, float output_scale, "
         "int output_zero_point) -> Tensor");
+  // Legacy (default) overloads: stride/padding/dilation/groups are ignored (see above).
+  m.def("conv2d(Tensor qx, " QP_C2 " weight, int[] stride, int[] padding, int[] dilation, "
+        "int groups, float output_scale, int output_zero_point) -> Tensor");
+  m.def("conv2d_relu(Tensor qx, " QP_C2 " weight, int[] stride, int[] padding, int[] dilation, "
+        "int groups, float output_scale, int output_zero_point) -> Tensor");
+  m.def("conv3d(Tensor qx, " QP_C3 " weight, int[] stride, int[] padding, int[] dilation, "
+        "int groups, float output_scale, int output_zero_point) -> Tensor");
+  m.def("conv3d_relu(Tensor qx, " QP_C3 " weight, int[] stride, int[] padding, int[] dilation, "
+        "int groups, float output_scale, int output_zero_point) -> Tensor");
+  m.def("conv2d_add(Tensor qx, Tensor qaccum, " QP_C2 " packed_weight, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("conv2d_add_relu(Tensor qx, Tensor qaccum, " QP_C2 " packed_weight, "
+        "float output_scale, int output_zero_point) -> Tensor");
   m.def("conv_transpose1d(Tensor qx, " QP_C2 " packed_weight, float output_scale, "
         "int output_zero_point) -> Tensor");
   m.def("conv_transpose2d(Tensor qx, " QP_C2 " packed_weight, float output_scale, "

@@ -13,6 +13,12 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
         "float Y_scale_i, int Y_zero_point_i) -> Tensor Y");
   m.def("linear_relu(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, "
         "float Y_scale_i, int Y_zero_point_i) -> Tensor Y");
+  // Fused activations on the real-valued result (≙ PyTorch's onednn-only ops of the same name):
+  // y = quant(act(x @ W^T + b)), act = leaky_relu(negative_slope) / tanh.
+  m.def("linear_leaky_relu(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, "
+        "float Y_scale_i, int Y_zero_point_i, float negative_slope) -> Tensor Y");
+  m.def("linear_tanh(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, "
+        "float Y_scale_i, int Y_zero_point_i) -> Tensor Y");
   m.def("linear_unpack(__torch__.torch.classes.qplugin.LinearPackedParams W_prepack) -> "
         "(Tensor W_origin, Tensor? B_origin)");
 }

@@ -258,6 +258,26 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> LinearPackedParams::unpack() c
   return {w, b};
 }
 
+std::shared_ptr<const LinearPackedParams::RowMajor> LinearPackedParams::row_major() const {
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (row_major_) return row_major_;
+  }
+  auto r = std::make_shared<RowMajor>();
+  const at::Tensor w = std::get<0>(unpack());
+  r->codes = w.int_repr().contiguous();
+  r->zp.resize(static_cast<size_t>(N_));
+  r->scale.resize(static_cast<size_t>(N_));
+  for (int64_t n = 0; n < N_; ++n) {
+    r->zp[n] = per_channel_ ? w_zp_i32_[n] : static_cast<int32_t>(w_zp_);
+    r->scale[n] = per_channel_ ? w_scales_.data_ptr<double>()[n] : w_scale_;
+  }
+  std::shared_ptr<const RowMajor> out = std::move(r);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (!row_major_) row_major_ = out;
+  return row_major_;
+}
+
 LinearPackedParams::State LinearPackedParams::getstate() const {
   auto wb = unpack();
   return {kStateVersion, std::get<0>(wb), std::get<1>(wb)};

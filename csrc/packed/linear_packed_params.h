@@ -54,6 +54,17 @@ struct LinearPackedParams : torch::CustomClassHolder {
   // Name of the kernel chosen at prepack, e.g. "qgemm_u8s8_6x64c4__avx512vnni".
   std::string kernel_name() const { return kernels_->name; }
 
+  // The weight as int8 [N][K] row-major codes with per-output-channel zero points and scales,
+  // for the ops that need exact accumulators instead of the packed GEMM (linear_leaky_relu,
+  // linear_tanh: ops/quantized_cpu/linear_kernel.cpp). Built from the packed buffer on first use
+  // and kept: N * K more bytes, only for layers that run those ops.
+  struct RowMajor {
+    at::Tensor codes;              // int8 [N, K] contiguous
+    std::vector<int32_t> zp;       // [N]
+    std::vector<double> scale;     // [N]
+  };
+  std::shared_ptr<const RowMajor> row_major() const;
+
  private:
   // Per-call requantization vectors (qgemm.h), which depend on the input scale and zero point
   // and the output scale. Static quantization calls a layer with the same qparams every time,
@@ -70,6 +81,7 @@ struct LinearPackedParams : torch::CustomClassHolder {
                                              double out_scale) const;
   mutable std::mutex cache_mutex_;
   mutable std::shared_ptr<const Requant> cache_;
+  mutable std::shared_ptr<const RowMajor> row_major_;  // row_major(), under cache_mutex_
 
   int64_t N_ = 0;  // out_features
   int64_t K_ = 0;  // in_features

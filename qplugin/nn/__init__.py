@@ -32,6 +32,7 @@ from .modules.normalization import (  # noqa: F401
     LayerNorm,
 )
 from .modules.linear import Linear  # noqa: F401
+from .modules.prelu import PReLU  # noqa: F401
 from .modules.conv import (  # noqa: F401
     Conv1d,
     Conv2d,
@@ -85,6 +86,7 @@ __all__ = [
     "MaxPool1d",
     "MaxPool2d",
     "MaxPool3d",
+    "PReLU",
     "Quantize",
     "ReLU6",
     "Upsample",

@@ -22,13 +22,7 @@ pytestmark = [
 ]
 
 # Keys of torch.ao's DEFAULT_STATIC_QUANT_MODULE_MAPPINGS that qplugin does not map, and why.
-KNOWN_GAPS = {
-    nn.PReLU: "no qplugin.nn.PReLU (no quantized prelu op yet)",
-    nni.ConvAdd2d: "no fused conv+add module/op in qplugin",
-    nni.ConvAddReLU2d: "no fused conv+add+relu module/op in qplugin",
-    nni.LinearLeakyReLU: "no fused linear+leaky_relu op in qplugin (x86 onednn-only in torch)",
-    nni.LinearTanh: "no fused linear+tanh op in qplugin (x86 onednn-only in torch)",
-}
+KNOWN_GAPS = {}
 if not hasattr(qnn, "Embedding"):
     KNOWN_GAPS[nn.Embedding] = "qplugin.nn.Embedding arrives with issue #8"
 if not hasattr(qnn, "EmbeddingBag"):

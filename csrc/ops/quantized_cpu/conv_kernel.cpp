@@ -1,11 +1,19 @@
 // QuantizedCPU (and CPU, for a clear error on float input) kernels of the conv ops; the work is in
 // packed/conv_packed_params.cpp (validation, packing, apply) and conv_gemm.cpp (compute).
 // conv1d / conv_transpose1d run as 2-d with H = 1 on the 2d class, as PyTorch does.
+// conv2d_add / conv2d_add_relu run on the exact GEMM (ops/quantized_cpu/exact_gemm.h).
 // Schemas: ops/conv.cpp.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "common/checks.h"
+#include "common/quant_utils.h"
+#include "ops/quantized_cpu/exact_gemm.h"
 #include "packed/conv_packed_params.h"
 #include "register.h"
 
@@ -102,6 +110,152 @@ at::Tensor conv3d(const at::Tensor& x, const P3& w, double scale, int64_t zp) {
   check_packed(op, w, false, false);
   return w->apply(x, scale, zp, Relu, op);
 }
+// Legacy default overloads (PyTorch's QConvInt8ForBC): the per-call stride/padding/dilation/
+// groups were removed from the op's semantics; PyTorch warns once and ignores them (the packed
+// object's config is used), and so does qplugin, so that old scripted models keep running.
+template <bool Relu>
+at::Tensor conv2d_legacy(const at::Tensor& x, const P2& w, IntList /*stride*/,
+                         IntList /*padding*/, IntList /*dilation*/, int64_t /*groups*/,
+                         double scale, int64_t zp) {
+  TORCH_WARN_ONCE("qplugin::", Relu ? "conv2d_relu" : "conv2d", ": the arguments [stride, "
+                  "padding, dilation, groups] are ignored (the packed weight's config is used, as "
+                  "in PyTorch, which removed them); call the .new overload without them");
+  return conv2d<Relu>(x, w, scale, zp);
+}
+template <bool Relu>
+at::Tensor conv3d_legacy(const at::Tensor& x, const P3& w, IntList /*stride*/,
+                         IntList /*padding*/, IntList /*dilation*/, int64_t /*groups*/,
+                         double scale, int64_t zp) {
+  TORCH_WARN_ONCE("qplugin::", Relu ? "conv3d_relu" : "conv3d", ": the arguments [stride, "
+                  "padding, dilation, groups] are ignored (the packed weight's config is used, as "
+                  "in PyTorch, which removed them); call the .new overload without them");
+  return conv3d<Relu>(x, w, scale, zp);
+}
+
+// y = quant(conv(qx) + dequant(qaccum)), ReLU (conv2d_add_relu) after the add, as PyTorch's
+// onednn conv2d_add[_relu] (sum post-op on the real-valued conv result):
+//   acc[p][c] = sum_taps,ci (x - x_zp) * (w[c] - w_zp[c])        exact (exact_gemm.h), padding
+//                                                                 taps contribute 0
+//   v = acc * (x_scale * w_scale[c]) + bias[c] + (qaccum - a_zp) * a_scale      double
+//   y = clamp(nearbyint(max(v, 0 if relu) / output_scale) + output_zp, 0, 255)  half to even
+// qx: quint8 [N, C_in, H, W]; qaccum: quint8 of the output's shape [N, C_out, OH, OW] (any
+// layout, any qparams; never written: PyTorch writes the result into a channels-last qaccum,
+// qplugin does not). Output: channels-last quint8, as PyTorch's. Same bytes under every ISA.
+template <bool Relu>
+at::Tensor conv2d_add(const at::Tensor& x, const at::Tensor& qaccum, const P2& w, double scale,
+                      int64_t zp) {
+  const char* op = Relu ? "conv2d_add_relu" : "conv2d_add";
+  check_packed(op, w, false, false);
+  checks::check_quantized_input(op, "qx", x, {at::kQUInt8});
+  checks::check_quantized_input(op, "qaccum", qaccum, {at::kQUInt8});
+  TORCH_CHECK(x.dim() == 4, "qplugin::", op, ": expected a 4-D input qx (N, C, H, W), got ",
+              x.dim(), "-D (shape ", x.sizes(), ")");
+  checks::check_output_qparams(op, scale, zp, at::kQUInt8);
+  const auto& p = *w;
+  TORCH_CHECK(p.spatial_ == 2 && p.k_[0] == 1, "qplugin::", op,
+              ": expected packed weights of a 2-d conv, got a ", p.spatial_, "-d one");
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t G = p.groups(), Cin = p.Cin_, Cout = p.Cout_;
+  TORCH_CHECK(C == Cin, "qplugin::", op, ": expected an input with ", Cin,
+              " channels (the weight's in_channels), got ", C, " (input shape ", x.sizes(), ")");
+  const int64_t KH = p.k_[1], KW = p.k_[2], SH = p.s_[1], SW = p.s_[2];
+  const int64_t PH = p.p_[1], PW = p.p_[2], DH = p.d_[1], DW = p.d_[2];
+  const int64_t OH = (H + 2 * PH - DH * (KH - 1) - 1) / SH + 1;
+  const int64_t OW = (W + 2 * PW - DW * (KW - 1) - 1) / SW + 1;
+  TORCH_CHECK(H + 2 * PH - DH * (KH - 1) - 1 >= 0 && W + 2 * PW - DW * (KW - 1) - 1 >= 0,
+              "qplugin::", op, ": expected an input at least as large as the dilated kernel ",
+              "after padding, got input ", H, "x", W, ", kernel ", KH, "x", KW, ", padding ", PH,
+              "x", PW, ", dilation ", DH, "x", DW);
+  TORCH_CHECK(qaccum.dim() == 4 && qaccum.size(0) == N && qaccum.size(1) == Cout &&
+                  qaccum.size(2) == OH && qaccum.size(3) == OW,
+              "qplugin::", op, ": expected qaccum of the output's shape [", N, ", ", Cout, ", ",
+              OH, ", ", OW, "], got ", qaccum.sizes());
+  const double in_scale = x.q_scale(), a_scale = qaccum.q_scale();
+  TORCH_CHECK(std::isfinite(in_scale) && in_scale > 0.0, "qplugin::", op,
+              ": expected qx with a finite, positive scale, got ", in_scale);
+  TORCH_CHECK(std::isfinite(a_scale) && a_scale > 0.0, "qplugin::", op,
+              ": expected qaccum with a finite, positive scale, got ", a_scale);
+  at::Tensor y = at::_empty_affine_quantized({N, Cout, OH, OW}, x.options().dtype(at::kQUInt8),
+                                             scale, zp, at::MemoryFormat::ChannelsLast);
+  if (y.numel() == 0) return y;
+
+  // Weight [C_out][KH][KW][C_in/g] int8 (the im2col order), zero points and scales per channel.
+  auto wb = p.unpack();
+  const at::Tensor& qw = std::get<0>(wb);
+  const at::Tensor wi = qw.int_repr().permute({0, 2, 3, 1}).contiguous();
+  std::vector<int32_t> zw(static_cast<size_t>(Cout));
+  std::vector<double> mult(static_cast<size_t>(Cout)), bias(static_cast<size_t>(Cout), 0.0);
+  if (qw.qscheme() == at::kPerTensorAffine) {
+    for (int64_t c = 0; c < Cout; ++c) {
+      zw[c] = static_cast<int32_t>(qw.q_zero_point());
+      mult[c] = in_scale * qw.q_scale();
+    }
+  } else {
+    const at::Tensor s = qw.q_per_channel_scales().to(at::kDouble).contiguous();
+    const at::Tensor z = qw.q_per_channel_zero_points().to(at::kLong).contiguous();
+    for (int64_t c = 0; c < Cout; ++c) {
+      zw[c] = static_cast<int32_t>(z.data_ptr<int64_t>()[c]);
+      mult[c] = in_scale * s.data_ptr<double>()[c];
+    }
+  }
+  if (std::get<1>(wb).has_value()) {
+    const at::Tensor b = std::get<1>(wb)->to(at::kDouble).contiguous();
+    for (int64_t c = 0; c < Cout; ++c) bias[c] = b.data_ptr<double>()[c];
+  }
+
+  const int64_t Cg = Cin / G, Cog = Cout / G, Kt = KH * KW * Cg, P = OH * OW;
+  const uint8_t in_zp = static_cast<uint8_t>(x.q_zero_point());
+  const at::Tensor xl = x.contiguous(at::MemoryFormat::ChannelsLast);  // NHWC
+  const uint8_t* xp = reinterpret_cast<const uint8_t*>(xl.data_ptr());
+  const at::Tensor ac = qaccum.contiguous(at::MemoryFormat::ChannelsLast);
+  const uint8_t* ap = reinterpret_cast<const uint8_t*>(ac.data_ptr());
+  const int64_t a_zp = qaccum.q_zero_point();
+  uint8_t* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
+  const int8_t* wp = reinterpret_cast<const int8_t*>(wi.data_ptr());
+  std::vector<uint8_t> col(static_cast<size_t>(P * Kt));
+  std::vector<int64_t> acc(static_cast<size_t>(P * Cout));
+  for (int64_t n = 0; n < N; ++n) {
+    const uint8_t* xn = xp + n * H * W * Cin;
+    for (int64_t g = 0; g < G; ++g) {
+      // im2col of group g: row (oh, ow), columns (kh, kw, c); padding = the input zero point.
+      at::parallel_for(0, P, 64, [&](int64_t p0, int64_t p1) {
+        for (int64_t pix = p0; pix < p1; ++pix) {
+          const int64_t oh = pix / OW, ow = pix % OW;
+          uint8_t* row = col.data() + pix * Kt;
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            const int64_t ih = oh * SH - PH + kh * DH;
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              const int64_t iw = ow * SW - PW + kw * DW;
+              uint8_t* dst = row + (kh * KW + kw) * Cg;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+                std::fill(dst, dst + Cg, in_zp);
+              } else {
+                const uint8_t* src = xn + (ih * W + iw) * Cin + g * Cg;
+                std::copy(src, src + Cg, dst);
+              }
+            }
+          }
+        }
+      });
+      exact_gemm_s64(col.data(), /*lda=*/Kt, /*M=*/P, Kt, static_cast<int32_t>(in_zp),
+                     wp + g * Cog * Kt, /*ldb=*/Kt, /*N=*/Cog, zw.data() + g * Cog,
+                     acc.data() + g * Cog, /*ldc=*/Cout);
+    }
+    const uint8_t* an = ap + n * P * Cout;
+    uint8_t* yn = yp + n * P * Cout;
+    at::parallel_for(0, P * Cout, 4096, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t c = i % Cout;
+        double v = static_cast<double>(acc[i]) * mult[c] + bias[c] +
+                   static_cast<double>(static_cast<int64_t>(an[i]) - a_zp) * a_scale;
+        if (Relu && v < 0.0) v = 0.0;
+        yn[i] = static_cast<uint8_t>(quantize_exact(v, scale, zp, /*qmin=*/0, /*qmax=*/255));
+      }
+    });
+  }
+  return y;
+}
+
 at::Tensor conv_transpose1d(const at::Tensor& x, const P2& w, double scale, int64_t zp) {
   const char* op = "conv_transpose1d";
   check_packed(op, w, true, true);
@@ -168,6 +322,12 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> conv_transpose3d_unpack(const 
   m.impl("conv2d_relu.new", TORCH_FN(qplugin::ops::conv2d<true>));                         \
   m.impl("conv3d.new", TORCH_FN(qplugin::ops::conv3d<false>));                             \
   m.impl("conv3d_relu.new", TORCH_FN(qplugin::ops::conv3d<true>));                         \
+  m.impl("conv2d", TORCH_FN(qplugin::ops::conv2d_legacy<false>));                          \
+  m.impl("conv2d_relu", TORCH_FN(qplugin::ops::conv2d_legacy<true>));                      \
+  m.impl("conv3d", TORCH_FN(qplugin::ops::conv3d_legacy<false>));                          \
+  m.impl("conv3d_relu", TORCH_FN(qplugin::ops::conv3d_legacy<true>));                      \
+  m.impl("conv2d_add", TORCH_FN(qplugin::ops::conv2d_add<false>));                         \
+  m.impl("conv2d_add_relu", TORCH_FN(qplugin::ops::conv2d_add<true>));                     \
   m.impl("conv_transpose1d", TORCH_FN(qplugin::ops::conv_transpose1d));                    \
   m.impl("conv_transpose2d", TORCH_FN(qplugin::ops::conv_transpose2d));                    \
   m.impl("conv_transpose3d", TORCH_FN(qplugin::ops::conv_transpose3d));

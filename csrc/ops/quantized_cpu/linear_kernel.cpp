@@ -1,9 +1,18 @@
 // QuantizedCPU (and CPU, for a clear error on float input) kernels of the linear ops; the work is
 // in packed/linear_packed_params.cpp (validation, packing, the threaded GEMM call).
+// linear_leaky_relu / linear_tanh run here on ops/quantized_cpu/exact_gemm.h.
 // Schemas: ops/linear.cpp. Engine: kernels/gemm/qgemm.h.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/checks.h"
+#include "common/quant_utils.h"
+#include "ops/quantized_cpu/exact_gemm.h"
 #include "packed/linear_packed_params.h"
 #include "register.h"
 
@@ -26,6 +35,90 @@ at::Tensor linear_quantized_cpu(const at::Tensor& x, const Packed& w, double out
   return w->apply<ReluFused>(x, output_scale, output_zero_point);
 }
 
+enum class Act { kLeakyRelu, kTanh };
+
+// y = quant(act(x @ W^T + b)) with the activation on the real value (as PyTorch's onednn post-op
+// ops; an activation on the requantized u8 would round twice). x: quint8 [..., K] per tensor;
+// W: the packed qint8 weight (per tensor or per channel), as row-major codes (row_major(),
+// built once per packed object) for the exact GEMM.
+//   acc[m][n] = sum_k (x[m][k] - x_zp) * (W[n][k] - w_zp[n])       exact (exact_gemm.h)
+//   v = acc * (x_scale * w_scale[n]) + b[n]                          double
+//   y = clamp(nearbyint(act(v) / Y_scale) + Y_zp, 0, 255)            round half to even
+// Output: contiguous quint8 [..., N] (PyTorch's layout). Every ISA gives the same bytes.
+template <Act A>
+at::Tensor linear_act_quantized_cpu(const at::Tensor& x, const Packed& w, double output_scale,
+                                    int64_t output_zero_point, double negative_slope) {
+  const char* op = A == Act::kLeakyRelu ? "linear_leaky_relu" : "linear_tanh";
+  TORCH_CHECK(w, "qplugin::", op, ": expected packed weights (qplugin.LinearPackedParams), got "
+              "None");
+  checks::check_quantized_input(op, "input", x, {at::kQUInt8});
+  const int64_t N = w->out_features(), K = w->in_features();
+  TORCH_CHECK(x.dim() >= 2, "qplugin::", op,
+              ": expected input of rank >= 2 (batch, ..., in_features), got ", x.dim(),
+              "-D; unsqueeze a 1-D input to (1, in_features)");
+  TORCH_CHECK(x.size(-1) == K, "qplugin::", op, ": expected input with in_features = ", K,
+              " in its last dimension (weight is [", N, ", ", K, "]), got ", x.size(-1),
+              " (input shape ", x.sizes(), ")");
+  checks::check_output_qparams(op, output_scale, output_zero_point, at::kQUInt8);
+  if (A == Act::kLeakyRelu) {
+    TORCH_CHECK(std::isfinite(negative_slope), "qplugin::", op,
+                ": expected a finite negative_slope, got ", negative_slope);
+  }
+  const double in_scale = x.q_scale();
+  TORCH_CHECK(std::isfinite(in_scale) && in_scale > 0.0, "qplugin::", op,
+              ": expected input with a finite, positive scale, got ", in_scale);
+  std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
+  out_sizes.back() = N;
+  at::Tensor y = at::_empty_affine_quantized(out_sizes, x.options().dtype(at::kQUInt8),
+                                             output_scale, output_zero_point);
+  int64_t M = 1;
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
+  if (M == 0 || N == 0) return y;
+
+  const auto rm = w->row_major();  // int8 [N][K] codes, zero points, scales (cached)
+  std::vector<double> mult(static_cast<size_t>(N)), bias(static_cast<size_t>(N), 0.0);
+  for (int64_t n = 0; n < N; ++n) mult[n] = in_scale * rm->scale[n];
+  if (w->bias().has_value()) {
+    const at::Tensor b = w->bias()->to(at::kDouble).contiguous();
+    for (int64_t n = 0; n < N; ++n) bias[n] = b.data_ptr<double>()[n];
+  }
+
+  const at::Tensor xc = x.contiguous();
+  std::vector<int64_t> acc(static_cast<size_t>(M * N));
+  exact_gemm_s64(reinterpret_cast<const uint8_t*>(xc.data_ptr()), /*lda=*/K, M, K,
+                 static_cast<int32_t>(x.q_zero_point()),
+                 reinterpret_cast<const int8_t*>(rm->codes.data_ptr()), /*ldb=*/K, N,
+                 rm->zp.data(), acc.data(), /*ldc=*/N);
+  uint8_t* out = reinterpret_cast<uint8_t*>(y.data_ptr());
+  at::parallel_for(0, M * N, 4096, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t n = i % N;
+      double v = static_cast<double>(acc[i]) * mult[n] + bias[n];
+      if (A == Act::kLeakyRelu) {
+        v = v >= 0.0 ? v : v * negative_slope;
+      } else {
+        v = std::tanh(v);
+      }
+      out[i] = static_cast<uint8_t>(
+          quantize_exact(v, output_scale, output_zero_point, /*qmin=*/0, /*qmax=*/255));
+    }
+  });
+  return y;
+}
+
+at::Tensor linear_leaky_relu_quantized_cpu(const at::Tensor& x, const Packed& w,
+                                           double output_scale, int64_t output_zero_point,
+                                           double negative_slope) {
+  return linear_act_quantized_cpu<Act::kLeakyRelu>(x, w, output_scale, output_zero_point,
+                                                   negative_slope);
+}
+
+at::Tensor linear_tanh_quantized_cpu(const at::Tensor& x, const Packed& w, double output_scale,
+                                     int64_t output_zero_point) {
+  return linear_act_quantized_cpu<Act::kTanh>(x, w, output_scale, output_zero_point,
+                                              /*negative_slope=*/0.0);
+}
+
 std::tuple<at::Tensor, c10::optional<at::Tensor>> linear_unpack(const Packed& w) {
   TORCH_CHECK(w, "qplugin::linear_unpack: expected packed weights (qplugin.LinearPackedParams), "
                  "got None");
@@ -39,7 +132,9 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> linear_unpack(const Packed& w)
 #define QPLUGIN_REGISTER_LINEAR(m)                                                     \
   m.impl("linear_prepack", TORCH_FN(qplugin::ops::linear_prepack_quantized_cpu));     \
   m.impl("linear", TORCH_FN(qplugin::ops::linear_quantized_cpu<false>));              \
-  m.impl("linear_relu", TORCH_FN(qplugin::ops::linear_quantized_cpu<true>));
+  m.impl("linear_relu", TORCH_FN(qplugin::ops::linear_quantized_cpu<true>));              \
+  m.impl("linear_leaky_relu", TORCH_FN(qplugin::ops::linear_leaky_relu_quantized_cpu));    \
+  m.impl("linear_tanh", TORCH_FN(qplugin::ops::linear_tanh_quantized_cpu));
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_LINEAR(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_LINEAR(m) }

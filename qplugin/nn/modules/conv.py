@@ -264,7 +264,7 @@ class _ConvNd(torch.nn.Module):
                 raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected an observed "
                                  "module with activation_post_process (prepare and calibrate)")
             app = mod.activation_post_process
-            if type(mod) is t["relu"]:
+            if type(mod) is not t["float"]:  # a fused module (ConvReLU*d, ConvAdd2d, ...)
                 mod = mod[0]
             wpp = mod.qconfig.weight()
         if not use_precomputed_fake_quant:

@@ -257,6 +257,7 @@ class Linear(torch.nn.Module):
         import torch.ao.nn.intrinsic as nni
         import torch.ao.nn.intrinsic.qat as nniqat
 
+        fused = mod
         if hasattr(mod, "weight_fake_quant"):
             if type_before_parametrizations(mod) == nniqat.LinearBn1d:
                 from torch.nn.utils.fusion import fuse_linear_bn_weights
@@ -279,7 +280,8 @@ class Linear(torch.nn.Module):
                 raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected an observed "
                                  "module with activation_post_process (prepare and calibrate)")
             activation_post_process = mod.activation_post_process
-            if type_before_parametrizations(mod) == nni.LinearReLU:
+            if type_before_parametrizations(mod) in (nni.LinearReLU, nni.LinearLeakyReLU,
+                                                      nni.LinearTanh):
                 mod = mod[0]
             weight_post_process = mod.qconfig.weight()
         if not use_precomputed_fake_quant:
@@ -289,11 +291,17 @@ class Linear(torch.nn.Module):
                              f"of dtype torch.qint8, got {weight_post_process.dtype}")
         act_scale, act_zp = activation_post_process.calculate_qparams()
         qweight = _quantize_weight(mod.weight.float(), weight_post_process)
-        qlinear = cls(mod.in_features, mod.out_features, dtype=torch.qint8)
+        qlinear = cls._new_from_float(fused, mod.in_features, mod.out_features)
         qlinear.set_weight_bias(qweight, None if mod.bias is None else mod.bias.detach().float())
         qlinear.scale = float(act_scale)
         qlinear.zero_point = int(act_zp)
         return qlinear
+
+    @classmethod
+    def _new_from_float(cls, fused, in_features, out_features):
+        """The empty module from_float fills (fused: the float module as given; subclasses
+        with extra constructor arguments, e.g. LinearLeakyReLU's negative_slope, read them)."""
+        return cls(in_features, out_features, dtype=torch.qint8)
 
     @classmethod
     def from_reference(cls, ref_qlinear, output_scale, output_zero_point):

@@ -1,12 +1,13 @@
 """qplugin.nn.intrinsic.LinearReLU (≙ torch.ao.nn.intrinsic.quantized.LinearReLU): Linear with the
-ReLU fused into the requantization (torch.ops.qplugin.linear_relu).
+ReLU fused into the requantization (torch.ops.qplugin.linear_relu); LinearLeakyReLU and LinearTanh
+(activation on the real-valued result: linear_leaky_relu / linear_tanh).
 Changes with: qplugin/nn/modules/linear.py.
 """
 import torch
 
 from qplugin.nn.modules.linear import Linear
 
-__all__ = ["LinearReLU"]
+__all__ = ["LinearLeakyReLU", "LinearReLU", "LinearTanh"]
 
 
 class LinearReLU(Linear):
@@ -44,3 +45,90 @@ def _float_module():
 
 
 LinearReLU._FLOAT_MODULE = _float_module()
+
+
+class LinearLeakyReLU(Linear):
+    r"""A Linear fused with LeakyReLU (≙ torch.ao.nn.intrinsic.quantized.LinearLeakyReLU, which
+    runs on PyTorch's onednn engine only): ``y = quant(leaky_relu(x @ W^T + b, negative_slope))``
+    on the real-valued result (torch.ops.qplugin.linear_leaky_relu).
+
+    Same interface as :class:`qplugin.nn.Linear` plus ``negative_slope`` (a plain attribute, as
+    in PyTorch: not part of the state dict); ``from_float`` takes a prepared
+    ``torch.ao.nn.intrinsic.LinearLeakyReLU``.
+    """
+
+    _FLOAT_MODULE = None  # set below: torch.ao.nn.intrinsic.LinearLeakyReLU
+
+    def __init__(self, in_features, out_features, negative_slope, bias=True, dtype=torch.qint8):
+        super().__init__(in_features, out_features, bias, dtype)
+        self.negative_slope = float(negative_slope)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.qplugin.linear_leaky_relu(x, self._packed_params._packed_params,
+                                                   self.scale, self.zero_point,
+                                                   self.negative_slope)
+
+    def _get_name(self):
+        return "QPluginLinearLeakyReLU"
+
+    def extra_repr(self):
+        return super().extra_repr() + f", negative_slope={self.negative_slope}"
+
+    @classmethod
+    def _new_from_float(cls, fused, in_features, out_features):
+        return cls(in_features, out_features, fused[1].negative_slope, dtype=torch.qint8)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return super().from_float(mod, use_precomputed_fake_quant)
+
+    @classmethod
+    def from_reference(cls, ref_mod, output_scale, output_zero_point):
+        """From a reference fused module (``ref[0]`` the reference quantized Linear, ``ref[1]``
+        the LeakyReLU)."""
+        linear = ref_mod[0]
+        q = cls(linear.in_features, linear.out_features, ref_mod[1].negative_slope)
+        qweight = linear.get_quantized_weight()
+        q.set_weight_bias(qweight, None if linear.bias is None else linear.bias.detach().float())
+        q.scale = float(output_scale)
+        q.zero_point = int(output_zero_point)
+        return q
+
+
+class LinearTanh(Linear):
+    r"""A Linear fused with Tanh (≙ torch.ao.nn.intrinsic.quantized.LinearTanh, onednn-only in
+    PyTorch): ``y = quant(tanh(x @ W^T + b))`` on the real-valued result
+    (torch.ops.qplugin.linear_tanh).
+
+    Same interface as :class:`qplugin.nn.Linear`; ``from_float`` takes a prepared
+    ``torch.ao.nn.intrinsic.LinearTanh``.
+    """
+
+    _FLOAT_MODULE = None  # set below: torch.ao.nn.intrinsic.LinearTanh
+
+    def __init__(self, in_features, out_features, bias=True, dtype=torch.qint8):
+        super().__init__(in_features, out_features, bias, dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.qplugin.linear_tanh(x, self._packed_params._packed_params, self.scale,
+                                             self.zero_point)
+
+    def _get_name(self):
+        return "QPluginLinearTanh"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return super().from_float(mod, use_precomputed_fake_quant)
+
+    @classmethod
+    def from_reference(cls, ref_mod, output_scale, output_zero_point):
+        """From a reference fused module (``ref[0]`` is the reference quantized Linear)."""
+        return super().from_reference(ref_mod[0], output_scale, output_zero_point)
+
+
+def _float_modules():
+    import torch.ao.nn.intrinsic as nni
+    return nni.LinearLeakyReLU, nni.LinearTanh
+
+
+LinearLeakyReLU._FLOAT_MODULE, LinearTanh._FLOAT_MODULE = _float_modules()

@@ -1,0 +1,41 @@
+// Exact integer GEMM with 64-bit results (torch-free; one file per ISA, the same C++ compiled
+// with each ISA's flags, so every ISA gives identical results by construction: integer math).
+// Used by ops/quantized_cpu/exact_gemm.cpp (threads) for linear_leaky_relu / linear_tanh,
+// conv2d_add[_relu] and matmul. Changes with: exact_gemm_impl.h, exact_gemm_<isa>.cpp,
+// exact_gemm_dispatch.cpp.
+//
+// Math: acc[m * ldc + n] = sum_k (A[m * lda + k] - za) * (B[n * ldb + k] - zb[n])   exact
+//   A: M x K (u8 or s8), B: N x K (the [out][in] weight layout; s8 or u8), zb: [N].
+//   Both differences fit int16 ([-255, 255]); products are summed in int32 over k-blocks of
+//   16384 (16384 * 255 * 255 < 2^31) and the blocks in int64, so any K is exact.
+#pragma once
+#include <cstdint>
+
+#include "kernels/dispatch.h"
+
+namespace qplugin {
+namespace kernels {
+namespace gemm {
+
+struct ExactGemmKernels {
+  Isa isa;
+  const char* name;  // e.g. "xgemm_s64_4x1__avx2"
+  void (*u8s8)(const uint8_t* a, int64_t lda, int64_t M, int64_t K, int32_t za, const int8_t* b,
+               int64_t ldb, int64_t N, const int32_t* zb, int64_t* acc, int64_t ldc);
+  void (*u8u8)(const uint8_t* a, int64_t lda, int64_t M, int64_t K, int32_t za,
+               const uint8_t* b, int64_t ldb, int64_t N, const int32_t* zb, int64_t* acc,
+               int64_t ldc);
+  void (*s8s8)(const int8_t* a, int64_t lda, int64_t M, int64_t K, int32_t za, const int8_t* b,
+               int64_t ldb, int64_t N, const int32_t* zb, int64_t* acc, int64_t ldc);
+};
+
+// The kernels of `isa` (never above the CPU's).
+const ExactGemmKernels& exact_gemm_kernels_for(Isa isa);
+
+namespace scalar { const ExactGemmKernels& exact_gemm_table(); }
+namespace avx2 { const ExactGemmKernels& exact_gemm_table(); }
+namespace avx512vnni { const ExactGemmKernels& exact_gemm_table(); }
+
+}  // namespace gemm
+}  // namespace kernels
+}  // namespace qplugin

@@ -1,0 +1,65 @@
+"""qplugin.nn.intrinsic.ConvAdd2d / ConvAddReLU2d (≙ torch.ao.nn.intrinsic.quantized.ConvAdd2d /
+ConvAddReLU2d, onednn-only in PyTorch): ``y = quant(conv2d(input) + extra_input)`` (ReLU after
+the add) on torch.ops.qplugin.conv2d_add / conv2d_add_relu.
+Changes with: qplugin/nn/modules/conv.py, csrc/ops/quantized_cpu/conv_kernel.cpp.
+"""
+import torch
+
+from qplugin.nn.modules.conv import Conv2d, _pad_quantized, _reverse_repeat_padding
+
+__all__ = ["ConvAdd2d", "ConvAddReLU2d"]
+
+
+class _ConvAddMixin:
+    @classmethod
+    def from_reference(cls, ref_qconv, output_scale, output_zero_point):
+        return super().from_reference(ref_qconv[0], output_scale, output_zero_point)
+
+
+class ConvAdd2d(_ConvAddMixin, Conv2d):
+    r"""A Conv2d fused with an addition: ``forward(input, extra_input)`` returns
+    ``quant(conv2d(input) + dequant(extra_input))`` with the module's scale and zero point.
+    Same interface as :class:`qplugin.nn.Conv2d`; ``from_float`` takes a prepared
+    ``torch.ao.nn.intrinsic.ConvAdd2d``. ``extra_input`` (quint8, the output's shape) is
+    never modified (PyTorch's writes the result into a channels-last ``extra_input``)."""
+
+    _NAME = "ConvAdd2d"
+
+    @classmethod
+    def _from_float_types(cls, t):
+        import torch.ao.nn.intrinsic as nni
+        return (nni.ConvAdd2d,)
+
+    def forward(self, input, extra_input):  # type: ignore[override]
+        if len(input.shape) != 4:
+            raise ValueError("qplugin.nn.intrinsic.ConvAdd2d: expected a 4-D input, got "
+                             f"{len(input.shape)}-D")
+        if self.padding_mode != "zeros":
+            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
+                                   self.padding_mode)
+        return torch.ops.qplugin.conv2d_add(input, extra_input, self._packed_params, self.scale,
+                                            self.zero_point)
+
+
+class ConvAddReLU2d(_ConvAddMixin, Conv2d):
+    r"""A Conv2d fused with an addition and ReLU: ``forward(input, extra_input)`` returns
+    ``quant(relu(conv2d(input) + dequant(extra_input)))``. Same interface as
+    :class:`qplugin.nn.Conv2d`; ``from_float`` takes a prepared
+    ``torch.ao.nn.intrinsic.ConvAddReLU2d``."""
+
+    _NAME = "ConvAddReLU2d"
+
+    @classmethod
+    def _from_float_types(cls, t):
+        import torch.ao.nn.intrinsic as nni
+        return (nni.ConvAddReLU2d,)
+
+    def forward(self, input, extra_input):  # type: ignore[override]
+        if len(input.shape) != 4:
+            raise ValueError("qplugin.nn.intrinsic.ConvAddReLU2d: expected a 4-D input, got "
+                             f"{len(input.shape)}-D")
+        if self.padding_mode != "zeros":
+            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
+                                   self.padding_mode)
+        return torch.ops.qplugin.conv2d_add_relu(input, extra_input, self._packed_params,
+                                                 self.scale, self.zero_point)
