@@ -39,7 +39,7 @@ def test_from_float_matches_torch_ao(dim):
     t = getattr(nnq, f"Conv{dim}d").from_float(obs)
     xq = torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)
     assert_close(q(xq), t(xq).int_repr().int())
-    assert q._get_name() == f"QPluginConv{dim}d"
+    assert q._get_name() == f"QuantizedConv{dim}d"
     # state_dict loads into both directions
     t2 = getattr(nnq, f"Conv{dim}d")(6, 8, 3, padding=1, stride=2)
     t2.load_state_dict(q.state_dict())
@@ -71,7 +71,7 @@ def test_fused_relu_and_bn():
     t = TConvReLU2d.from_float(obs)
     xq = torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)
     assert_close(q(xq), t(xq).int_repr().int())
-    assert q._get_name() == "QPluginConvReLU2d"
+    assert q._get_name() == "QuantizedConvReLU2d"
 
 
 @pytest.mark.parametrize("dim", [1, 2, 3])

@@ -140,7 +140,7 @@ def test_from_float_matches_torch_ao(isa, qc):
 
 def test_from_float_fused_linear_relu(isa):
     ours, ref = _compare_converted(_prepared(tq.get_default_qconfig("x86"), relu=True))
-    assert type(ours.fc) is LinearReLU and ours.fc._get_name() == "QPluginLinearReLU"
+    assert type(ours.fc) is LinearReLU and ours.fc._get_name() == "QuantizedLinearReLU"
 
 
 def test_from_float_qat(isa):
@@ -227,11 +227,11 @@ def test_weight_bias_accessors():
 
 
 def test_repr_and_name():
-    assert Linear(3, 4)._get_name() == "QPluginLinear"
-    assert repr(Linear(3, 4)) == ("QPluginLinear(in_features=3, out_features=4, scale=1.0, "
+    assert Linear(3, 4)._get_name() == "QuantizedLinear"
+    assert repr(Linear(3, 4)) == ("QuantizedLinear(in_features=3, out_features=4, scale=1.0, "
                                   "zero_point=0, qscheme=torch.per_tensor_affine)")
     assert repr(_module(relu=True)) == (
-        "QPluginLinearReLU(in_features=12, out_features=9, scale=0.07, zero_point=101, "
+        "QuantizedLinearReLU(in_features=12, out_features=9, scale=0.07, zero_point=101, "
         "qscheme=torch.per_channel_affine)")
 
 

@@ -26,7 +26,7 @@ class LinearReLU(Linear):
                                              self.zero_point)
 
     def _get_name(self):
-        return "QPluginLinearReLU"
+        return "QuantizedLinearReLU"
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
