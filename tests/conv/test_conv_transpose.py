@@ -35,7 +35,10 @@ def test_exact(isa, case, per_ch):
 
 
 def test_vs_torch_where_torch_is_right():
-    x, w, b = make(2, 1, 16, 16, 10, 3, 1, transpose=True)
+    # Activation codes within 0..127 (xzp=0): PyTorch's FBGEMM AVX2 kernels (a CPU without
+    # AVX-512, or FBGEMM_ENABLE_INSTRUCTIONS=AVX2) saturate u8 x s8 pair sums on full-range
+    # inputs (TORCH_ORACLE_NOTES.md); this range keeps them exact.
+    x, w, b = make(2, 1, 16, 16, 10, 3, 1, xzp=0, transpose=True)
     args = ([2, 2], [1, 1], [1, 1], [1, 1], 1)
     y = torch.ops.qplugin.conv_transpose2d(
         x, torch.ops.qplugin.conv_transpose2d_prepack(w, b, *args), 0.05, 100)
@@ -80,10 +83,16 @@ def test_output_padding_at_least_stride(isa, case):
     ref = _crop_reference(dim, x, w, b, s, p, op, d, g, 0.05, 100)
     assert_close(y, ref, tol=1, min_equal=0.99)
     if dim == 2 and Cin == Cout and g == 1:  # PyTorch is right here (x86, equal channels)
+        # Codes within 0..127 (xzp=0) for PyTorch: its FBGEMM AVX2 kernels saturate on
+        # full-range inputs (TORCH_ORACLE_NOTES.md).
+        x, w, b = make(dim, 2, Cin, Cout, S, k, g, xzp=0, transpose=True)
+        y = torch.ops.qplugin.conv_transpose2d(
+            x, torch.ops.qplugin.conv_transpose2d_prepack(w, b, *args), 0.05, 100)
         r = torch.ops.quantized.conv_transpose2d(
             x, torch.ops.quantized.conv_transpose2d_prepack(w, b, *args), 0.05, 100)
         assert_close(y, r.int_repr().int())
-        assert_close(r, ref)  # (the oracle agrees with PyTorch: the reference is PyTorch's math)
+        # The oracle agrees with PyTorch: the crop reference is PyTorch's math.
+        assert_close(r, _crop_reference(dim, x, w, b, s, p, op, d, g, 0.05, 100))
 
 
 def test_output_padding_module():
