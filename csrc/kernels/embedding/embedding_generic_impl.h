@@ -80,20 +80,34 @@ struct PortableOps {
       o[2 * k + 1] = v1 > o[2 * k + 1] ? v1 : o[2 * k + 1];
     }
   }
-  // 2-bit forms: element d is bits [2 (d % 4), 2 (d % 4) + 2) of byte d / 4 (n a multiple of 4).
-  static float crumb(const uint8_t* p, int64_t d) {
-    return static_cast<float>((p[d >> 2] >> ((d & 3) * 2)) & 3);
-  }
+  // 2-bit forms: element 4k + j is bits [2j, 2j + 2) of byte k (n a multiple of 4). Written per
+  // byte, four independent lanes, which the compilers vectorize (per element with a shift by
+  // (d % 4) * 2 they did not: 10x slower).
   static void acc2(float* o, const uint8_t* p, int64_t n, float a) {
-    for (int64_t d = 0; d < n; ++d) o[d] = std::fma(a, crumb(p, d), o[d]);
+    for (int64_t k = 0; 4 * k < n; ++k) {
+      const unsigned v = p[k];
+      o[4 * k] = std::fma(a, static_cast<float>(v & 3u), o[4 * k]);
+      o[4 * k + 1] = std::fma(a, static_cast<float>((v >> 2) & 3u), o[4 * k + 1]);
+      o[4 * k + 2] = std::fma(a, static_cast<float>((v >> 4) & 3u), o[4 * k + 2]);
+      o[4 * k + 3] = std::fma(a, static_cast<float>(v >> 6), o[4 * k + 3]);
+    }
   }
   static void set2(float* o, const uint8_t* p, int64_t n, float s, float b) {
-    for (int64_t d = 0; d < n; ++d) o[d] = std::fma(s, crumb(p, d), b);
+    for (int64_t k = 0; 4 * k < n; ++k) {
+      const unsigned v = p[k];
+      o[4 * k] = std::fma(s, static_cast<float>(v & 3u), b);
+      o[4 * k + 1] = std::fma(s, static_cast<float>((v >> 2) & 3u), b);
+      o[4 * k + 2] = std::fma(s, static_cast<float>((v >> 4) & 3u), b);
+      o[4 * k + 3] = std::fma(s, static_cast<float>(v >> 6), b);
+    }
   }
   static void max2(float* o, const uint8_t* p, int64_t n, float s, float b) {
-    for (int64_t d = 0; d < n; ++d) {
-      const float v = std::fma(s, crumb(p, d), b);
-      o[d] = v > o[d] ? v : o[d];
+    for (int64_t k = 0; 4 * k < n; ++k) {
+      const unsigned v = p[k];
+      for (int j = 0; j < 4; ++j) {
+        const float x = std::fma(s, static_cast<float>((v >> (2 * j)) & 3u), b);
+        o[4 * k + j] = x > o[4 * k + j] ? x : o[4 * k + j];
+      }
     }
   }
 };
