@@ -173,10 +173,10 @@ def test_optimized_qparams_bad_args(bits):
     name = f"embedding_bag_{bits}bit_prepack"
     w = torch.randn(3, 8)
     before = w.clone()
-    for nbins in (0, -1, -200):
+    for nbins in (0, -1, -200, 2**31, 2**62):
         with pytest.raises(RuntimeError,
                            match=rf"qplugin::{name}: expected nbins >= 1 with "
-                                 rf"optimized_qparams=True, got {nbins}"):
+                                 rf"optimized_qparams=True \(and <= 2\^31 - 1\), got {nbins}"):
             prepack(w, bits, True, nbins, 0.16)
     for ratio in (-0.1, 1.5, float("nan"), float("inf")):
         with pytest.raises(RuntimeError, match=rf"qplugin::{name}: expected a ratio in \[0, 1\]"):

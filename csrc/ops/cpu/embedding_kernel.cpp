@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/embedding/embedding.h"
@@ -160,8 +161,10 @@ at::Tensor nbit_prepack_cpu(const at::Tensor& weight, bool optimized_qparams, in
               weight.defined() ? weight.dim() : 0, "-D");
   if (optimized_qparams) {
     // PyTorch loops forever for nbins < 0 and leaves the range unsearched for nbins == 0 or
-    // ratio < 0; a ratio above 1 lets the range cross itself. qplugin raises instead.
-    TORCH_CHECK(nbins >= 1, "qplugin::", op, ": expected nbins >= 1 with optimized_qparams=True, got ",
+    // ratio < 0; a ratio above 1 lets the range cross itself; nbins past INT_MAX overflows its
+    // int bin count. qplugin raises instead.
+    TORCH_CHECK(nbins >= 1 && nbins <= std::numeric_limits<int>::max(), "qplugin::", op,
+                ": expected nbins >= 1 with optimized_qparams=True (and <= 2^31 - 1), got ",
                 nbins);
     TORCH_CHECK(std::isfinite(ratio) && ratio >= 0.0 && ratio <= 1.0, "qplugin::", op,
                 ": expected a ratio in [0, 1] with optimized_qparams=True, got ", ratio);
