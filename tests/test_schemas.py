@@ -38,6 +38,9 @@ MIRRORS = {
     "embedding_bag_4bit": torch.ops.quantized.embedding_bag_4bit,
     "embedding_byte": torch.ops.quantized.embedding_byte,
     "embedding_4bit": torch.ops.quantized.embedding_4bit,
+    "embedding_bag_2bit_prepack": torch.ops.quantized.embedding_bag_2bit_prepack,
+    "embedding_bag_2bit_unpack": torch.ops.quantized.embedding_bag_2bit_unpack,
+    "embedding_bag_2bit_rowwise_offsets": torch.ops.quantized.embedding_bag_2bit_rowwise_offsets,
     "quantized_batch_norm": torch.ops.aten.quantized_batch_norm,
     "batch_norm": torch.ops.quantized.batch_norm,
     "batch_norm1d": torch.ops.quantized.batch_norm1d,
@@ -176,6 +179,15 @@ class TestSchemas(expecttest.TestCase):
 
     def test_embedding_4bit(self):
         self.assertExpectedInline(schema("embedding_4bit"), """qplugin::embedding_4bit(__torch__.torch.classes.qplugin.EmbeddingPackedParams weight, Tensor indices, bool pruned_weights=False) -> Tensor""")
+
+    def test_embedding_bag_2bit_prepack(self):
+        self.assertExpectedInline(schema("embedding_bag_2bit_prepack"), """qplugin::embedding_bag_2bit_prepack(Tensor weight, bool optimized_qparams=False, int nbins=200, float ratio=0.16) -> Tensor""")
+
+    def test_embedding_bag_2bit_unpack(self):
+        self.assertExpectedInline(schema("embedding_bag_2bit_unpack"), """qplugin::embedding_bag_2bit_unpack(Tensor weight) -> Tensor""")
+
+    def test_embedding_bag_2bit_rowwise_offsets(self):
+        self.assertExpectedInline(schema("embedding_bag_2bit_rowwise_offsets"), """qplugin::embedding_bag_2bit_rowwise_offsets(Tensor weight, Tensor indices, Tensor? offsets=None, bool scale_grad_by_freq=False, int mode=0, bool pruned_weights=False, Tensor? per_sample_weights=None, Tensor? compressed_indices_mapping=None, bool include_last_offset=False) -> Tensor""")
 
     def test_conv1d(self):
         self.assertExpectedInline(schema("conv1d"), """qplugin::conv1d(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, float output_scale, int output_zero_point) -> Tensor""")

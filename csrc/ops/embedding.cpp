@@ -14,12 +14,16 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("embedding_bag_byte_prepack(Tensor weight) -> Tensor");
   m.def("embedding_bag_4bit_prepack(Tensor weight, bool optimized_qparams=False, int nbins=200, "
         "float ratio=0.16) -> Tensor");
+  m.def("embedding_bag_2bit_prepack(Tensor weight, bool optimized_qparams=False, int nbins=200, "
+        "float ratio=0.16) -> Tensor");
   m.def("embedding_bag_byte_unpack(Tensor weight) -> Tensor");
   m.def("embedding_bag_4bit_unpack(Tensor weight) -> Tensor");
+  m.def("embedding_bag_2bit_unpack(Tensor weight) -> Tensor");
   m.def("embedding_bag_prepack(Tensor weight) -> " QPLUGIN_EMB_PACKED " W_prepack");
   m.def("embedding_bag_unpack(" QPLUGIN_EMB_PACKED " W_prepack) -> Tensor W_origin");
   m.def("embedding_bag_byte_rowwise_offsets(Tensor weight, " QPLUGIN_BAG_ARGS);
   m.def("embedding_bag_4bit_rowwise_offsets(Tensor weight, " QPLUGIN_BAG_ARGS);
+  m.def("embedding_bag_2bit_rowwise_offsets(Tensor weight, " QPLUGIN_BAG_ARGS);
   m.def("embedding_bag_byte(" QPLUGIN_EMB_PACKED " weight, " QPLUGIN_BAG_ARGS);
   m.def("embedding_bag_4bit(" QPLUGIN_EMB_PACKED " weight, " QPLUGIN_BAG_ARGS);
   m.def("embedding_byte(" QPLUGIN_EMB_PACKED " weight, Tensor indices, "

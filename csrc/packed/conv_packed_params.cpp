@@ -76,12 +76,13 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
                 ": expected a kernel size > 0 in every spatial dimension, got weight shape ",
                 weight.sizes());
     if (transpose) {
-      TORCH_CHECK(output_padding[i] >= 0 &&
-                      (output_padding[i] < stride[i] || output_padding[i] < dilation[i]),
-                  "qplugin::", op,
-                  ": expected output_padding smaller than stride or dilation (and >= 0), got "
-                  "output_padding ", vec_str(output_padding), ", stride ", vec_str(stride),
-                  ", dilation ", vec_str(dilation));
+      // Any output_padding >= 0, as PyTorch's quantized prepack (x86/fbgemm) accepts: the
+      // output is the full transposed conv cropped to [padding, padding + out), rows past the
+      // full extent holding the bias only -- well defined, and PyTorch computes exactly that
+      // (float torch rejects output_padding >= max(stride, dilation); NOTES_ops2.md).
+      // Negative output_padding (PyTorch: a crop) stays rejected like float torch does.
+      TORCH_CHECK(output_padding[i] >= 0, "qplugin::", op,
+                  ": expected output_padding >= 0, got output_padding ", vec_str(output_padding));
     } else {
       TORCH_CHECK(output_padding[i] == 0, "qplugin::", op,
                   ": expected output_padding 0 for a (non-transposed) conv, got ",

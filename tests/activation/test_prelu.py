@@ -226,7 +226,7 @@ def test_module_state_dict_script_roundtrip(tmp_path):
 
 def test_module_ctor_set_weight_repr():
     m = qnn.PReLU(0.1, 3, 2)
-    assert repr(m) == "QPluginPReLU(num_parameters=2, scale=0.1, zero_point=3)"
+    assert repr(m) == "QuantizedPReLU(num_parameters=2, scale=0.1, zero_point=3)"
     assert m.weight.dtype == torch.quint8 and m.weight.shape == (2,)
     w = _wq(2, torch.qint8)
     m.set_weight(w)

@@ -312,7 +312,7 @@ def test_module_state_dict_script_roundtrip(relu, tmp_path):
     assert_qequal(torch.jit.load(path)(x, y), out)
     assert_qequal(copy.deepcopy(m)(x, y), out)
     name = "ConvAddReLU2d" if relu else "ConvAdd2d"
-    assert repr(fresh).startswith(f"QPlugin{name}(4, 6, kernel_size=(3, 3), stride=(1, 1), ")
+    assert repr(fresh).startswith(f"Quantized{name}(4, 6, kernel_size=(3, 3), stride=(1, 1), ")
     with pytest.raises(ValueError, match=rf"qplugin.nn.intrinsic.{name}: expected a 4-D input"):
         m(x[0], y)
     with pytest.raises(TypeError, match=rf"qplugin.nn.{name}.from_float: expected"):

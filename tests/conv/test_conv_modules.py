@@ -42,7 +42,7 @@ def test_from_float_matches_torch_ao(dim):
     # torch.ao's module where it is a valid oracle here, else the exact reference (its AVX2
     # kernels saturate on wide-range activations: tests/_reference.py gemm_oracle).
     assert_close(q(xq), module_oracle(t, xq).int())
-    assert q._get_name() == f"QPluginConv{dim}d"
+    assert q._get_name() == f"QuantizedConv{dim}d"
     # state_dict loads into both directions
     t2 = getattr(nnq, f"Conv{dim}d")(6, 8, 3, padding=1, stride=2)
     t2.load_state_dict(q.state_dict())
@@ -76,7 +76,7 @@ def test_fused_relu_and_bn():
     # torch.ao's module where it is a valid oracle here, else the exact reference (its AVX2
     # kernels saturate on wide-range activations: tests/_reference.py gemm_oracle).
     assert_close(q(xq), module_oracle(t, xq).int())
-    assert q._get_name() == "QPluginConvReLU2d"
+    assert q._get_name() == "QuantizedConvReLU2d"
 
 
 @pytest.mark.parametrize("dim", [1, 2, 3])

@@ -77,15 +77,15 @@ def modules():
 
 
 REPRS = {
-    "LeakyReLU": "QPluginLeakyReLU(scale=0.03, zero_point=7, negative_slope=0.2)",
-    "Sigmoid": "QPluginSigmoid(scale=0.00390625, zero_point=0)",
-    "Softmax": "QPluginSoftmax(dim=1, scale=0.00390625, zero_point=0)",
-    "Dropout": "QPluginDropout(p=0.3, inplace=False)",
-    "SiLU": "QPluginSiLU(scale=0.02, zero_point=9)",
-    "GELU": "QPluginGELU(scale=0.02, zero_point=9, approximate='tanh')",
-    "Tanh": "QPluginTanh(scale=0.0078125, zero_point=128)",
-    "Mish": "QPluginMish(scale=0.02, zero_point=9)",
-    "Softplus": "QPluginSoftplus(scale=0.02, zero_point=9, beta=2.0, threshold=5.0)",
+    "LeakyReLU": "QuantizedLeakyReLU(scale=0.03, zero_point=7, negative_slope=0.2)",
+    "Sigmoid": "Sigmoid(scale=0.00390625, zero_point=0)",
+    "Softmax": "QuantizedSoftmax(dim=1, scale=0.00390625, zero_point=0)",
+    "Dropout": "QuantizedDropout(p=0.3, inplace=False)",
+    "SiLU": "QuantizedSiLU(scale=0.02, zero_point=9)",
+    "GELU": "QuantizedGELU(scale=0.02, zero_point=9, approximate='tanh')",
+    "Tanh": "QuantizedTanh(scale=0.0078125, zero_point=128)",
+    "Mish": "QuantizedMish(scale=0.02, zero_point=9)",
+    "Softplus": "QuantizedSoftplus(scale=0.02, zero_point=9, beta=2.0, threshold=5.0)",
 }
 
 
@@ -204,7 +204,7 @@ def test_from_float_through_prepare_and_convert():
 def test_constructor_and_from_float_errors():
     with pytest.raises(ValueError, match=r"expected a finite, positive scale"):
         qa.SiLU(0.0, 3)
-    with pytest.raises(TypeError, match=r"expected zero_point to be an int"):
+    with pytest.raises(ValueError, match=r"expected zero_point to be an integer"):
         qa.Mish(0.1, 2.5)
     with pytest.raises(ValueError, match=r"expected approximate 'none' or 'tanh'"):
         qa.GELU(0.1, 0, "erf")

@@ -5,6 +5,7 @@ copy) and at most 1 apart otherwise (PyTorch requantizes through float); the exa
 (q - zi) * si / so rounded half to even, computed with Python integers.
 """
 import os
+import re
 import sys
 from fractions import Fraction
 
@@ -166,3 +167,23 @@ def test_cat_errors():
     out = torch._empty_affine_quantized((5, 3, 4), scale=0.1, zero_point=0, dtype=torch.quint8)
     with pytest.raises(RuntimeError, match=r"qplugin::cat_out: expected out of shape"):
         torch.ops.qplugin.cat_out([a, a], 0, out=out)
+
+
+def test_cat_per_channel_message_matches_torch():
+    # PyTorch's test_cat checks per-channel inputs with assertRaisesRegex(RuntimeError,
+    # "supported.*cat"); qplugin keeps its own form and carries PyTorch's key words.
+    a = rand_q((2, 3, 4), 0.1, 0, torch.quint8, 1)
+    pc = torch.quantize_per_channel(torch.randn(2, 3, 4), torch.tensor([0.1, 0.2, 0.3]),
+                                    torch.tensor([0, 1, 2]), 1, torch.quint8)
+    for op in (torch.ops.qplugin.cat, torch.ops.qplugin.cat_relu):
+        for xs, idx in (([pc, pc], 0), ([a, pc], 1)):
+            before = pc.int_repr().clone()
+            with pytest.raises(RuntimeError, match=r"supported.*cat") as ei:
+                op(xs, 1, 0.1, 0)
+            assert re.search(rf"qplugin::{op.__name__}: expected qx\[{idx}\] quantized per tensor"
+                             r" \(torch.per_tensor_affine\), got per_channel_affine",
+                             str(ei.value)), str(ei.value)
+            assert torch.equal(pc.int_repr(), before)
+    # The same regex matches PyTorch's own message (so the two are interchangeable in tests).
+    with pytest.raises(RuntimeError, match=r"supported.*cat"):
+        torch.ops.quantized.cat([pc, pc], 1, 0.1, 0)

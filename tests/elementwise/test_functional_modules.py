@@ -153,7 +153,7 @@ def test_convert_swaps_float_functional(functional_cls):
     # Six chained ops, each within one code of PyTorch: a few output steps at most.
     step = q.f_mul.scale.item() * 2.0
     assert (got - want).abs().max().item() <= 4 * step + 1e-6
-    assert re.search(r"\(f_add\): QPluginQFunctional\(\s+scale=[0-9.e-]+, zero_point=\d+", repr(q))
+    assert re.search(r"\(f_add\): QFunctional\(\s+scale=[0-9.e-]+, zero_point=\d+", repr(q))
 
 
 def test_state_dict_round_trip_and_pytorch_layout():

@@ -9,12 +9,19 @@ P = torch.ops.qplugin
 
 def decode(table, bits):
     """float64 [rows, dim] of a fused table (8-bit: codes, fp32 scale, fp32 bias; 4-bit: nibbles,
-    fp16 scale, fp16 bias), decoded here without any op under test."""
+    fp16 scale, fp16 bias; 2-bit: four codes per byte, element 4k + j in bits 2j..2j+1 of byte
+    k, fp16 scale, fp16 bias), decoded here without any op under test."""
     t = table.contiguous()
     if bits == 8:
         codes = t[:, :-8].double()
         scale = t[:, -8:-4].contiguous().view(torch.float32).double()
         bias = t[:, -4:].contiguous().view(torch.float32).double()
+    elif bits == 2:
+        packed = t[:, :-4]
+        codes = torch.stack([(packed >> (2 * j)) & 3 for j in range(4)], dim=2)
+        codes = codes.reshape(t.shape[0], -1).double()
+        scale = t[:, -4:-2].contiguous().view(torch.float16).double()
+        bias = t[:, -2:].contiguous().view(torch.float16).double()
     else:
         packed = t[:, :-4]
         codes = torch.stack([packed & 15, packed >> 4], dim=2).reshape(t.shape[0], -1).double()
@@ -23,22 +30,31 @@ def decode(table, bits):
     return codes * scale + bias
 
 
-def prepack(w, bits):
-    return P.embedding_bag_byte_prepack(w) if bits == 8 else P.embedding_bag_4bit_prepack(w)
+_NAME = {8: "byte", 4: "4bit", 2: "2bit"}
 
 
-def torch_prepack(w, bits):
-    return Q.embedding_bag_byte_prepack(w) if bits == 8 else Q.embedding_bag_4bit_prepack(w)
+def prepack(w, bits, *args):
+    return getattr(P, f"embedding_bag_{_NAME[bits]}_prepack")(w, *args)
+
+
+def torch_prepack(w, bits, *args):
+    return getattr(Q, f"embedding_bag_{_NAME[bits]}_prepack")(w, *args)
+
+
+def unpack(t, bits):
+    return getattr(P, f"embedding_bag_{_NAME[bits]}_unpack")(t)
+
+
+def torch_unpack(t, bits):
+    return getattr(Q, f"embedding_bag_{_NAME[bits]}_unpack")(t)
 
 
 def rowwise(bits):
-    return (P.embedding_bag_byte_rowwise_offsets if bits == 8
-            else P.embedding_bag_4bit_rowwise_offsets)
+    return getattr(P, f"embedding_bag_{_NAME[bits]}_rowwise_offsets")
 
 
 def torch_rowwise(bits):
-    return (Q.embedding_bag_byte_rowwise_offsets if bits == 8
-            else Q.embedding_bag_4bit_rowwise_offsets)
+    return getattr(Q, f"embedding_bag_{_NAME[bits]}_rowwise_offsets")
 
 
 MODES = {0: "sum", 1: "mean", 2: "max"}

@@ -122,16 +122,16 @@ def test_embedding_padding_idx_row_and_attributes():
     q = qnn.Embedding.from_float(fe)
     assert q.padding_idx == 10 and q.max_norm == 2.0
     assert torch.equal(q(torch.tensor([10])), torch.zeros(1, 6))
-    assert repr(q) == ("QPluginEmbedding(num_embeddings=12, embedding_dim=6, dtype=torch.quint8, "
+    assert repr(q) == ("QuantizedEmbedding(num_embeddings=12, embedding_dim=6, dtype=torch.quint8, "
                        "qscheme=torch.per_channel_affine_float_qparams, padding_idx=10)")
 
 
 def test_repr():
     q = qnn.EmbeddingBag(10, 12, mode="max", include_last_offset=True, dtype=torch.quint4x2)
-    assert repr(q) == ("QPluginEmbeddingBag(num_embeddings=10, embedding_dim=12, "
+    assert repr(q) == ("QuantizedEmbeddingBag(num_embeddings=10, embedding_dim=12, "
                        "dtype=torch.quint4x2, qscheme=torch.per_channel_affine_float_qparams, "
                        "mode=max, include_last_offset=True)")
-    assert q._get_name() == "QPluginEmbeddingBag"
+    assert q._get_name() == "QuantizedEmbeddingBag"
 
 
 @pytest.mark.parametrize("dtype", [torch.quint8, torch.quint4x2])

@@ -75,9 +75,6 @@ def test_prepack_bad_inputs():
         P.embedding_bag_byte_prepack(torch.tensor([[1.0, float("nan")]]))
     with pytest.raises(RuntimeError, match=r"expected 2-D weight"):
         P.embedding_bag_4bit_prepack(torch.randn(2, 3, 4))
-    # optimized_qparams (PyTorch's greedy range search) is not implemented: a clear error.
-    with pytest.raises(NotImplementedError, match=r"optimized_qparams=True .* not implemented"):
-        P.embedding_bag_4bit_prepack(torch.randn(4, 8), True)
     with pytest.raises(RuntimeError, match=r"expected rows of >= 8 bytes"):
         P.embedding_bag_byte_unpack(torch.zeros(3, 5, dtype=torch.uint8))
     with pytest.raises(RuntimeError, match=r"expected a torch.uint8 fused table"):
@@ -127,7 +124,7 @@ def test_every_isa_gives_the_scalar_bytes(isa, bits, mode):
         assert torch.equal(got, want), (dim, (got - want).abs().max())
 
 
-@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("bits", [8, 4, 2])
 @pytest.mark.parametrize("idx_dtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("off_dtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("include_last_offset", [False, True])
@@ -161,7 +158,7 @@ def test_2d_indices_without_offsets(bits):
     assert_bag_close(out, float_bag(t, bits, idx, None, 0), t, bits, idx)
 
 
-@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("bits", [8, 4, 2])
 def test_empty_bags_and_empty_inputs(bits):
     t = prepack(_weights(10, 8, 1), bits)
     idx = torch.tensor([1, 2, 3])
@@ -180,7 +177,7 @@ def test_empty_bags_and_empty_inputs(bits):
     assert rowwise(bits)(empty, torch.tensor([], dtype=torch.long), torch.tensor([0])).shape == (1, 8)
 
 
-@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("bits", [8, 4, 2])
 def test_first_offset_past_zero(bits):
     # torch.ops.quantized accepts offsets[0] > 0; its 8-bit op reads bag b as
     # indices[offsets[b]:offsets[b+1]] (the indices before offsets[0] belong to no bag), its 4-bit
@@ -196,7 +193,7 @@ def test_first_offset_past_zero(bits):
         assert torch.allclose(out, torch_rowwise(bits)(t, idx, off), atol=1e-6)
 
 
-@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("bits", [8, 4, 2])
 def test_pruned_weights_with_mapping(isa, bits):
     rows, dim = 40, 16
     w = _weights(rows, dim, 11)
@@ -229,10 +226,10 @@ def test_pruned_weights_with_mapping(isa, bits):
 
 # --- bad inputs: clear errors, never an out-of-bounds read --------------------------------------
 
-@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("bits", [8, 4, 2])
 def test_bad_inputs(bits):
     op = rowwise(bits)
-    name = "embedding_bag_byte_rowwise_offsets" if bits == 8 else "embedding_bag_4bit_rowwise_offsets"
+    name = rowwise(bits).__name__
     t = prepack(_weights(10, 8, 3), bits)
     idx, off = torch.tensor([1, 2, 3, 4]), torch.tensor([0, 2])
     cases = [
@@ -267,7 +264,7 @@ def test_bad_inputs(bits):
         ((t, idx), r"expected offsets for 1-D indices"),
         ((t, idx.view(2, 2), off), r"expected 1-D indices when offsets are given"),
         ((t.float(), idx, off), r"expected a torch.uint8 fused table"),
-        ((t[:, :3] if bits == 4 else t[:, :7], idx, off), r"expected rows of >= "),
+        ((t[:, :7] if bits == 8 else t[:, :3], idx, off), r"expected rows of >= "),
     ]
     for args, msg in cases:
         with pytest.raises(RuntimeError, match=f"qplugin::{name}: " + r".*" + msg):

@@ -266,10 +266,10 @@ def test_module_state_dict_script_roundtrip(kind, tmp_path):
 
 def test_module_repr_and_ctor():
     m = qnni.LinearLeakyReLU(4, 3, 0.25)
-    assert repr(m) == ("QPluginLinearLeakyReLU(in_features=4, out_features=3, scale=1.0, "
+    assert repr(m) == ("QuantizedLinearLeakyReLU(in_features=4, out_features=3, scale=1.0, "
                        "zero_point=0, qscheme=torch.per_tensor_affine, negative_slope=0.25)")
     t = qnni.LinearTanh(4, 3, bias=False)
-    assert repr(t) == ("QPluginLinearTanh(in_features=4, out_features=3, scale=1.0, "
+    assert repr(t) == ("QuantizedLinearTanh(in_features=4, out_features=3, scale=1.0, "
                        "zero_point=0, qscheme=torch.per_tensor_affine)")
     assert t.bias() is None
     assert type(m).__module__ == "qplugin.nn.intrinsic.modules.linear_relu"

@@ -118,9 +118,12 @@ def _compare_converted(prepared):
     for name in ("fc", "fc2"):
         a, b = getattr(ours, name), getattr(ref, name)
         assert isinstance(a, Linear)
+        # The converted weights and qparams equal torch.ao's; the outputs: torch.ao's module
+        # where it is a valid oracle for this input, else the exact reference (full-range
+        # activations saturate PyTorch's AVX2 kernels: tests/_reference.py gemm_oracle).
+        assert torch.equal(a.weight().int_repr(), b.weight().int_repr())
+        assert (a.scale, a.zero_point) == (b.scale, b.zero_point)
         got = a(qx)
-        # torch.ao's module where it is a valid oracle for this input, else the exact
-        # reference: full-range activations saturate PyTorch's AVX2 kernels (gemm_oracle).
         want = module_oracle(b, qx, name)
         assert got.q_scale() == b.scale and got.q_zero_point() == b.zero_point
         assert_codes_close1(got.int_repr(), want)
@@ -153,7 +156,7 @@ def test_from_float_matches_torch_ao(isa, qc):
 
 def test_from_float_fused_linear_relu(isa):
     ours, ref = _compare_converted(_prepared(tq.get_default_qconfig("x86"), relu=True))
-    assert type(ours.fc) is LinearReLU and ours.fc._get_name() == "QPluginLinearReLU"
+    assert type(ours.fc) is LinearReLU and ours.fc._get_name() == "QuantizedLinearReLU"
 
 
 def test_from_float_qat(isa):
@@ -240,11 +243,11 @@ def test_weight_bias_accessors():
 
 
 def test_repr_and_name():
-    assert Linear(3, 4)._get_name() == "QPluginLinear"
-    assert repr(Linear(3, 4)) == ("QPluginLinear(in_features=3, out_features=4, scale=1.0, "
+    assert Linear(3, 4)._get_name() == "QuantizedLinear"
+    assert repr(Linear(3, 4)) == ("QuantizedLinear(in_features=3, out_features=4, scale=1.0, "
                                   "zero_point=0, qscheme=torch.per_tensor_affine)")
     assert repr(_module(relu=True)) == (
-        "QPluginLinearReLU(in_features=12, out_features=9, scale=0.07, zero_point=101, "
+        "QuantizedLinearReLU(in_features=12, out_features=9, scale=0.07, zero_point=101, "
         "qscheme=torch.per_channel_affine)")
 
 

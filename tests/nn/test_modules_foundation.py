@@ -379,22 +379,22 @@ def test_from_reference_matches_torch():
 class TestRepr(expecttest.TestCase):
     def test_reprs(self):
         self.assertExpectedInline(repr(qnn.Quantize(0.05, 7, torch.quint8)), """\
-QPluginQuantize(scale=tensor([0.0500]), zero_point=tensor([7]), dtype=torch.quint8)""")
-        self.assertExpectedInline(repr(qnn.DeQuantize()), """QPluginDeQuantize()""")
-        self.assertExpectedInline(repr(qnn.ReLU6()), """QPluginReLU6()""")
-        self.assertExpectedInline(repr(qnn.ReLU6(inplace=True)), """QPluginReLU6(inplace=True)""")
-        self.assertExpectedInline(repr(qnn.Hardswish(0.05, 7)), """QPluginHardswish()""")
-        self.assertExpectedInline(repr(qnn.ELU(0.05, 7, alpha=0.5)), """QPluginELU(alpha=0.5)""")
+Quantize(scale=tensor([0.0500]), zero_point=tensor([7]), dtype=torch.quint8)""")
+        self.assertExpectedInline(repr(qnn.DeQuantize()), """DeQuantize()""")
+        self.assertExpectedInline(repr(qnn.ReLU6()), """QuantizedReLU6()""")
+        self.assertExpectedInline(repr(qnn.ReLU6(inplace=True)), """QuantizedReLU6(inplace=True)""")
+        self.assertExpectedInline(repr(qnn.Hardswish(0.05, 7)), """QuantizedHardswish()""")
+        self.assertExpectedInline(repr(qnn.ELU(0.05, 7, alpha=0.5)), """QuantizedELU(alpha=0.5)""")
         self.assertExpectedInline(repr(qnn.BatchNorm2d(4)), """\
-QPluginBatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)""")
+QuantizedBatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)""")
         self.assertExpectedInline(repr(qnn.BatchNorm3d(2, eps=1e-3, momentum=None)), """\
-QPluginBatchNorm3d(2, eps=0.001, momentum=None, affine=True, bias=True, track_running_stats=True)""")
+QuantizedBatchNorm3d(2, eps=0.001, momentum=None, affine=True, bias=True, track_running_stats=True)""")
         self.assertExpectedInline(repr(qnni.BNReLU2d(4)), """\
-QPluginBNReLU2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)""")
+QuantizedBNReLU2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)""")
         self.assertExpectedInline(repr(qnni.BNReLU3d(4)), """\
-QPluginBNReLU3d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)""")
+QuantizedBNReLU3d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)""")
 
-    def test_repr_matches_torch_ao_modulo_name(self):
+    def test_repr_and_name_match_torch_ao(self):
         pairs = [(qnn.Quantize(0.05, 7, torch.qint8), nnq.Quantize(0.05, 7, torch.qint8)),
                  (qnn.ReLU6(True), nnq.ReLU6(True)),
                  (qnn.Hardswish(0.05, 7), nnq.Hardswish(0.05, 7)),
@@ -402,8 +402,11 @@ QPluginBNReLU3d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_runnin
                  (qnn.BatchNorm2d(4), nnq.BatchNorm2d(4)), (qnn.BatchNorm3d(4), nnq.BatchNorm3d(4)),
                  (qnni.BNReLU2d(4), nniq.BNReLU2d(4)), (qnni.BNReLU3d(4), nniq.BNReLU3d(4))]
         for q, t in pairs:
-            self.assertEqual(re.sub(r"^\w+\(", "(", repr(q)), re.sub(r"^\w+\(", "(", repr(t)))
-            self.assertTrue(q._get_name().startswith("QPlugin"))
+            # Same name and repr as PyTorch's (PyTorch's module tests compare _get_name());
+            # type(q).__module__ tells qplugin's apart.
+            self.assertEqual(repr(q), repr(t))
+            self.assertEqual(q._get_name(), t._get_name())
+            self.assertTrue(type(q).__module__.startswith("qplugin."))
 
 
 # --------------------------------------------------------------------------------------------
@@ -535,8 +538,11 @@ def test_qparam_assignment_writes_the_buffer():
     assert "scale" in m._buffers and m.state_dict()["zero_point"].dtype == torch.int64
     with pytest.raises(ValueError, match="expected a finite, positive scale"):
         m.scale = 0.0
-    with pytest.raises(TypeError, match="expected zero_point to be an int"):
+    with pytest.raises(ValueError, match=r"expected zero_point to be an integer \(an int or an"
+                                         r" integral float\), got 1.5"):
         m.zero_point = 1.5
+    m.zero_point = 4.0  # an integral float, as PyTorch's modules accept
+    assert _qparams(m) == (0.5, 4) and m.zero_point.dtype == torch.int64
 
 
 @pytest.mark.parametrize("fname", sorted(f for f in os.listdir(FIXTURES) if f.endswith(".pt")))
@@ -683,7 +689,10 @@ BAD_CONSTRUCTORS = [
     (lambda: qnn.Hardswish("0.1", 0), TypeError,
      r"qplugin.nn.Hardswish: expected scale to be a float, got str"),
     (lambda: qnn.Hardswish(float("nan"), 0), ValueError, r"expected a finite, positive scale"),
-    (lambda: qnn.Hardswish(0.1, 0.5), TypeError, r"expected zero_point to be an int, got float"),
+    (lambda: qnn.Hardswish(0.1, 0.5), ValueError, r"expected zero_point to be an integer \(an int"
+                                                   r" or an integral float\), got 0.5"),
+    (lambda: qnn.Hardswish(0.1, float("nan")), ValueError, r"expected zero_point to be an integer"),
+    (lambda: qnn.Hardswish(0.1, "1"), TypeError, r"expected zero_point to be an int, got str"),
     (lambda: qnn.Hardswish(0.1, 0, dtype=torch.int8), TypeError,
      r"expected dtype to be None or a floating-point torch.dtype"),
     (lambda: qnn.Hardswish(1e-50, 0), ValueError, r"representable as a positive, finite"),

@@ -251,8 +251,10 @@ def test_instance_norm_ranks_and_unbatched():
 def test_constructor_and_from_float_errors():
     with pytest.raises(ValueError, match="qplugin.nn.LayerNorm: expected weight of shape \\[8\\]"):
         qnn.LayerNorm(8, torch.ones(7), None, 0.1, 0)
-    with pytest.raises(ValueError, match="qplugin.nn.GroupNorm: expected bias of shape \\[6\\]"):
-        qnn.GroupNorm(2, 6, None, torch.ones(4), 0.1, 0)
+    # GroupNorm: num_channels is metadata (as PyTorch); bias is checked against the input.
+    gn = qnn.GroupNorm(2, 6, None, torch.ones(4), 0.1, 0)
+    with pytest.raises(RuntimeError, match="qplugin::group_norm: expected bias"):
+        gn(qtensor((1, 6, 3, 3)))
     with pytest.raises(ValueError, match="expected a finite, positive scale, got nan"):
         qnn.InstanceNorm2d(3, None, None, float("nan"), 0)
     with pytest.raises(ValueError, match="expected a finite, positive scale, got 0.0"):
@@ -290,18 +292,18 @@ class TestReprs(expecttest.TestCase):
     def test_reprs(self):
         w8, b8 = torch.ones(8), torch.zeros(8)
         self.assertExpectedInline(
-            repr(qnn.LayerNorm(768, torch.ones(768), torch.zeros(768), 0.125, 128)), """QPluginLayerNorm((768,), eps=1e-05, elementwise_affine=True, bias=True, scale=0.125, zero_point=128)""")
+            repr(qnn.LayerNorm(768, torch.ones(768), torch.zeros(768), 0.125, 128)), """QuantizedLayerNorm((768,), eps=1e-05, elementwise_affine=True, bias=True, scale=0.125, zero_point=128)""")
         self.assertExpectedInline(
             repr(qnn.LayerNorm([4, 5], None, None, 0.5, 0, eps=1e-6, elementwise_affine=False)),
-            """QPluginLayerNorm((4, 5), eps=1e-06, elementwise_affine=False, bias=False, scale=0.5, zero_point=0)""")
-        self.assertExpectedInline(repr(qnn.GroupNorm(2, 8, w8, b8, 0.25, 3)), """QPluginGroupNorm(2, 8, eps=1e-05, affine=True, bias=True, scale=0.25, zero_point=3)""")
+            """QuantizedLayerNorm((4, 5), eps=1e-06, elementwise_affine=False, bias=False, scale=0.5, zero_point=0)""")
+        self.assertExpectedInline(repr(qnn.GroupNorm(2, 8, w8, b8, 0.25, 3)), """QuantizedGroupNorm(2, 8, eps=1e-05, affine=True, bias=True, scale=0.25, zero_point=3)""")
         self.assertExpectedInline(
-            repr(qnn.InstanceNorm1d(8, None, None, 0.1, 0)), """QPluginInstanceNorm1d(8, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False, scale=0.1, zero_point=0)""")
+            repr(qnn.InstanceNorm1d(8, None, None, 0.1, 0)), """QuantizedInstanceNorm1d(8, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False, scale=0.1, zero_point=0)""")
         self.assertExpectedInline(
-            repr(qnn.InstanceNorm2d(8, w8, b8, 0.1, -5, affine=True)), """QPluginInstanceNorm2d(8, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=False, scale=0.1, zero_point=-5)""")
+            repr(qnn.InstanceNorm2d(8, w8, b8, 0.1, -5, affine=True)), """QuantizedInstanceNorm2d(8, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=False, scale=0.1, zero_point=-5)""")
         self.assertExpectedInline(
             repr(qnn.InstanceNorm3d(8, w8, b8, 0.1, 7, affine=True, track_running_stats=True)),
-            """QPluginInstanceNorm3d(8, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True, scale=0.1, zero_point=7)""")
+            """QuantizedInstanceNorm3d(8, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True, scale=0.1, zero_point=7)""")
 
 
 def _write_fixture():

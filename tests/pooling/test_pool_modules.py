@@ -166,21 +166,21 @@ def test_convert_swaps_pools_and_matches_torch_ao(averaging):
 
 class TestPoolModuleRepr(TestCase):
     def test_reprs(self):
-        self.assertExpectedInline(repr(qnn.MaxPool2d(3, 2, 1)), """QPluginMaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)""")
-        self.assertExpectedInline(repr(qnn.MaxPool1d(3)), """QPluginMaxPool1d(kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=False)""")
-        self.assertExpectedInline(repr(qnn.MaxPool3d((1, 2, 3), ceil_mode=True)), """QPluginMaxPool3d(kernel_size=(1, 2, 3), stride=(1, 2, 3), padding=0, dilation=1, ceil_mode=True)""")
-        self.assertExpectedInline(repr(qnn.AvgPool1d(3)), """QPluginAvgPool1d(kernel_size=(3,), stride=(3,), padding=(0,))""")
-        self.assertExpectedInline(repr(qnn.AvgPool2d(3, 1, 1, divisor_override=2)), """QPluginAvgPool2d(kernel_size=3, stride=1, padding=1)""")
-        self.assertExpectedInline(repr(qnn.AvgPool3d(2)), """QPluginAvgPool3d(kernel_size=2, stride=2, padding=0)""")
-        self.assertExpectedInline(repr(qnn.AdaptiveAvgPool1d(4)), """QPluginAdaptiveAvgPool1d(output_size=4)""")
-        self.assertExpectedInline(repr(qnn.AdaptiveAvgPool2d((None, 3))), """QPluginAdaptiveAvgPool2d(output_size=(None, 3))""")
-        self.assertExpectedInline(repr(qnn.AdaptiveAvgPool3d(1)), """QPluginAdaptiveAvgPool3d(output_size=1)""")
-        self.assertExpectedInline(repr(qnn.AdaptiveMaxPool2d(2)), """QPluginAdaptiveMaxPool2d(output_size=2)""")
-        self.assertExpectedInline(repr(qnn.Upsample(scale_factor=2, mode="bilinear")), """QPluginUpsample(scale_factor=2.0, mode='bilinear')""")
-        self.assertExpectedInline(repr(qnn.Upsample(size=(3, 4))), """QPluginUpsample(size=(3, 4), mode='nearest')""")
+        self.assertExpectedInline(repr(qnn.MaxPool2d(3, 2, 1)), """MaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)""")
+        self.assertExpectedInline(repr(qnn.MaxPool1d(3)), """MaxPool1d(kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=False)""")
+        self.assertExpectedInline(repr(qnn.MaxPool3d((1, 2, 3), ceil_mode=True)), """MaxPool3d(kernel_size=(1, 2, 3), stride=(1, 2, 3), padding=0, dilation=1, ceil_mode=True)""")
+        self.assertExpectedInline(repr(qnn.AvgPool1d(3)), """AvgPool1d(kernel_size=(3,), stride=(3,), padding=(0,))""")
+        self.assertExpectedInline(repr(qnn.AvgPool2d(3, 1, 1, divisor_override=2)), """AvgPool2d(kernel_size=3, stride=1, padding=1)""")
+        self.assertExpectedInline(repr(qnn.AvgPool3d(2)), """AvgPool3d(kernel_size=2, stride=2, padding=0)""")
+        self.assertExpectedInline(repr(qnn.AdaptiveAvgPool1d(4)), """AdaptiveAvgPool1d(output_size=4)""")
+        self.assertExpectedInline(repr(qnn.AdaptiveAvgPool2d((None, 3))), """AdaptiveAvgPool2d(output_size=(None, 3))""")
+        self.assertExpectedInline(repr(qnn.AdaptiveAvgPool3d(1)), """AdaptiveAvgPool3d(output_size=1)""")
+        self.assertExpectedInline(repr(qnn.AdaptiveMaxPool2d(2)), """AdaptiveMaxPool2d(output_size=2)""")
+        self.assertExpectedInline(repr(qnn.Upsample(scale_factor=2, mode="bilinear")), """Upsample(scale_factor=2.0, mode='bilinear')""")
+        self.assertExpectedInline(repr(qnn.Upsample(size=(3, 4))), """Upsample(size=(3, 4), mode='nearest')""")
 
     def test_reprs_mirror_float_modules(self):
         for fm, _, _ in CASES:
-            self.assertEqual(repr(_swap(fm)), "QPlugin" + repr(fm))
+            self.assertEqual(repr(_swap(fm)), repr(fm))
         for fm, _ in EXT_CASES:
-            self.assertEqual(repr(_swap(fm)), "QPlugin" + repr(fm))
+            self.assertEqual(repr(_swap(fm)), repr(fm))

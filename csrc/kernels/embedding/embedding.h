@@ -1,6 +1,7 @@
 // Kernel table of the embedding-bag lookups over row-wise quantized tables (8-bit rows: codes then
-// fp32 scale, fp32 bias; 4-bit rows: packed nibbles then fp16 scale, fp16 bias; PyTorch's fused
-// layouts). Torch-free: raw pointers, sizes only.
+// fp32 scale, fp32 bias; 4-bit rows: packed nibbles then fp16 scale, fp16 bias; 2-bit rows: four
+// 2-bit codes per byte then fp16 scale, fp16 bias; PyTorch's fused layouts). Torch-free: raw
+// pointers, sizes only.
 // Changes with: embedding_dispatch.cpp (table choice), embedding_generic_impl.h (the loop),
 // embedding_{scalar,avx2,avx512vnni}.cpp, ops/cpu/embedding_kernel.cpp (validation, threading).
 #pragma once
@@ -31,7 +32,7 @@ enum class BagMode : int { kSum = 0, kMean = 1, kMax = 2 };
 struct BagArgs {
   const uint8_t* table;
   int64_t row_bytes;
-  int64_t dim;             // embedding_dim (even for 4-bit tables)
+  int64_t dim;             // embedding_dim (even for 4-bit tables, a multiple of 4 for 2-bit)
   const void* indices;     // int32 or int64
   bool indices_64;
   const int64_t* offsets;  // [nbags + 1]
@@ -46,8 +47,13 @@ struct EmbeddingKernelTable {
   Isa isa;
   void (*bag_8bit)(const BagArgs& a, int64_t b0, int64_t b1);
   void (*bag_4bit)(const BagArgs& a, int64_t b0, int64_t b1);
+  // 2-bit rows: element 4k + j in bits [2j, 2j + 2) of byte k. Every ISA runs the portable row
+  // operations here (compiled in its own file): 2-bit tables are rare and small, so no
+  // hand-vectorized form yet; the bytes are the scalar ones by construction.
+  void (*bag_2bit)(const BagArgs& a, int64_t b0, int64_t b1);
   const char* name_8bit;
   const char* name_4bit;
+  const char* name_2bit;
 };
 
 // The table of kernels::current_isa() (QPLUGIN_CPU_ISA / _set_cpu_isa apply as for table()).

@@ -150,7 +150,8 @@ struct Ops {
 
 const EmbeddingKernelTable& make_embedding_table() {
   static const EmbeddingKernelTable t = embedding_generic::make<Ops>(
-      Isa::kAvx2, "embedding_bag_8bit_8x__avx2", "embedding_bag_4bit_16x__avx2");
+      Isa::kAvx2, "embedding_bag_8bit_8x__avx2", "embedding_bag_4bit_16x__avx2",
+      "embedding_bag_2bit__avx2");
   return t;
 }
 

@@ -224,7 +224,8 @@ struct Ops {
 
 const EmbeddingKernelTable& make_embedding_table() {
   static const EmbeddingKernelTable t = embedding_generic::make<Ops>(
-      Isa::kAvx512Vnni, "embedding_bag_8bit_16x__avx512vnni", "embedding_bag_4bit_32x__avx512vnni");
+      Isa::kAvx512Vnni, "embedding_bag_8bit_16x__avx512vnni", "embedding_bag_4bit_32x__avx512vnni",
+      "embedding_bag_2bit__avx512vnni");
   return t;
 }
 

@@ -10,7 +10,8 @@ namespace scalar {
 const EmbeddingKernelTable& make_embedding_table() {
   static const EmbeddingKernelTable t =
       embedding_generic::make<embedding_generic::PortableBatchOps>(
-          Isa::kScalar, "embedding_bag_8bit__scalar", "embedding_bag_4bit__scalar");
+          Isa::kScalar, "embedding_bag_8bit__scalar", "embedding_bag_4bit__scalar",
+          "embedding_bag_2bit__scalar");
   return t;
 }
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/embedding/embedding.h"
@@ -86,41 +87,116 @@ at::Tensor embedding_bag_byte_prepack_cpu(const at::Tensor& weight) {
   return out;
 }
 
-// 4-bit rows (FBGEMM's reference quantizer, as torch.ops.quantized.embedding_bag_4bit_prepack):
-// bias = fp16(min); scale = fp16((max - bias) / 15) (1 when that is 0 or its reciprocal is
-// infinite); q = clamp(lrintf((x - bias) / scale as x * (1 / scale)), 0, 15); element 2k in the
-// low nibble of byte k, 2k + 1 in the high nibble.
-at::Tensor embedding_bag_4bit_prepack_cpu(const at::Tensor& weight, bool optimized_qparams,
-                                          int64_t nbins, double ratio) {
-  const char* op = "embedding_bag_4bit_prepack";
-  (void)nbins;
-  (void)ratio;
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      !optimized_qparams, "qplugin::", op,
-      ": optimized_qparams=True (PyTorch's greedy range search) is not implemented; supported: "
-      "optimized_qparams=False (row min/max)");
+// PyTorch's greedy range search (at::choose_qparams_optimized, with its calculate_quant_loss),
+// re-implemented operation for operation in float so that the bytes match:
+//   loss(lo, hi) = sqrt(sum_i (x_i - fq(x_i))^2), fq with bias = fp16(lo), scale = fp16((hi -
+//   bias) / qmax) (1 when hi == bias), q = clamp(nearbyint((x - bias) / scale as x * (1 /
+//   scale)), 0, qmax), summed in order;
+//   step = (max - min) / nbins; starting at [min, max], move whichever end lowers the loss more
+//   by one step while lo + int(nbins * (1 - ratio)) * step < hi, keeping the best local optimum
+//   (a range whose loss is below both neighbours' and every earlier optimum's).
+// One addition: PyTorch loops forever when the step is below half an ulp of lo or hi (lo + step
+// == lo: e.g. a row of values near 1000 spread over 1e-3); here the search stops when a move
+// leaves the range unchanged, returning the best range found so far (PyTorch returns nothing).
+float quant_loss(const float* x, int64_t n, float xmin, float xmax, int bits) {
+  xmin = static_cast<float>(c10::Half(xmin));
+  const float range = xmax - xmin;
+  const float qmax = static_cast<float>((1 << bits) - 1);
+  const float scale = range == 0 ? 1.0f : static_cast<float>(c10::Half(range / qmax));
+  const float inv = scale == 0 ? 1.0f : 1.0f / scale;
+  float norm = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float q = std::max(0.0f, std::min(std::nearbyint((x[i] - xmin) * inv), qmax));
+    q = q * scale + xmin;
+    norm += (x[i] - q) * (x[i] - q);
+  }
+  return std::sqrt(norm);
+}
+
+void greedy_range(const float* x, int64_t n, int64_t nbins, double ratio, int bits, float* lo,
+                  float* hi) {
+  float xmin = *std::min_element(x, x + n), xmax = *std::max_element(x, x + n);
+  const float step = (xmax - xmin) / static_cast<float>(nbins);
+  // In double, as torch 2.13 computes it (nbins 1000, ratio 0.05: 950, not the 949 that a float
+  // ratio would give; measured against torch.choose_qparams_optimized).
+  const int min_bins = static_cast<int>(static_cast<double>(nbins) * (1.0 - ratio));
+  float best = quant_loss(x, n, xmin, xmax, bits);
+  float cur_min = xmin, cur_max = xmax, cur_loss = best;
+  const float thr = static_cast<float>(min_bins) * step;
+  while (cur_min + thr < cur_max) {
+    const float loss1 = quant_loss(x, n, cur_min + step, cur_max, bits);  // raise the minimum
+    const float loss2 = quant_loss(x, n, cur_min, cur_max - step, bits);  // lower the maximum
+    if (cur_loss < loss1 && cur_loss < loss2 && cur_loss < best) {  // a local optimum
+      best = cur_loss;
+      xmin = cur_min;
+      xmax = cur_max;
+    }
+    const float prev_min = cur_min, prev_max = cur_max;
+    if (loss1 < loss2) {
+      cur_min = cur_min + step;
+      cur_loss = loss1;
+    } else {
+      cur_max = cur_max - step;
+      cur_loss = loss2;
+    }
+    if (cur_min == prev_min && cur_max == prev_max) break;  // no progress (see above)
+  }
+  *lo = xmin;
+  *hi = xmax;
+}
+
+// N-bit rows (N = 4 or 2; FBGEMM's reference quantizer, as
+// torch.ops.quantized.embedding_bag_{4bit,2bit}_prepack): [lo, hi] = the row's min/max, or the
+// greedy search's range with optimized_qparams; bias = fp16(lo); scale = fp16((hi - bias) /
+// (2^N - 1)) (1 when that is 0 or its reciprocal is infinite); q = clamp(lrintf((x - bias) / scale
+// as x * (1 / scale)), 0, 2^N - 1); element k in bits [N (k % (8/N)), ...) of byte k / (8/N).
+template <int Bits>
+at::Tensor nbit_prepack_cpu(const at::Tensor& weight, bool optimized_qparams, int64_t nbins,
+                            double ratio) {
+  const char* op = Bits == 4 ? "embedding_bag_4bit_prepack" : "embedding_bag_2bit_prepack";
+  constexpr int64_t kPer = 8 / Bits;  // codes per byte
+  constexpr int kQmax = (1 << Bits) - 1;
   TORCH_CHECK(weight.defined() && weight.dim() == 2, "qplugin::", op,
               ": expected 2-D weight [num_embeddings, embedding_dim], got ",
               weight.defined() ? weight.dim() : 0, "-D");
+  if (optimized_qparams) {
+    // PyTorch loops forever for nbins < 0 and leaves the range unsearched for nbins == 0 or
+    // ratio < 0; a ratio above 1 lets the range cross itself; nbins past INT_MAX overflows its
+    // int bin count. qplugin raises instead.
+    TORCH_CHECK(nbins >= 1 && nbins <= std::numeric_limits<int>::max(), "qplugin::", op,
+                ": expected nbins >= 1 with optimized_qparams=True (and <= 2^31 - 1), got ",
+                nbins);
+    TORCH_CHECK(std::isfinite(ratio) && ratio >= 0.0 && ratio <= 1.0, "qplugin::", op,
+                ": expected a ratio in [0, 1] with optimized_qparams=True, got ", ratio);
+  }
   const at::Tensor w = float_weight(op, weight);
   const int64_t rows = w.size(0), cols = w.size(1);
-  TORCH_CHECK(cols >= 2 && cols % 2 == 0, "qplugin::", op,
-              ": expected an even embedding_dim >= 2 (two 4-bit codes per byte), got ", cols);
-  const int64_t rb = cols / 2 + 4;
+  TORCH_CHECK(cols >= kPer && cols % kPer == 0, "qplugin::", op,
+              Bits == 4 ? ": expected an even embedding_dim >= 2 (two 4-bit codes per byte), got "
+                        : ": expected an embedding_dim that is a multiple of 4 (four 2-bit codes "
+                          "per byte), got ",
+              cols);
+  const int64_t cb = cols / kPer, rb = cb + 4;
   at::Tensor out = at::empty({rows, rb}, at::device(at::kCPU).dtype(at::kByte));
   const float* src = w.data_ptr<float>();
   uint8_t* dst = out.data_ptr<uint8_t>();
-  at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / cols), [&](int64_t r0, int64_t r1) {
+  const int64_t work = optimized_qparams ? cols * 4 * std::min<int64_t>(nbins, 1 << 20) : cols;
+  at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / work), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* x = src + r * cols;
       uint8_t* row = dst + r * rb;
-      float mn = *std::min_element(x, x + cols);
-      const float mx = *std::max_element(x, x + cols);
       check_finite_row(op, x, cols, r);
+      float mn, mx;
+      if (optimized_qparams) {
+        greedy_range(x, cols, nbins, ratio, Bits, &mn, &mx);
+      } else {
+        mn = *std::min_element(x, x + cols);
+        mx = *std::max_element(x, x + cols);
+      }
       const c10::Half mn_h(mn);
       mn = static_cast<float>(mn_h);
       const float range = mx - mn;
-      float scale = range == 0 ? 1.0f : range / 15.0f;
+      float scale = range == 0 ? 1.0f : range / static_cast<float>(kQmax);
       const c10::Half scale_h0(scale);
       scale = static_cast<float>(scale_h0);
       if (scale == 0) scale = 1.0f;
@@ -130,13 +206,17 @@ at::Tensor embedding_bag_4bit_prepack_cpu(const at::Tensor& weight, bool optimiz
         inv = 1.0f;
       }
       const c10::Half scale_h(scale);
-      for (int64_t k = 0; k < cols / 2; ++k) {
-        const long q0 = std::min(15L, std::max(0L, std::lrintf((x[2 * k] - mn) * inv)));
-        const long q1 = std::min(15L, std::max(0L, std::lrintf((x[2 * k + 1] - mn) * inv)));
-        row[k] = static_cast<uint8_t>(q0 | (q1 << 4));
+      for (int64_t k = 0; k < cb; ++k) {
+        uint8_t byte = 0;
+        for (int64_t j = 0; j < kPer; ++j) {
+          const long q = std::min(static_cast<long>(kQmax),
+                                  std::max(0L, std::lrintf((x[k * kPer + j] - mn) * inv)));
+          byte = static_cast<uint8_t>(byte | (q << (j * Bits)));
+        }
+        row[k] = byte;
       }
-      std::memcpy(row + cols / 2, &scale_h, sizeof(scale_h));
-      std::memcpy(row + cols / 2 + 2, &mn_h, sizeof(mn_h));
+      std::memcpy(row + cb, &scale_h, sizeof(scale_h));
+      std::memcpy(row + cb + 2, &mn_h, sizeof(mn_h));
     }
   });
   return out;
@@ -178,14 +258,18 @@ at::Tensor embedding_bag_byte_unpack_cpu(const at::Tensor& packed) {
   return out;
 }
 
-at::Tensor embedding_bag_4bit_unpack_cpu(const at::Tensor& packed) {
-  const char* op = "embedding_bag_4bit_unpack";
+// out = scale * q + bias in float (as PyTorch's nbit unpack), element k from bits
+// [N (k % (8/N)), ...) of byte k / (8/N).
+template <int Bits>
+at::Tensor nbit_unpack_cpu(const at::Tensor& packed) {
+  const char* op = Bits == 4 ? "embedding_bag_4bit_unpack" : "embedding_bag_2bit_unpack";
+  constexpr int64_t kPer = 8 / Bits;
   const at::Tensor t = fused_table(op, packed, 2);
   TORCH_CHECK(t.dim() == 2, "qplugin::", op, ": expected a 2-D table, got ", t.dim(), "-D");
   const int64_t rows = t.size(0), rb = t.size(1);
   TORCH_CHECK(rb >= 4, "qplugin::", op,
               ": expected rows of >= 4 bytes (codes, fp16 scale, fp16 bias), got ", rb);
-  const int64_t cols = (rb - 4) * 2;
+  const int64_t cb = rb - 4, cols = cb * kPer;
   at::Tensor out = at::empty({rows, cols}, at::device(at::kCPU).dtype(at::kFloat));
   const uint8_t* src = t.data_ptr<uint8_t>();
   float* dst = out.data_ptr<float>();
@@ -193,11 +277,11 @@ at::Tensor embedding_bag_4bit_unpack_cpu(const at::Tensor& packed) {
     for (int64_t r = r0; r < r1; ++r) {
       const uint8_t* row = src + r * rb;
       c10::Half hs, hb;
-      std::memcpy(&hs, row + cols / 2, 2);
-      std::memcpy(&hb, row + cols / 2 + 2, 2);
+      std::memcpy(&hs, row + cb, 2);
+      std::memcpy(&hb, row + cb + 2, 2);
       const float s = static_cast<float>(hs), b = static_cast<float>(hb);
       for (int64_t c = 0; c < cols; ++c) {
-        const int q = (row[c / 2] >> ((c % 2) * 4)) & 15;
+        const int q = (row[c / kPer] >> ((c % kPer) * Bits)) & ((1 << Bits) - 1);
         dst[r * cols + c] = s * static_cast<float>(q) + b;
       }
     }
@@ -236,7 +320,7 @@ Table rowwise_table(const char* op, const at::Tensor& t, int bits, at::Tensor* k
   const int64_t rb = keep->size(1), extra = bits == 8 ? 8 : 4;
   TORCH_CHECK(rb >= extra, "qplugin::", op, ": expected rows of >= ", extra,
               " bytes (codes, then ", bits == 8 ? "fp32" : "fp16", " scale and bias), got ", rb);
-  const int64_t dim = bits == 8 ? rb - 8 : (rb - 4) * 2;
+  const int64_t dim = bits == 8 ? rb - 8 : (rb - 4) * (8 / bits);
   return {keep->data_ptr<uint8_t>(), keep->size(0), rb, dim};
 }
 
@@ -342,7 +426,7 @@ at::Tensor lookup(const char* op, int bits, const Table& tab, const EmbeddingKer
   a.weights = weights.defined() ? weights.data_ptr<float>() : nullptr;
   a.mode = static_cast<BagMode>(mode);
   a.out = out.data_ptr<float>();
-  auto run = bits == 8 ? k.bag_8bit : k.bag_4bit;
+  auto run = bits == 8 ? k.bag_8bit : bits == 4 ? k.bag_4bit : k.bag_2bit;
   // Tables within the caches' reach (<= kNearBytes) get a short distance: their rows arrive in
   // tens of ns, and rows prefetched far ahead would only compete for the cache.
   a.prefetch = tab.rows * tab.row_bytes <= kNearBytes ? kPrefetchRowsNear
@@ -380,8 +464,9 @@ at::Tensor rowwise_offsets_cpu(const at::Tensor& weight, const at::Tensor& indic
                                const c10::optional<at::Tensor>& per_sample_weights,
                                const c10::optional<at::Tensor>& compressed_indices_mapping,
                                bool include_last_offset) {
-  const char* op = Bits == 8 ? "embedding_bag_byte_rowwise_offsets"
-                             : "embedding_bag_4bit_rowwise_offsets";
+  const char* op = Bits == 8   ? "embedding_bag_byte_rowwise_offsets"
+                   : Bits == 4 ? "embedding_bag_4bit_rowwise_offsets"
+                               : "embedding_bag_2bit_rowwise_offsets";
   at::Tensor keep;
   const Table tab = rowwise_table(op, weight, Bits, &keep);
   return lookup(op, Bits, tab, kernels::embedding_table(), indices, offsets, mode,
@@ -451,11 +536,14 @@ at::Tensor embedding_bag_unpack(const Packed& p) {
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
   using namespace qplugin::ops;
   m.impl("embedding_bag_byte_prepack", TORCH_FN(embedding_bag_byte_prepack_cpu));
-  m.impl("embedding_bag_4bit_prepack", TORCH_FN(embedding_bag_4bit_prepack_cpu));
+  m.impl("embedding_bag_4bit_prepack", TORCH_FN(nbit_prepack_cpu<4>));
+  m.impl("embedding_bag_2bit_prepack", TORCH_FN(nbit_prepack_cpu<2>));
   m.impl("embedding_bag_byte_unpack", TORCH_FN(embedding_bag_byte_unpack_cpu));
-  m.impl("embedding_bag_4bit_unpack", TORCH_FN(embedding_bag_4bit_unpack_cpu));
+  m.impl("embedding_bag_4bit_unpack", TORCH_FN(nbit_unpack_cpu<4>));
+  m.impl("embedding_bag_2bit_unpack", TORCH_FN(nbit_unpack_cpu<2>));
   m.impl("embedding_bag_byte_rowwise_offsets", TORCH_FN(rowwise_offsets_cpu<8>));
   m.impl("embedding_bag_4bit_rowwise_offsets", TORCH_FN(rowwise_offsets_cpu<4>));
+  m.impl("embedding_bag_2bit_rowwise_offsets", TORCH_FN(rowwise_offsets_cpu<2>));
   m.impl("embedding_bag_byte", TORCH_FN(embedding_bag_packed_cpu<8>));
   m.impl("embedding_bag_4bit", TORCH_FN(embedding_bag_packed_cpu<4>));
   m.impl("embedding_byte", TORCH_FN(embedding_packed_cpu<8>));

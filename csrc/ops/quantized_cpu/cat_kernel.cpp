@@ -165,12 +165,22 @@ struct CatPlan {
   at::MemoryFormat fmt;
 };
 
+// Per-channel inputs: the message keeps PyTorch's wording ("Only per-tensor quantization is
+// supported in 'cat'!") after qplugin's form, so tests matching PyTorch's regex pass.
+void check_per_tensor(const char* op, const std::string& nm, const at::Tensor& x) {
+  if (!x.is_quantized()) return;  // check_quantized_input names the non-quantized case
+  TORCH_CHECK(x.qscheme() == at::kPerTensorAffine, "qplugin::", op, ": expected ", nm,
+              " quantized per tensor (torch.per_tensor_affine), got ",
+              c10::toString(x.qscheme()), "; only per-tensor quantization is supported in 'cat'");
+}
+
 CatPlan plan_cat(const char* op, const c10::List<at::Tensor>& qxs, int64_t dim) {
   TORCH_CHECK(qxs.size() > 0, "qplugin::", op,
               ": expected a non-empty list of tensors, got an empty list");
   CatPlan p;
   for (size_t i = 0; i < qxs.size(); ++i) p.xs.push_back(qxs.get(i));
   const std::string name0 = "qx[0]";
+  check_per_tensor(op, name0, p.xs[0]);
   checks::check_quantized_input(op, name0.c_str(), p.xs[0], {at::kQUInt8, at::kQInt8, at::kQInt32});
   const auto& x0 = p.xs[0];
   const int64_t nd = x0.dim();
@@ -186,6 +196,7 @@ CatPlan plan_cat(const char* op, const c10::List<at::Tensor>& qxs, int64_t dim) 
   for (size_t i = 0; i < p.xs.size(); ++i) {
     const auto& x = p.xs[i];
     const std::string nm = "qx[" + std::to_string(i) + "]";
+    check_per_tensor(op, nm, x);
     checks::check_quantized_input(op, nm.c_str(), x, {at::kQUInt8, at::kQInt8, at::kQInt32});
     TORCH_CHECK(x.scalar_type() == x0.scalar_type(), "qplugin::", op, ": expected ", nm,
                 " of dtype ", c10::toString(x0.scalar_type()), " (the dtype of qx[0]), got ",

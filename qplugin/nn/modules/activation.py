@@ -48,7 +48,7 @@ class ReLU6(torch.nn.ReLU):
         return torch.ops.qplugin.relu6(input, self.inplace)
 
     def _get_name(self):
-        return "QPluginReLU6"
+        return "QuantizedReLU6"
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -87,7 +87,7 @@ class Hardswish(_QParamsMixin, torch.nn.Hardswish):
         return torch.ops.qplugin.hardswish(input, float(self.scale), int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginHardswish"
+        return "QuantizedHardswish"
 
     # State-dict layout (same keys as torch.ao.nn.quantized.Hardswish):
     #
@@ -120,7 +120,7 @@ class Hardswish(_QParamsMixin, torch.nn.Hardswish):
     @classmethod
     def from_reference(cls, mod, scale, zero_point):
         _check_float_module("qplugin.nn.Hardswish.from_reference", mod, (cls._FLOAT_MODULE,))
-        return cls(float(scale), int(zero_point))
+        return cls(float(scale), zero_point)
 
 
 class ELU(_QParamsMixin, torch.nn.ELU):
@@ -154,7 +154,7 @@ class ELU(_QParamsMixin, torch.nn.ELU):
         return torch.ops.qplugin.elu(input, float(self.scale), int(self.zero_point), self.alpha)
 
     def _get_name(self):
-        return "QPluginELU"
+        return "QuantizedELU"
 
     # State-dict layout:
     #
@@ -187,4 +187,4 @@ class ELU(_QParamsMixin, torch.nn.ELU):
     @classmethod
     def from_reference(cls, mod, scale, zero_point):
         _check_float_module("qplugin.nn.ELU.from_reference", mod, (cls._FLOAT_MODULE,))
-        return cls(float(scale), int(zero_point), mod.alpha)
+        return cls(float(scale), zero_point, mod.alpha)

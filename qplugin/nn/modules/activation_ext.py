@@ -91,7 +91,7 @@ class LeakyReLU(_OutputQParams, torch.nn.LeakyReLU):
                                             float(self.scale), int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginLeakyReLU"
+        return "QuantizedLeakyReLU"
 
     def extra_repr(self):
         return f"{self._qparams_repr()}, negative_slope={self.negative_slope}" + (
@@ -104,7 +104,7 @@ class LeakyReLU(_OutputQParams, torch.nn.LeakyReLU):
 
     @classmethod
     def from_reference(cls, mod, scale, zero_point):
-        return cls(float(scale), int(zero_point), mod.negative_slope, mod.inplace)
+        return cls(float(scale), zero_point, mod.negative_slope, mod.inplace)
 
 
 class Sigmoid(_OutputQParams, torch.nn.Sigmoid):
@@ -131,7 +131,7 @@ class Sigmoid(_OutputQParams, torch.nn.Sigmoid):
         return torch.ops.qplugin.sigmoid(input, float(self.scale), int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginSigmoid"
+        return "Sigmoid"
 
     def extra_repr(self):
         return self._qparams_repr()
@@ -167,7 +167,7 @@ class Softmax(_OutputQParams, torch.nn.Softmax):
         return torch.ops.qplugin.softmax(input, dim, float(self.scale), int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginSoftmax"
+        return "QuantizedSoftmax"
 
     def extra_repr(self):
         return f"dim={self.dim}, {self._qparams_repr()}"
@@ -189,7 +189,7 @@ class Dropout(torch.nn.Dropout):
         return input
 
     def _get_name(self):
-        return "QPluginDropout"
+        return "QuantizedDropout"
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -221,7 +221,7 @@ class SiLU(_OutputQParams, torch.nn.SiLU):
         return torch.ops.qplugin.silu(input, float(self.scale), int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginSiLU"
+        return "QuantizedSiLU"
 
     def extra_repr(self):
         return self._qparams_repr()
@@ -255,7 +255,7 @@ class GELU(_OutputQParams, torch.nn.GELU):
                                       self.approximate)
 
     def _get_name(self):
-        return "QPluginGELU"
+        return "QuantizedGELU"
 
     def extra_repr(self):
         return f"{self._qparams_repr()}, approximate={self.approximate!r}"
@@ -280,7 +280,7 @@ class Tanh(_OutputQParams, torch.nn.Tanh):
         return torch.ops.qplugin.tanh(input, float(self.scale), int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginTanh"
+        return "QuantizedTanh"
 
     def extra_repr(self):
         return self._qparams_repr()
@@ -304,7 +304,7 @@ class Mish(_OutputQParams, torch.nn.Mish):
         return torch.ops.qplugin.mish(input, float(self.scale), int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginMish"
+        return "QuantizedMish"
 
     def extra_repr(self):
         return self._qparams_repr()
@@ -342,7 +342,7 @@ class Softplus(_OutputQParams, torch.nn.Softplus):
                                           self.beta, self.threshold)
 
     def _get_name(self):
-        return "QPluginSoftplus"
+        return "QuantizedSoftplus"
 
     def extra_repr(self):
         return f"{self._qparams_repr()}, beta={self.beta}, threshold={self.threshold}"

@@ -151,7 +151,7 @@ class BatchNorm2d(_BatchNorm):
         super().__init__(num_features, eps, momentum, device=device, dtype=dtype)
 
     def _get_name(self):
-        return "QPluginBatchNorm2d"
+        return "QuantizedBatchNorm2d"
 
     def _check_input_dim(self, input):
         if input.dim() != 4:
@@ -184,7 +184,7 @@ class BatchNorm3d(_BatchNorm):
         super().__init__(num_features, eps, momentum, device=device, dtype=dtype)
 
     def _get_name(self):
-        return "QPluginBatchNorm3d"
+        return "QuantizedBatchNorm3d"
 
     def _check_input_dim(self, input):
         if input.dim() != 5:

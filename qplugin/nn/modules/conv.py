@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch.nn.modules.utils import _pair, _single, _triple
 
 from qplugin.nn.modules.linear import _hide_packed_params_repr
+from qplugin.nn.modules.utils import _check_zero_point
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -110,7 +111,7 @@ class _ConvNd(torch.nn.Module):
         self.zero_point = 0
 
     def _get_name(self):
-        return "QPlugin" + self._NAME
+        return "Quantized" + self._NAME
 
     def extra_repr(self):
         s = ("{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}, "
@@ -294,7 +295,8 @@ class _ConvNd(torch.nn.Module):
         q.set_weight_bias(ref_qconv.get_quantized_weight(),
                           None if ref_qconv.bias is None else ref_qconv.bias.detach().float())
         q.scale = float(output_scale)
-        q.zero_point = int(output_zero_point)
+        q.zero_point = _check_zero_point(f"qplugin.nn.{cls.__name__}.from_reference",
+                                         output_zero_point, "output_zero_point")
         return q
 
 
@@ -442,7 +444,8 @@ class _ConvTransposeNd(_ConvNd):
         q.set_weight_bias(ref_qconvt.get_quantized_weight(),
                           None if ref_qconvt.bias is None else ref_qconvt.bias.detach().float())
         q.scale = float(output_scale)
-        q.zero_point = int(output_zero_point)
+        q.zero_point = _check_zero_point(f"qplugin.nn.{cls.__name__}.from_reference",
+                                         output_zero_point, "output_zero_point")
         return q
 
 

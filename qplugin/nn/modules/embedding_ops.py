@@ -150,7 +150,7 @@ class Embedding(torch.nn.Module):
         return torch.ops.qplugin.embedding_byte(self._packed_params._packed_weight, indices)
 
     def _get_name(self):
-        return "QPluginEmbedding"
+        return "QuantizedEmbedding"
 
     def __repr__(self):
         return _hide_packed_params_repr(self, EmbeddingPackedParams)
@@ -295,7 +295,7 @@ class EmbeddingBag(Embedding):
             pruned, per_sample_weights, mapping, self.include_last_offset)
 
     def _get_name(self):
-        return "QPluginEmbeddingBag"
+        return "QuantizedEmbeddingBag"
 
     def extra_repr(self):
         s = super().extra_repr()

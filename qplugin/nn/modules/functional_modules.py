@@ -67,7 +67,7 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
         self.activation_post_process = torch.nn.Identity()
 
     def _get_name(self):
-        return "QPluginQFunctional"
+        return "QFunctional"
 
     def extra_repr(self):
         return f"scale={float(self.scale)}, zero_point={int(self.zero_point)}"

@@ -7,6 +7,8 @@ load in both directions; only the packed object inside differs (qplugin's, repac
 """
 import torch
 
+from qplugin.nn.modules.utils import _check_zero_point
+
 __all__ = ["LinearPackedParams", "Linear"]
 
 
@@ -161,7 +163,7 @@ class Linear(torch.nn.Module):
         self.zero_point = 0
 
     def _get_name(self):
-        return "QPluginLinear"
+        return "QuantizedLinear"
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -312,5 +314,6 @@ class Linear(torch.nn.Module):
         bias = ref_qlinear.bias
         qlinear.set_weight_bias(qweight, None if bias is None else bias.detach().float())
         qlinear.scale = float(output_scale)
-        qlinear.zero_point = int(output_zero_point)
+        qlinear.zero_point = _check_zero_point(f"qplugin.nn.{cls.__name__}.from_reference",
+                                               output_zero_point, "output_zero_point")
         return qlinear

@@ -20,6 +20,8 @@ from typing import Optional
 
 import torch
 
+from qplugin.nn.modules.utils import _check_zero_point
+
 __all__ = [
     "LayerNorm",
     "GroupNorm",
@@ -52,8 +54,8 @@ def _check_scale(who: str, scale) -> float:
 def _register_qparams(mod: torch.nn.Module, who: str, scale, zero_point, device) -> None:
     mod.register_buffer("scale", torch.tensor(_check_scale(who, scale), dtype=torch.float64,
                                               device=device))
-    mod.register_buffer("zero_point", torch.tensor(int(zero_point), dtype=torch.int64,
-                                                   device=device))
+    zp = _check_zero_point(f"qplugin.nn.{who}", zero_point)
+    mod.register_buffer("zero_point", torch.tensor(zp, dtype=torch.int64, device=device))
 
 
 def _observed_qparams(cls, mod):
@@ -139,7 +141,7 @@ class LayerNorm(_VersionedStateDict, torch.nn.LayerNorm):
                                             int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginLayerNorm"
+        return "QuantizedLayerNorm"
 
     def extra_repr(self):
         return f"{super().extra_repr()}, {_qparams_repr(self)}"
@@ -174,10 +176,9 @@ class GroupNorm(_VersionedStateDict, torch.nn.GroupNorm):
         super().__init__(num_groups, num_channels, eps, affine, **factory_kwargs)
         self.weight = _as_param(weight, "GroupNorm", "weight")
         self.bias = _as_param(bias, "GroupNorm", "bias")
-        for arg, t in (("weight", self.weight), ("bias", self.bias)):
-            if t is not None and tuple(t.shape) != (num_channels,):
-                raise ValueError(f"qplugin.nn.GroupNorm: expected {arg} of shape "
-                                 f"[{num_channels}] (num_channels), got {list(t.shape)}")
+        # As in PyTorch, num_channels is metadata: weight and bias are checked against the
+        # input's channel count by the op at forward time (qplugin::group_norm: expected weight
+        # of shape [C] ...), not against num_channels here.
         _register_qparams(self, "GroupNorm", scale, zero_point, device)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
@@ -185,7 +186,7 @@ class GroupNorm(_VersionedStateDict, torch.nn.GroupNorm):
                                             self.eps, float(self.scale), int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginGroupNorm"
+        return "QuantizedGroupNorm"
 
     def extra_repr(self):
         return f"{super().extra_repr()}, {_qparams_repr(self)}"
@@ -280,7 +281,7 @@ class InstanceNorm1d(_InstanceNormBase, torch.nn.InstanceNorm1d):
         return self._normalize(input)
 
     def _get_name(self):
-        return "QPluginInstanceNorm1d"
+        return "QuantizedInstanceNorm1d"
 
 
 class InstanceNorm2d(_InstanceNormBase, torch.nn.InstanceNorm2d):
@@ -310,7 +311,7 @@ class InstanceNorm2d(_InstanceNormBase, torch.nn.InstanceNorm2d):
         return self._normalize(input)
 
     def _get_name(self):
-        return "QPluginInstanceNorm2d"
+        return "QuantizedInstanceNorm2d"
 
 
 class InstanceNorm3d(_InstanceNormBase, torch.nn.InstanceNorm3d):
@@ -340,4 +341,4 @@ class InstanceNorm3d(_InstanceNormBase, torch.nn.InstanceNorm3d):
         return self._normalize(input)
 
     def _get_name(self):
-        return "QPluginInstanceNorm3d"
+        return "QuantizedInstanceNorm3d"

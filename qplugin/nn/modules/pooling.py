@@ -72,7 +72,7 @@ class _FromFloat:
         return cls(**{k: getattr(mod, k) for k in cls._CONFIG})
 
     def _get_name(self):
-        return "QPlugin" + type(self).__name__
+        return type(self).__name__
 
 
 class MaxPool1d(_FromFloat, torch.nn.MaxPool1d):

@@ -67,7 +67,7 @@ class PReLU(_QParamsMixin, torch.nn.Module):
                                        int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginPReLU"
+        return "QuantizedPReLU"
 
     def extra_repr(self):
         return (f"num_parameters={self.num_parameters}, scale={float(self.scale)}, "

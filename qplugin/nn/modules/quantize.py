@@ -76,7 +76,7 @@ class Quantize(_QParamsMixin, torch.nn.Module):
         return torch.quantize_per_tensor(X, float(self.scale), int(self.zero_point), self.dtype)
 
     def _get_name(self):
-        return "QPluginQuantize"
+        return "Quantize"
 
     def extra_repr(self):
         return f"scale={self.scale}, zero_point={self.zero_point}, dtype={self.dtype}"
@@ -128,7 +128,7 @@ class DeQuantize(torch.nn.Module):
         return Xq.dequantize()
 
     def _get_name(self):
-        return "QPluginDeQuantize"
+        return "DeQuantize"
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):

@@ -53,17 +53,27 @@ def _scale_buffer(owner: str, scale: float, shape=(), **factory_kwargs) -> torch
 
 
 def _check_zero_point(owner: str, zero_point: Any, name: str = "zero_point") -> int:
-    """An integer (Python/NumPy int or one-element integer tensor) -> int; else TypeError."""
+    """An integer -> int: a Python/NumPy int, an integral float (PyTorch's modules accept
+    `Hardswish(scale, 1.0)`: they pass it on to ops that take it as int), or a one-element
+    integer or integral floating-point tensor. A non-integral or non-finite float raises
+    ValueError (it would silently truncate); anything else TypeError."""
     if isinstance(zero_point, torch.Tensor):
-        if (zero_point.is_quantized or zero_point.numel() != 1
-                or zero_point.is_floating_point() or zero_point.is_complex()
+        if (zero_point.is_quantized or zero_point.numel() != 1 or zero_point.is_complex()
                 or zero_point.dtype == torch.bool):
             raise TypeError(f"{owner}: expected {name} to be an int or a one-element integer"
                             f" tensor, got a tensor of dtype {zero_point.dtype} and shape"
                             f" {list(zero_point.shape)}")
-        return int(zero_point.item())
+        if not zero_point.is_floating_point():
+            return int(zero_point.item())
+        zero_point = float(zero_point.item())
     if isinstance(zero_point, numbers.Integral) and not isinstance(zero_point, bool):
         return int(zero_point)
+    if isinstance(zero_point, numbers.Real) and not isinstance(zero_point, bool):
+        value = float(zero_point)
+        if math.isfinite(value) and value.is_integer():
+            return int(value)
+        raise ValueError(f"{owner}: expected {name} to be an integer (an int or an integral"
+                         f" float), got {value!r}")
     raise TypeError(f"{owner}: expected {name} to be an int, got {type(zero_point).__name__}"
                     f" {zero_point!r}")
 
@@ -150,10 +160,7 @@ class _QParamsMixin:
         if name == "scale":
             v = _check_scale(owner, value)
         else:
-            if (isinstance(value, torch.Tensor) and value.is_floating_point()
-                    and value.numel() == 1 and float(value.item()).is_integer()):
-                value = int(value.item())  # an integral float zero_point (old PyTorch buffers)
-            v = _check_zero_point(owner, value)
+            v = _check_zero_point(owner, value)  # integral float buffers (old PyTorch) pass
         t = torch.tensor(v, dtype=current.dtype, device=current.device).reshape(current.shape)
         if name == "scale" and not (torch.isfinite(t).all() and (t > 0).all()):
             raise ValueError(f"{owner}: expected a scale representable as a positive, finite"

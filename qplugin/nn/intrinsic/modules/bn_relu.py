@@ -31,7 +31,7 @@ class BNReLU2d(BatchNorm2d):
                                                    float(self.scale), int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginBNReLU2d"
+        return "QuantizedBNReLU2d"
 
     @classmethod
     def from_reference(cls, bn_relu, output_scale, output_zero_point):
@@ -62,7 +62,7 @@ class BNReLU3d(BatchNorm3d):
                                                    float(self.scale), int(self.zero_point))
 
     def _get_name(self):
-        return "QPluginBNReLU3d"
+        return "QuantizedBNReLU3d"
 
     @classmethod
     def from_reference(cls, bn_relu, output_scale, output_zero_point):

@@ -27,7 +27,7 @@ class LinearReLU(Linear):
                                              self.zero_point)
 
     def _get_name(self):
-        return "QPluginLinearReLU"
+        return "QuantizedLinearReLU"
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -69,7 +69,7 @@ class LinearLeakyReLU(Linear):
                                                    self.negative_slope)
 
     def _get_name(self):
-        return "QPluginLinearLeakyReLU"
+        return "QuantizedLinearLeakyReLU"
 
     def extra_repr(self):
         return super().extra_repr() + f", negative_slope={self.negative_slope}"
@@ -114,7 +114,7 @@ class LinearTanh(Linear):
                                              self.zero_point)
 
     def _get_name(self):
-        return "QPluginLinearTanh"
+        return "QuantizedLinearTanh"
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
