@@ -14,7 +14,8 @@
 # plain x86-64 machine takes); (3) the folders whose oracle is PyTorch's GEMM/conv again, with
 # PyTorch's own kernels forced to their AVX2 paths (FBGEMM_ENABLE_INSTRUCTIONS, ONEDNN_MAX_CPU_ISA,
 # ATEN_CPU_CAPABILITY), so an AVX-512 machine proves the suite does not depend on the CPU's torch
-# kernels (docs/oracle.md); on an AVX2-only machine stage 1 already runs them that way.
+# kernels (docs/oracle.md); on an AVX2-only machine stage 1 already runs them that way; (4) the
+# op tests under AddressSanitizer + UndefinedBehaviorSanitizer (tools/sanitize.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TORCH=${QPLUGIN_TORCH:-2.13.0}
@@ -41,3 +42,8 @@ QPLUGIN_CPU_ISA=scalar $PY -m pytest -q -p no:cacheprovider tests/norm tests/act
 # must decide per case (tests/_reference.py gemm_oracle) and the suite pass all the same.
 FBGEMM_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 \
     $PY -m pytest -q -p no:cacheprovider tests/linear tests/conv tests/models tests/upsample
+# ASan + UBSan over a CI-sized subset of the op tests (a sanitized build in build/sanitize-tree;
+# the in-place build is untouched). QPLUGIN_SKIP_SANITIZE=1 skips it for a quick local run.
+if [ "${QPLUGIN_SKIP_SANITIZE:-0}" != "1" ]; then
+    PYTHON=$PY MAX_JOBS=${MAX_JOBS:-2} bash tools/sanitize.sh
+fi
