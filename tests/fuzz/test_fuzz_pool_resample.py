@@ -19,14 +19,12 @@ Q = torch.ops.qplugin
 DTYPES = (torch.quint8, torch.qint8)
 
 
-def _input(c, dim, extra_batch_dims=True):
+def _input(c, dim):
     dtype = c.choice(DTYPES)
     smax = {1: 60 if LONG else 30, 2: 24 if LONG else 13, 3: 10 if LONG else 7}[dim]
     spatial = [c.size(1, smax) for _ in range(dim)]
     chans = c.size(1, 40 if LONG else 20)
     shape = [c.choice((1, 2, 3)), chans, *spatial]
-    if dim == 1 or not extra_batch_dims or c.chance(0.15):
-        pass
     if c.chance(0.15):
         shape = shape[1:]  # unbatched (C, spatial...)
     shape = c.shrink(shape, keep=tuple(range(len(shape) - dim, len(shape))))
@@ -45,14 +43,16 @@ def _as_q(codes64, like):
     return torch._make_per_tensor_quantized_tensor(r, like.q_scale(), like.q_zero_point())
 
 
-def _window(c, dim, spatial, dilated):
-    """kernel, stride, padding, dilation per dim, fitting the padded input."""
+def _window(c, dim, spatial, dilated, fit_unpadded=False):
+    """kernel, stride, padding, dilation per dim, fitting the padded input (fit_unpadded: the
+    unpadded input, which float avg_pool3d -- the reference -- requires)."""
     k, s, p, d = [], [], [], []
     for i in range(dim):
         ki = c.randint(1, max(1, min(5, spatial[i] + 2)))
         di = c.choice((1, 1, 2)) if dilated else 1
         pi = c.randint(0, ki // 2)
-        while di * (ki - 1) + 1 > spatial[i] + 2 * pi and (ki > 1 or di > 1):
+        while (di * (ki - 1) + 1 > spatial[i] + (0 if fit_unpadded else 2 * pi)
+               and (ki > 1 or di > 1)):
             if di > 1:
                 di -= 1
             else:
@@ -82,7 +82,7 @@ def draw_avg_pool(seed):
     c = Case("avg_pool", seed)
     dim = c.choice((1, 2, 2, 3))
     x = _input(c, dim)
-    k, s, p, _ = _window(c, dim, x.shape[-dim:], dilated=False)
+    k, s, p, _ = _window(c, dim, x.shape[-dim:], dilated=False, fit_unpadded=dim == 3)
     ceil = c.chance(0.4)
     cip = c.chance(0.5)
     dov = c.choice((None, None, None, 1, 3, 7)) if dim > 1 else None
@@ -128,6 +128,9 @@ def draw_resample(seed):
         scales = [None] * dim
     else:
         scales = [c.choice((0.5, 2.0, 3.0, 1.5, 0.75, c.log_uniform(0.3, 3.5))) for _ in in_sizes]
+        # The output must be non-empty: floor(n * scale) >= 1.
+        scales = [f if math.floor(n * f) >= 1 else c.choice((1.0, 2.0, 2.5))
+                  for n, f in zip(in_sizes, scales)]
         size = [max(1, int(math.floor(n * f))) for n, f in zip(in_sizes, scales)]
     align = c.chance(0.5) if mode == "linear" else None
     c.note(mode=mode, dim=dim, size=size, scales=scales, align_corners=align)
@@ -142,11 +145,6 @@ def draw_resample(seed):
     fmode = {1: "linear", 2: "bilinear", 3: "trilinear"}[dim]
     kw = {"size": size} if scales[0] is None else {"scale_factor": scales,
                                                    "recompute_scale_factor": False}
-    # float64 values, float32 source positions and weights as in PyTorch's (and qplugin's)
-    # kernels: see tests/upsample/test_interpolate.py (a float64 position moves exact ties).
-    v32 = F.interpolate((_codes64(x) - x.q_zero_point()).float(), mode=fmode,
-                        align_corners=align, **kw)
-    del v32
     v = F.interpolate(_codes64(x) - x.q_zero_point(), mode=fmode, align_corners=align, **kw)
     expected = _as_q(torch.round(v) + x.q_zero_point(), x)
     name = {1: "upsample_linear1d", 2: "upsample_bilinear2d", 3: "upsample_trilinear3d"}[dim]
