@@ -166,7 +166,11 @@ def output_qparams(case, v, dtype=torch.quint8, name="out"):
     span = hi - lo
     if not span > 0:
         span = 1.0
-    scale = span / (qmax - qmin)
+    # Slightly more than span / (qmax - qmin): an exact fit puts the extremes exactly on a
+    # rounding tie, where float32 and float64 legitimately round apart -- on every element that
+    # holds the extreme value, which for few distinct values is far more than 1% (QPLUGIN_FUZZ=long:
+    # a layer norm over 2 elements).
+    scale = span / (qmax - qmin) * case.rng.uniform(1.001, 1.05)
     kind = case.choice(("fit", "fit", "fit", "fine", "coarse", "extreme_zp"))
     if kind == "fine":
         scale /= case.log_uniform(4, 100)
@@ -184,6 +188,28 @@ def output_qparams(case, v, dtype=torch.quint8, name="out"):
 
 # -- the per-case check ---------------------------------------------------------------------
 
+# Below SMALL elements the ">= 99% identical" share means "no element differs", stricter than the
+# contract means it: there, every element that differs (by 1) must instead be one whose exact
+# value (case.units = exact result / output scale) is within TIE of a rounding tie, where
+# float32 evaluation may legitimately round the other way (QPLUGIN_FUZZ=long found such cases:
+# layer_norm of 2 elements giving +-127.4999997 units, a conv with 88 outputs).
+SMALL = 100
+TIE = 1e-3
+
+
+def _explained_by_ties(got, expected, units, any_size=False):
+    if units is None or (got.numel() >= SMALL and not any_size) or got.shape != expected.shape:
+        return False
+    a = got.int_repr().to(torch.int64)
+    e = expected.int_repr().to(torch.int64)
+    d = (a - e).abs()
+    if int(d.max()) > 1 or got.q_scale() != expected.q_scale() or (
+            got.q_zero_point() != expected.q_zero_point()):
+        return False
+    u = units.reshape(d.shape)[d != 0]
+    return bool(((u - torch.floor(u) - 0.5).abs() <= TIE).all())
+
+
 def check(case, isa, run, expected, exact=False, msg=""):
     """run() on `isa` within 1 unit and >= 99% identical to `expected` (identical if exact), and
     byte-identical (codes, qparams, strides) to run() on the scalar kernels."""
@@ -193,7 +219,12 @@ def check(case, isa, run, expected, exact=False, msg=""):
     if exact:
         assert_qclose(got, expected, max_diff=0, min_identical=1.0, msg=where)
     else:
-        assert_qclose(got, expected, max_diff=1, min_identical=0.99, msg=where)
+        try:
+            assert_qclose(got, expected, max_diff=1, min_identical=0.99, msg=where)
+        except AssertionError:
+            if not _explained_by_ties(got, expected, getattr(case, "units", None),
+                                      getattr(case, "ties_any_size", False)):
+                raise
     if isa != "scalar":
         with using_isa("scalar"):
             ref = run()

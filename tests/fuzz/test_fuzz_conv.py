@@ -91,6 +91,7 @@ def draw_conv(seed):
         args = (w, bias, stride, padding, dilation, groups)
     scale, zp = output_qparams(c, torch.relu(v) if relu else v)
     expected = requant64(v, scale, zp, torch.quint8, relu=relu)
+    c.units = (torch.relu(v) if relu else v) / scale
     # Prepack inside run(): a packed object keeps the kernel of the ISA current at prepack.
     return c, (lambda: op(x, prepack(*args), scale, zp)), expected
 

@@ -51,6 +51,7 @@ def draw_binary(seed):
     v = deq64(a) + deq64(b) if op.startswith("add") else deq64(a) * deq64(b)
     scale, zp = output_qparams(c, torch.relu(v) if relu else v, dtype)
     expected = requant64(v, scale, zp, dtype, relu=relu)
+    c.units = (torch.relu(v) if relu else v) / scale
     fn = getattr(Q, op)
     return c, (lambda: fn(a, b, scale, zp)), expected
 
@@ -81,6 +82,7 @@ def draw_cat(seed):
     else:
         scale, zp = s0, z0
     expected = requant64(v, scale, zp, dtype, relu=relu)
+    c.units = (torch.relu(v) if relu else v) / scale
     fn = Q.cat_relu if relu else Q.cat
     # With every input's qparams equal to the output's there is no arithmetic: identical.
     exact = all(x.q_scale() == scale and x.q_zero_point() == zp for x in xs)

@@ -46,6 +46,7 @@ def draw_linear(seed):
         v = v + bias.double()
     scale, zp = output_qparams(c, torch.relu(v) if relu else v)
     expected = requant64(v, scale, zp, torch.quint8, relu=relu)
+    c.units = (torch.relu(v) if relu else v) / scale
     op = Q.linear_relu if relu else Q.linear
     # Prepack inside run(): a packed object keeps the kernel of the ISA current at prepack.
     return c, (lambda: op(x, Q.linear_prepack(w, bias), scale, zp)), expected

@@ -12,7 +12,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from _fuzz import LAYOUTS, LONG, Case, cases, check, requant64
+from _fuzz import LAYOUTS, LONG, Case, cases, check
+from _reference import using_isa
 from _sweeps import INT_DTYPE, QRANGE
 
 Q = torch.ops.qplugin
@@ -34,7 +35,8 @@ def _input(c, dim):
 
 
 def _codes64(x):
-    return x.int_repr().to(torch.float64)
+    # Contiguous: the float references (e.g. max_pool3d) reject some strided layouts.
+    return x.int_repr().to(torch.float64).contiguous()
 
 
 def _as_q(codes64, like):
@@ -73,9 +75,13 @@ def draw_max_pool(seed):
     ceil = c.chance(0.4)
     c.note(dim=dim, kernel=k, stride=s, padding=p, dilation=d, ceil_mode=ceil)
     fn = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[dim]
-    expected = _as_q(fn(_codes64(x), k, s, p, d, ceil), x)
+    ref = fn(_codes64(x), k, s, p, d, ceil)
+    # A dilated window can skip over the whole input: the float op gives -inf there, qplugin
+    # raises (tests/pooling: test_max_pool_window_in_padding_only_raises).
+    empty_window = bool(torch.isinf(ref).any())
+    c.note(empty_window=empty_window)
     op = getattr(Q, f"max_pool{dim}d")
-    return c, (lambda: op(x, k, s, p, d, ceil)), expected
+    return c, (lambda: op(x, k, s, p, d, ceil)), (None if empty_window else _as_q(ref, x))
 
 
 def draw_avg_pool(seed):
@@ -145,8 +151,22 @@ def draw_resample(seed):
     fmode = {1: "linear", 2: "bilinear", 3: "trilinear"}[dim]
     kw = {"size": size} if scales[0] is None else {"scale_factor": scales,
                                                    "recompute_scale_factor": False}
-    v = F.interpolate(_codes64(x) - x.q_zero_point(), mode=fmode, align_corners=align, **kw)
-    expected = _as_q(torch.round(v) + x.q_zero_point(), x)
+    # Not the exact reference, on purpose (QPLUGIN_FUZZ=long, NOTES_robust.md): (1) PyTorch's and
+    # qplugin's kernels compute source positions and weights in float32 (as
+    # tests/upsample/test_interpolate.py's reference does): float64 ones move values sitting at
+    # ties and disagree on up to 3% of the elements; (2) they round the interpolated *raw code*
+    # half to even, not the interpolated code - zp: with an odd zero point every exact tie (a
+    # weight 1/2 between codes of odd difference: align_corners=True at 2x, scale 0.5, ...)
+    # lands 1 unit from the exact value, up to 25% of the elements on tie-heavy inputs.
+    # tests/fuzz/test_fuzz_regressions.py pins (2) as a strict xfail against the exact rule.
+    v = F.interpolate(_codes64(x).float(), mode=fmode, align_corners=align, **kw).double()
+    expected = _as_q(torch.round(v), x)
+    # Interpolating few distinct codes (x_codes='extremes' or 'near_zp') gives few distinct
+    # values: where one sits near a tie, every element holding it may round apart between the
+    # kernels' and F.interpolate's float32 weights, > 1% of the elements. So here, at any size,
+    # every differing element must be within _fuzz.TIE of a tie in float64 (and within 1 unit).
+    c.units = F.interpolate(_codes64(x), mode=fmode, align_corners=align, **kw)
+    c.ties_any_size = True
     name = {1: "upsample_linear1d", 2: "upsample_bilinear2d", 3: "upsample_trilinear3d"}[dim]
     op = getattr(Q, name)
     args = (size, align, *scales)
@@ -156,6 +176,11 @@ def draw_resample(seed):
 @pytest.mark.parametrize("seed", cases(25))
 def test_fuzz_max_pool(isa, seed):
     case, run, expected = draw_max_pool(seed)
+    if expected is None:
+        with using_isa(isa), pytest.raises(RuntimeError, match="expected every pooling window "
+                                           "to cover at least one input element"):
+            run()
+        return
     check(case, isa, run, expected, exact=True)
 
 
