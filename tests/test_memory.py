@@ -21,7 +21,8 @@ Q = torch.ops.qplugin
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 # Growth bound. Steady-state growth measured here: 0.00-0.12 MiB (NOTES_robust.md); keeping one
-# 1x6x32 fp32 output per forward grows 11.9 MiB, one packed 64x128 linear per trip 15.7 MiB. 4 MiB over 10,000 forwards catches any leak of >= 420 bytes per forward --
+# 1x6x32 fp32 output per forward grows 11.9 MiB, one packed 64x128 linear per trip 15.7 MiB.
+# 4 MiB over 10,000 forwards catches any leak of >= 420 bytes per forward --
 # smaller than one leaked TensorImpl + StorageImpl pair, and than every intermediate activation of
 # the models below (the smallest, ResNetish's 1x32 pooled vector, is 32 bytes of data plus ~400 of
 # tensor bookkeeping). For the packed-param loops (ROUND_TRIPS iterations, each packing a weight

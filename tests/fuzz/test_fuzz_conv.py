@@ -2,8 +2,8 @@
 # depthwise), kernel/stride/padding/dilation/output_padding, input layouts, per-tensor and
 # per-channel weights with any zero point, extreme activation zero points and tiny/huge scales,
 # against the exact float64 reference (within 1 unit, >= 99% identical) and the scalar kernels
-# (byte-identical) on every ISA. Changes with: tests/fuzz/_fuzz.py, csrc/packed/conv_packed_params.*,
-# csrc/ops/quantized_cpu/conv_*.
+# (byte-identical) on every ISA. Changes with: tests/fuzz/_fuzz.py,
+# csrc/packed/conv_packed_params.*, csrc/ops/quantized_cpu/conv_*.
 import pytest
 import torch
 import torch.nn.functional as F

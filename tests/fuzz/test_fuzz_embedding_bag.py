@@ -18,6 +18,9 @@ from _emb_common import prepack, rowwise  # noqa: E402
 from _fuzz import LONG, Case, cases, check_float  # noqa: E402
 
 
+DENSE = torch.contiguous_format
+
+
 def _decode(table, bits):
     """float64 [rows, dim] of a fused table, as tests/embedding/_emb_common.decode but with dense
     copies: there a 1-row table's byte slice is already "contiguous", at a storage offset that
@@ -25,13 +28,13 @@ def _decode(table, bits):
     t = table.contiguous()
     if bits == 8:
         codes = t[:, :-8].double()
-        scale = t[:, -8:-4].clone(memory_format=torch.contiguous_format).view(torch.float32).double()
-        bias = t[:, -4:].clone(memory_format=torch.contiguous_format).view(torch.float32).double()
+        scale = t[:, -8:-4].clone(memory_format=DENSE).view(torch.float32).double()
+        bias = t[:, -4:].clone(memory_format=DENSE).view(torch.float32).double()
     else:
         packed = t[:, :-4]
         codes = torch.stack([packed & 15, packed >> 4], dim=2).reshape(t.shape[0], -1).double()
-        scale = t[:, -4:-2].clone(memory_format=torch.contiguous_format).view(torch.float16).double()
-        bias = t[:, -2:].clone(memory_format=torch.contiguous_format).view(torch.float16).double()
+        scale = t[:, -4:-2].clone(memory_format=DENSE).view(torch.float16).double()
+        bias = t[:, -2:].clone(memory_format=DENSE).view(torch.float16).double()
     return codes * scale + bias
 
 

@@ -77,7 +77,7 @@ def draw_max_pool(seed):
     fn = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[dim]
     ref = fn(_codes64(x), k, s, p, d, ceil)
     # A dilated window can skip over the whole input: the float op gives -inf there, qplugin
-    # raises (tests/pooling: test_max_pool_window_in_padding_only_raises).
+    # raises (tests/fuzz/test_fuzz_regressions.py: test_max_pool_window_in_padding_only_raises).
     empty_window = bool(torch.isinf(ref).any())
     c.note(empty_window=empty_window)
     op = getattr(Q, f"max_pool{dim}d")
