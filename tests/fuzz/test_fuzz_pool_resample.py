@@ -143,7 +143,16 @@ def draw_resample(seed):
     if mode in ("nearest", "nearest-exact"):
         # No arithmetic: the float op on the codes, with the same sizes and scales.
         kw = {"size": size} if scales[0] is None else {"scale_factor": scales}
-        expected = _as_q(F.interpolate(_codes64(x), mode=mode, **kw), x)
+        if mode == "nearest" and scales[0] is not None:
+            # qplugin follows PyTorch's nearest_idx: out == in or 2 * in copies / halves the
+            # index whatever scale is given (float upsample_nearest2d does the same; PyTorch's
+            # float 1-d/3-d kernels use the scale there, its quantized 2-d one for 2x only:
+            # QPLUGIN_FUZZ=long seed 397, NOTES_robust.md). Reference: no scale for such dims.
+            ref_scales = [None if o in (n, 2 * n) else f for o, n, f in zip(size, in_sizes, scales)]
+            aten = getattr(torch.ops.aten, f"upsample_nearest{dim}d")
+            expected = _as_q(aten(_codes64(x), size, *ref_scales), x)
+        else:
+            expected = _as_q(F.interpolate(_codes64(x), mode=mode, **kw), x)
         name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact"}[mode]
         op = getattr(Q, f"{name}{dim}d")
         args = (size, *scales)
