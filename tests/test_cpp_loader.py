@@ -262,3 +262,47 @@ def test_loader_errors(loader, demo_files, tmp_path):
     # Wrong usage.
     r, _ = _run_loader(loader["dlopen"], [model], tmp_path)
     assert r.returncode == 2 and "usage: qplugin_loader" in r.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# --threads-run N: the same module from N std::threads at once, every output equal to the first.
+
+
+def test_threads_run_concurrent_outputs_equal(loader, demo_files, tmp_path):
+    model, inp, expected = demo_files
+    r, output = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--threads", "2",
+                                               "--threads-run", "4", model, inp], tmp_path)
+    _check_output(r, output, expected)
+    assert "threads-run: 4 threads x 8 runs: every output equals the first" in r.stdout, r.stdout
+
+
+def test_threads_run_linked_loader(loader, demo_files, tmp_path):
+    model, inp, expected = demo_files
+    r, output = _run_loader(loader["linked"], ["--threads", "1", "--threads-run", "3", model, inp],
+                            tmp_path)
+    _check_output(r, output, expected)
+    assert "threads-run: 3 threads x 8 runs: every output equals the first" in r.stdout, r.stdout
+
+
+class _Noisy(torch.nn.Module):
+    """Output differs on every call: what --threads-run must report."""
+
+    def forward(self, x):
+        return x + torch.rand_like(x)
+
+
+def test_threads_run_reports_differing_outputs(loader, demo_files, tmp_path):
+    _, inp, _ = demo_files
+    noisy = str(tmp_path / "noisy.pt")
+    torch.jit.save(torch.jit.script(_Noisy()), noisy)
+    r, _ = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--threads-run", "2",
+                                          noisy, inp], tmp_path)
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "16 of 16 concurrent outputs differ from the first" in r.stderr, r.stderr
+
+
+def test_threads_run_rejects_bad_count(loader, demo_files, tmp_path):
+    model, inp, _ = demo_files
+    r, _ = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--threads-run", "0",
+                                          model, inp], tmp_path)
+    assert r.returncode == 2 and "expected --threads-run N with N > 0, got 0" in r.stderr

@@ -3,7 +3,7 @@
 // process. Build: build.sh (g++) or CMakeLists.txt; docs/deployment.md. Test:
 // tests/test_cpp_loader.py.
 //
-//   qplugin_loader [--lib PATH] [--threads N] MODEL.pt INPUT.pt OUTPUT.pt
+//   qplugin_loader [--lib PATH] [--threads N] [--threads-run N] MODEL.pt INPUT.pt OUTPUT.pt
 //
 // --lib PATH: qplugin's op library (qplugin/_C*.so) to dlopen; without it, the loader uses the
 //   qplugin it was linked with (linked.cpp, which calls qplugin_register_all()), else a _C*.so
@@ -11,6 +11,9 @@
 //   torch::pickle_save). OUTPUT.pt: the output, written with torch::pickle_save (read it with
 //   torch.load). Prints the output's shape and first values, and whether any Python library is
 //   mapped into the process (it must not be).
+// --threads-run N: after the first forward, runs the same module from N std::threads at once
+//   (kThreadsRunIters forwards each, same input) and checks that every output equals the first
+//   (values, shape, dtype, strides); exits 4 if any differs or throws.
 #include <dlfcn.h>
 #include <glob.h>
 
@@ -20,7 +23,9 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <ATen/Parallel.h>
@@ -80,8 +85,50 @@ std::vector<std::string> python_libraries_mapped() {
 }
 
 int usage() {
-  std::cerr << "usage: qplugin_loader [--lib PATH] [--threads N] MODEL.pt INPUT.pt OUTPUT.pt\n";
+  std::cerr << "usage: qplugin_loader [--lib PATH] [--threads N] [--threads-run N] MODEL.pt "
+               "INPUT.pt OUTPUT.pt\n";
   return 2;
+}
+
+constexpr int kThreadsRunIters = 8;
+
+bool same_output(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.sizes() == b.sizes() && a.strides() == b.strides() && a.dtype() == b.dtype() &&
+         torch::equal(a, b);
+}
+
+// Runs model.forward({x}) from n threads at once, kThreadsRunIters times each; returns the number
+// of outputs that differ from `first` or calls that threw (0: all equal), and prints them.
+int threads_run(torch::jit::Module& model, const torch::Tensor& x, const torch::Tensor& first,
+                int n) {
+  std::mutex mu;
+  int bad = 0;
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(n));
+  for (int t = 0; t < n; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < kThreadsRunIters; ++i) {
+        try {
+          c10::InferenceMode guard;
+          c10::IValue out = model.forward({x});
+          if (!out.isTensor() || !same_output(out.toTensor(), first)) {
+            std::lock_guard<std::mutex> lock(mu);
+            ++bad;
+            std::cerr << "qplugin_loader: --threads-run: thread " << t << " run " << i
+                      << ": expected the first output, got a different "
+                      << (out.isTensor() ? "tensor" : out.tagKind()) << "\n";
+          }
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++bad;
+          std::cerr << "qplugin_loader: --threads-run: thread " << t << " run " << i
+                    << " threw: " << e.what() << "\n";
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return bad;
 }
 
 }  // namespace
@@ -89,6 +136,7 @@ int usage() {
 int main(int argc, char** argv) {
   std::string lib;
   int threads = 0;
+  int run_threads = 0;
   std::vector<std::string> pos;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -96,6 +144,13 @@ int main(int argc, char** argv) {
       lib = argv[++i];
     } else if (a == "--threads" && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
+    } else if (a == "--threads-run" && i + 1 < argc) {
+      run_threads = std::atoi(argv[++i]);
+      if (run_threads <= 0) {
+        std::cerr << "qplugin_loader: expected --threads-run N with N > 0, got " << argv[i]
+                  << "\n";
+        return 2;
+      }
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;
@@ -152,6 +207,18 @@ int main(int argc, char** argv) {
       std::cerr << "qplugin_loader: expected the model to return a tensor, got " << out.tagKind()
                 << "\n";
       return 1;
+    }
+    if (run_threads > 0) {
+      const torch::Tensor first = out.toTensor();
+      const int bad = threads_run(model, x, first, run_threads);
+      if (bad != 0) {
+        std::cerr << "qplugin_loader: --threads-run: " << bad << " of "
+                  << run_threads * kThreadsRunIters
+                  << " concurrent outputs differ from the first\n";
+        return 4;
+      }
+      std::cout << "threads-run: " << run_threads << " threads x " << kThreadsRunIters
+                << " runs: every output equals the first\n";
     }
     torch::Tensor y = out.toTensor().contiguous();
     std::vector<char> data = torch::pickle_save(y);

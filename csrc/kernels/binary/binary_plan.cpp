@@ -27,7 +27,11 @@ float threshold(double eps, bool exact_mode) {
   if (exact_mode) return 1.0f;
   // Round the threshold down to float so the comparison can only flag more lanes.
   const double thr = 0.5 - eps;
-  if (thr <= 0.0) return 0.0f;  // absurd ranges: every lane goes to the exact path
+  // Absurd ranges (eps >= 0.5): every lane goes to the exact path. The threshold must be
+  // negative, not 0: a lane whose float v is integral (|v - nearbyint(v)| = 0, e.g. clamped, or
+  // |v| >= 2^23) can still be several units off (found by tests/fuzz: add_relu with scales
+  // 1e4 -> 0.08).
+  if (thr <= 0.0) return -1.0f;
   return std::nextafter(static_cast<float>(thr), 0.0f);
 }
 
@@ -133,7 +137,9 @@ Params plan_add(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
     const double L = m * std::fabs(p.ra_lo) + m * std::fabs(p.rb_lo) + std::fabs(p.c_lo) +
                      Cterms * 0x1p-50;
     p.err = 0x1p-46 * (L + 4 * eps) + 0x1p-1000;
-    p.two_level = !exact_mode && span < std::ldexp(1.0, g + 52) &&
+    // The second level decides between floor(v) and floor(v) + 1: only valid when v is within
+    // 0.5 of the exact value (thr > 0); otherwise fix() decides every lane.
+    p.two_level = !exact_mode && p.thr > 0.0f && span < std::ldexp(1.0, g + 52) &&
                   std::fabs(c_hi) < std::ldexp(1.0, g + 52);
   }
   p.za = static_cast<int32_t>(za);
@@ -180,7 +186,7 @@ Params plan_mul(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
     const int g = std::min(lsb_or(p.ra, 0), -1);
     const double span = mp * std::fabs(p.ra) + 2 * std::fabs(static_cast<double>(zo)) + Mv + 2;
     p.err = 0x1p-46 * (mp * std::fabs(p.ra_lo) + 4 * eps) + 0x1p-1000;
-    p.two_level = !exact_mode && span < std::ldexp(1.0, g + 52);
+    p.two_level = !exact_mode && p.thr > 0.0f && span < std::ldexp(1.0, g + 52);  // as add
   }
   p.za = static_cast<int32_t>(za);
   p.zb = static_cast<int32_t>(zb);

@@ -107,8 +107,13 @@ DimPlan plan_window(const char* op, const PoolArgs& a, int64_t i, int64_t in) {
       for (int64_t x = lo; x < hi; ++x) d.taps.push_back(x);
       d.div.push_back(a.count_include_pad ? end - start : hi - lo);
     }
-    TORCH_INTERNAL_ASSERT(static_cast<int64_t>(d.taps.size()) > d.off.back(), "qplugin::", op,
-                          ": empty pooling window");
+    // A dilated max window can skip over the whole input (found by tests/fuzz; PyTorch's float
+    // op gives -inf there, its quantized op qmin): user input, not an internal error.
+    TORCH_CHECK(static_cast<int64_t>(d.taps.size()) > d.off.back(), "qplugin::", op,
+                ": expected every pooling window to cover at least one input element, got "
+                "window ", o, " of dim ", i, " in padding only (input size ", in, ", kernel ", k,
+                ", stride ", s, ", padding ", p, ", dilation ", dil,
+                "); use less padding or dilation");
     d.off.push_back(static_cast<int64_t>(d.taps.size()));
   }
   return d;

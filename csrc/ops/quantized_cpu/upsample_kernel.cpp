@@ -164,7 +164,10 @@ void nearest_run(const Prep& p, const std::vector<int64_t>& id, const std::vecto
           std::memcpy(yr, yr - OW * C, OW * C * sizeof(T));
           continue;
         }
-        if (r > b && oh == 0 && od > 0 && OH > 0 && id[od] == id[od - 1] && r >= OH) {
+        // Same source plane as the previous output plane: copy that plane -- only if this chunk
+        // wrote all of it (r - OH >= b); another thread's rows may not be written yet (a race
+        // found by tests/fuzz: garbage planes in 3-d nearest(-exact) channels-last output).
+        if (oh == 0 && od > 0 && r - OH >= b && id[od] == id[od - 1]) {
           std::memcpy(yr, yr - OH * OW * C, OW * C * sizeof(T));
           continue;
         }
