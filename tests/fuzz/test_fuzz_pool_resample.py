@@ -163,13 +163,13 @@ def draw_resample(seed):
     # Not the exact reference, on purpose (QPLUGIN_FUZZ=long, NOTES_robust.md): (1) PyTorch's and
     # qplugin's kernels compute source positions and weights in float32 (as
     # tests/upsample/test_interpolate.py's reference does): float64 ones move values sitting at
-    # ties and disagree on up to 3% of the elements; (2) they round the interpolated *raw code*
-    # half to even, not the interpolated code - zp: with an odd zero point every exact tie (a
-    # weight 1/2 between codes of odd difference: align_corners=True at 2x, scale 0.5, ...)
-    # lands 1 unit from the exact value, up to 25% of the elements on tie-heavy inputs.
-    # tests/fuzz/test_fuzz_regressions.py pins (2) as a strict xfail against the exact rule.
-    v = F.interpolate(_codes64(x).float(), mode=fmode, align_corners=align, **kw).double()
-    expected = _as_q(torch.round(v), x)
+    # ties and disagree on up to 3% of the elements. The rounding is the exact rule: the
+    # interpolated code - zp, half to even, plus zp (docs/oracle.md; torch 2.13 rounds the raw
+    # code instead and is off on ties with an odd zero point;
+    # tests/fuzz/test_fuzz_regressions.py pins the exact rule on such ties).
+    zp = x.q_zero_point()
+    v = F.interpolate((_codes64(x) - zp).float(), mode=fmode, align_corners=align, **kw).double()
+    expected = _as_q(torch.round(v) + zp, x)
     # Interpolating few distinct codes (x_codes='extremes' or 'near_zp') gives few distinct
     # values: where one sits near a tie, every element holding it may round apart between the
     # kernels' and F.interpolate's float32 weights, > 1% of the elements. So here, at any size,
