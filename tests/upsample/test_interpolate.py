@@ -53,7 +53,8 @@ def _f32_weights(n_in, n_out, align_corners, scale):
 def bilinear_f32(x, out_hw, scales, align_corners):
     """The numerics contract for bilinear in float32, step by step as PyTorch defines the weights:
     H = a0 * q[w0] + a1 * q[w1] per row, V = b0 * H[h0] + b1 * H[h1], y = zp + round(V - zp)
-    (round half to even, clamp). Raw codes as float32; each op rounded once, no fma."""
+    (round half to even, clamp; with an even zp, round(V)). Raw codes as float32; each op
+    rounded once, no fma."""
     q = x.int_repr().to(torch.float32)
     zp = x.q_zero_point()
     (H, W), (OH, OW) = x.shape[-2:], out_hw
@@ -62,7 +63,9 @@ def bilinear_f32(x, out_hw, scales, align_corners):
     rows = a0 * q[..., w0] + a1 * q[..., w1]
     v = b0[:, None] * rows[..., h0, :] + b1[:, None] * rows[..., h1, :]
     lo, hi = QRANGE[x.dtype]
-    return (torch.round(v - zp).to(torch.int64) + zp).clamp(lo, hi)
+    # An even zp: round(v - zp) + zp == round(v) exactly; the kernels then round v itself.
+    r = torch.round(v) if zp % 2 == 0 else torch.round(v - zp) + zp
+    return r.to(torch.int64).clamp(lo, hi)
 
 
 def _out_and_scales(x, kw):

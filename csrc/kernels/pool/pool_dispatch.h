@@ -31,7 +31,8 @@ struct AvgQ {
 // Rounding relative to the zero point is the numerics contract: the exact result is
 // quantize(interp(dequantize(x))) = zp + round_half_even(interp(x - zp)), since the weights sum
 // to 1. Rounding the raw codes (torch 2.13) sends ties the other way when zp is odd; torch 2.14
-// rounds relative to zp as here (docs/oracle.md).
+// rounds relative to zp as here (docs/oracle.md). With an even zp the two forms agree in exact
+// arithmetic and the kernels round v itself (one float rounding fewer, and faster).
 struct LerpQ {
   float qmin;
   float qmax;
