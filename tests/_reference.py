@@ -413,3 +413,25 @@ def module_oracle(torch_mod, qx, what=""):
     exact reference (see gemm_oracle)."""
     return gemm_oracle(torch_mod(qx).int_repr(), exact_module_codes(torch_mod, qx),
                        qx.int_repr(), torch_mod.weight().int_repr(), what)
+
+
+@contextlib.contextmanager
+def quantized_engine(name):
+    """torch.backends.quantized.engine set to name for the block (PyTorch has some fused ops,
+    e.g. linear_leaky_relu and conv2d_add, on its onednn engine only)."""
+    prev = torch.backends.quantized.engine
+    torch.backends.quantized.engine = name
+    try:
+        yield
+    finally:
+        torch.backends.quantized.engine = prev
+
+
+def weight64(w):
+    """A per-tensor or per-channel (axis 0) quantized weight dequantized in float64."""
+    if w.qscheme() == torch.per_tensor_affine:
+        return dequantize64(w)
+    shape = [-1] + [1] * (w.dim() - 1)
+    zp = w.q_per_channel_zero_points().to(torch.float64).reshape(shape)
+    sc = w.q_per_channel_scales().to(torch.float64).reshape(shape)
+    return (w.int_repr().to(torch.float64) - zp) * sc

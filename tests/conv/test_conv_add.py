@@ -7,7 +7,6 @@ ReLU after the add, quantized round half to even) -> bit for bit; PyTorch's conv
 (onednn engine, the only one that has them) on reduce_range activations (codes 0..127) and
 symmetric weights, where it is exact on AVX2 and AVX-512 machines alike -> within 1.
 """
-import contextlib
 import copy
 import io
 import warnings
@@ -22,32 +21,17 @@ from torch import nn
 import qplugin.quantization as qq
 from qplugin.nn import intrinsic as qnni
 from _reference import (assert_bytes_equal, assert_qclose, assert_qequal, call_unmodified,
-                        dequantize64, quantize64)
+                        dequantize64, quantize64, quantized_engine, weight64)
 
 OPS = {False: torch.ops.qplugin.conv2d_add, True: torch.ops.qplugin.conv2d_add_relu}
 
 
-@contextlib.contextmanager
-def engine(name):
-    prev = torch.backends.quantized.engine
-    torch.backends.quantized.engine = name
-    try:
-        yield
-    finally:
-        torch.backends.quantized.engine = prev
 
 
-def _w64(w):
-    if w.qscheme() == torch.per_tensor_affine:
-        return dequantize64(w)
-    shape = [-1] + [1] * (w.dim() - 1)
-    zp = w.q_per_channel_zero_points().to(torch.float64).reshape(shape)
-    sc = w.q_per_channel_scales().to(torch.float64).reshape(shape)
-    return (w.int_repr().to(torch.float64) - zp) * sc
 
 
 def exact(x, acc, w, b, stride, padding, dilation, groups, scale, zp, relu):
-    v = F.conv2d(dequantize64(x), _w64(w), None if b is None else b.to(torch.float64), stride,
+    v = F.conv2d(dequantize64(x), weight64(w), None if b is None else b.to(torch.float64), stride,
                  padding, dilation, groups)
     v = v + dequantize64(acc)
     if relu:
@@ -131,7 +115,7 @@ def test_vs_pytorch_onednn(relu, i):
     x, acc, w, b, s, p, d, g = _case(i, seed=11)
     x = _q(tuple(x.shape), lo=0, hi=127, zp=50, scale=0.04, seed=i)  # reduce_range codes
     ref = exact(x, acc, w, b, s, p, d, g, 0.05, 100, relu)
-    with engine("onednn"):
+    with quantized_engine("onednn"):
         tp = torch.ops.quantized.conv2d_prepack(w, b, s, p, d, g)
         top = torch.ops.quantized.conv2d_add_relu if relu else torch.ops.quantized.conv2d_add
         theirs = top(x, acc.clone(), tp, 0.05, 100)
@@ -267,7 +251,7 @@ def _converted(relu, torch_convert=False):
     for _ in range(3):
         m(torch.randn(2, 4, 5, 5), torch.randn(2, 6, 5, 5))
     if torch_convert:
-        with engine("onednn"):
+        with quantized_engine("onednn"):
             return tq.convert(m)
     return qq.convert(m)
 
@@ -284,7 +268,7 @@ def test_module_from_float_through_convert(relu):
                 c.zero_point, relu)
     assert_qequal(got, ref)
     tm = _converted(relu, torch_convert=True)
-    with engine("onednn"):
+    with quantized_engine("onednn"):
         theirs = tm.conv(x, y.clone())
     assert theirs.q_scale() == got.q_scale() and theirs.q_zero_point() == got.q_zero_point()
     assert_qclose(got, theirs)

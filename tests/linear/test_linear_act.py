@@ -8,7 +8,6 @@ ops of the same name (onednn engine, the only one that has them) on reduce_range
 (TORCH_ORACLE_NOTES.md: full-range activations saturate its AVX2 u8 x s8 kernels) -> within 1.
 Every ISA (the op is ISA-independent: same bytes).
 """
-import contextlib
 import copy
 import io
 
@@ -20,31 +19,18 @@ from torch import nn
 
 import qplugin.quantization as qq
 from qplugin.nn import intrinsic as qnni
-from _reference import assert_qclose, assert_qequal, call_unmodified, dequantize64, quantize64
+from _reference import (assert_qclose, assert_qequal, call_unmodified, dequantize64,  # noqa: E402
+                        quantize64, quantized_engine, weight64)
 
 OPS = {"leaky": torch.ops.qplugin.linear_leaky_relu, "tanh": torch.ops.qplugin.linear_tanh}
 
 
-@contextlib.contextmanager
-def engine(name):
-    prev = torch.backends.quantized.engine
-    torch.backends.quantized.engine = name
-    try:
-        yield
-    finally:
-        torch.backends.quantized.engine = prev
 
 
-def _w_float64(w):
-    if w.qscheme() == torch.per_tensor_affine:
-        return dequantize64(w)
-    zp = w.q_per_channel_zero_points().to(torch.float64)[:, None]
-    sc = w.q_per_channel_scales().to(torch.float64)[:, None]
-    return (w.int_repr().to(torch.float64) - zp) * sc
 
 
 def exact(kind, x, w, b, scale, zp, slope=0.0):
-    v = dequantize64(x) @ _w_float64(w).T
+    v = dequantize64(x) @ weight64(w).T
     if b is not None:
         v = v + b.to(torch.float64)
     v = torch.where(v >= 0, v, v * slope) if kind == "leaky" else torch.tanh(v)
@@ -135,7 +121,7 @@ def test_vs_pytorch_onednn(kind, seed):
     b = torch.randn(24, generator=torch.Generator().manual_seed(seed))
     scale, zp = (0.008, 128) if kind == "tanh" else (0.04, 90)
     ref = exact(kind, x, w, b, scale, zp, 0.125)
-    with engine("onednn"):
+    with quantized_engine("onednn"):
         tp = torch.ops.quantized.linear_prepack(w, b)
         theirs = (torch.ops.quantized.linear_leaky_relu(x, tp, scale, zp, 0.125) if kind == "leaky"
                   else torch.ops.quantized.linear_tanh(x, tp, scale, zp))
@@ -204,7 +190,7 @@ def _converted(kind, per_channel=True, torch_convert=False):
     for _ in range(4):
         m(torch.randn(16, 12) * 2)
     if torch_convert:
-        with engine("onednn"):
+        with quantized_engine("onednn"):
             return tq.convert(m)
     return qq.convert(m)
 
@@ -223,7 +209,7 @@ def test_module_from_float_through_convert(kind):
     assert_qequal(got, ref)
     # torch.ao's own conversion (onednn engine; the x86 qconfig's reduce_range keeps it exact).
     tm = _converted(kind, torch_convert=True)
-    with engine("onednn"):
+    with quantized_engine("onednn"):
         theirs = tm.fc(tm.quant(x))
     assert theirs.q_scale() == got.q_scale() and theirs.q_zero_point() == got.q_zero_point()
     assert_qclose(got, theirs)
