@@ -1,6 +1,6 @@
 """The shape-specific fast paths of the vector ISAs, byte for byte against the scalar ISA and
 within 1 unit of the exact float64 oracle:
-- implicit GEMM (QGemmKernels::igemm, AVX512-VNNI): groups 1, dilation_w 1, weight zero points
+- implicit GEMM (QGemmKernels::igemm, AVX2 and AVX512-VNNI): groups 1, dilation_w 1, weight zero points
   0; spans of KW * C_in bytes padded to a multiple of 4 (C_in = 3, 5), no padding but a padded
   span (the read past the last pixel), strides, dilation_h, conv3d, conv1d;
 - depthwise 1x3x3 (DwConvArgs::w3): channels-last and NCHW input read in place (16-channel
@@ -37,10 +37,10 @@ def _run(dim, x, w, b, stride, pad, dil, groups, isa):
         torch.ops.qplugin._set_cpu_isa(START_ISA)
 
 
-def _check(dim, x, w, b, stride, pad, dil, groups):
+def _check(dim, x, w, b, stride, pad, dil, groups, isa="avx512vnni"):
     for fmt in ("nchw", "cl"):
         xx = x.contiguous(memory_format=_MF[dim]) if fmt == "cl" and dim in _MF else x
-        y, _ = _run(dim, xx, w, b, stride, pad, dil, groups, "avx512vnni")
+        y, _ = _run(dim, xx, w, b, stride, pad, dil, groups, isa)
         ys, _ = _run(dim, xx, w, b, stride, pad, dil, groups, "scalar")
         assert torch.equal(y.int_repr(), ys.int_repr()), fmt
         fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dim]
@@ -61,15 +61,16 @@ IGEMM = [
 ]
 
 
+@pytest.mark.parametrize("isa", ["avx2", "avx512vnni"])
 @pytest.mark.parametrize("case", IGEMM)
-def test_igemm_matches_scalar_and_oracle(case):
+def test_igemm_matches_scalar_and_oracle(case, isa):
     dim, N, Cin, Cout, sp, k, s, p, d = case
-    if torch.ops.qplugin._set_cpu_isa("avx512vnni") != "avx512vnni":
+    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
         torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip("this CPU has no avx512vnni")
+        pytest.skip(f"this CPU has no {isa}")
     torch.ops.qplugin._set_cpu_isa(START_ISA)
     x, w, b = _inputs(dim, N, Cin, Cout, sp, k, 1, seed=len(sp) + Cin)
-    _check(dim, x, w, b, list(s), list(p), list(d), 1)
+    _check(dim, x, w, b, list(s), list(p), list(d), 1, isa)
 
 
 # (dim, N, C, spatial, stride, padding)
@@ -126,3 +127,28 @@ def test_depthwise_3x3_saturating_outputs(relu, out_zp):
         assert (codes == 0).any() and (codes == 255).any() or out_zp in (0, 255) or relu, fmt
         assert_close(y, exact(F.conv2d, xx, w, b, 0.004, out_zp, relu=relu, stride=[1, 1],
                               padding=[1, 1], dilation=[1, 1], groups=48))
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512vnni"])
+@pytest.mark.parametrize("case", IGEMM[:4] + IGEMM[5:])
+def test_igemm_7bit_input(case, isa):
+    """Input bytes within [0, 127] (what a reduce_range x86/fbgemm qconfig calibrates to): the
+    AVX2 kernel takes its VPMADDUBSW tile (exact there, see qgemm_u8s8_6x8c4_avx2.cpp), here with
+    weights at -128 / 127 and inputs at 127 half of the time."""
+    dim, N, Cin, Cout, sp, k, s, p, d = case
+    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
+        pytest.skip(f"this CPU has no {isa}")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    g = torch.Generator().manual_seed(11)
+    a = torch.randint(0, 128, (N, Cin, *sp), generator=g, dtype=torch.uint8)
+    a[torch.rand(a.shape, generator=g) < 0.5] = 127
+    x = torch._make_per_tensor_quantized_tensor(a, 0.02, 0)
+    wi = torch.randint(-128, 128, (Cout, Cin, *k), generator=g, dtype=torch.int8)
+    r = torch.rand(wi.shape, generator=g)
+    wi[r < 0.4] = -128
+    wi[r > 0.6] = 127
+    w = torch._make_per_channel_quantized_tensor(
+        wi, torch.rand(Cout, generator=g, dtype=torch.double) * 0.002 + 0.001,
+        torch.zeros(Cout, dtype=torch.long), 0)
+    _check(dim, x, w, torch.randn(Cout, generator=g), list(s), list(p), list(d), 1, isa)

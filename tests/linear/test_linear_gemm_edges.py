@@ -83,8 +83,8 @@ def test_tile_boundaries(isa, K):
 @pytest.mark.parametrize("M,K,N", [(13, 1024, 1000), (7, 1537, 390), (1, 4099, 200),
                                    (13, 4099, 1100), (20, 96, 4097)])
 def test_b_chunks_and_long_k(isa, M, K, N):
-    """Several B chunks per call (the VNNI kernel walks K x 384 KiB column chunks, prefetching the
-    next one when the packed weights exceed 4 MiB)."""
+    """Several B chunks per call (the AVX2 kernel walks K x 192 KiB column chunks, the VNNI kernel
+    K x 384 KiB ones, each prefetching the next one when the packed weights exceed 4 MiB)."""
     x, w, b = _operands(M, K, N, seed=K, w_zp=True)
     scale = _scale_for(K)
     got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
@@ -167,3 +167,46 @@ def test_no_read_past_the_input():
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (
         f"child exited with {r.returncode} (-11 = SIGSEGV: read past the input)\n"
         f"{r.stderr[-3000:]}")
+
+
+def _extreme(M, K, N, a_hi, seed, w_zp=False):
+    """A bytes in [0, a_hi] with many at a_hi; weights mostly at -128 / 127 in runs, so that
+    k-pairs (2j, 2j + 1) of one column reach the extreme pair sums 2 * a_hi * -128 and
+    2 * a_hi * 127."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(0, a_hi + 1, (M, K), generator=g, dtype=torch.uint8)
+    a[torch.rand(M, K, generator=g) < 0.5] = a_hi
+    x = torch._make_per_tensor_quantized_tensor(a, 0.01, 0)
+    wi = torch.randint(-128, 128, (N, K), generator=g, dtype=torch.int8)
+    sel = torch.rand(N, K // 2 + 1, generator=g).repeat_interleave(2, dim=1)[:, :K]
+    wi[sel < 0.4] = -128
+    wi[sel > 0.6] = 127
+    sc = torch.rand(N, generator=g, dtype=torch.double) * 0.01 + 0.002
+    zps = (torch.randint(-9, 10, (N,), generator=g) if w_zp else torch.zeros(N, dtype=torch.long))
+    w = torch._make_per_channel_quantized_tensor(wi, sc, zps, 0)
+    return x, w, torch.randn(N, generator=g)
+
+
+@pytest.mark.parametrize("M,K,N", [(1, 64, 8), (6, 255, 17), (13, 1027, 70), (7, 4, 9),
+                                   (2, 3, 5), (12, 4099, 1100)])
+@pytest.mark.parametrize("a_hi", [127, 128, 255])
+def test_pair_sum_bound(isa, M, K, N, a_hi):
+    """The AVX2 kernel multiplies with VPMADDUBSW (s16 pair sums) for every row tile whose bytes
+    are all <= 127, where 2 * 127 * -128 = -32512 and 2 * 127 * 127 = 32258 cannot saturate,
+    and with the widened VPMADDWD tile otherwise. At the boundary (127), one past it (128) and
+    at 255 (255 * 127 * 2 saturates s16), with the extreme weights: bit-exact."""
+    x, w, b = _extreme(M, K, N, a_hi, seed=M * K + a_hi, w_zp=(M % 2 == 0))
+    scale = _scale_for(K) * 4
+    got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
+    assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
+
+
+def test_pair_sum_bound_mixed_tiles(isa):
+    """Row tiles decide one by one: rows 0..5 fit in 7 bits, one byte of row 9 is 255."""
+    x, w, b = _extreme(13, 600, 40, 127, seed=5)
+    a = x.int_repr().clone()
+    a[9, 301] = 255
+    x = torch._make_per_tensor_quantized_tensor(a, 0.01, 0)
+    scale = _scale_for(600) * 4
+    got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
+    assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))

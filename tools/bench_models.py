@@ -1,0 +1,354 @@
+"""Whole-model benchmark (a benchmark, not a test): fp32 torch vs torch.ao's eager int8 vs qplugin
+on ResNet-18, ResNet-50, MobileNetV2 and MobileNetV3-Large, same process, same inputs.
+
+    python tools/bench_models.py                         # all four, batch 1 and 8, 1 and 2 threads
+    python tools/bench_models.py --model resnet18 --batch 1 --threads 1
+    python tools/bench_models.py --isa avx2              # qplugin's AVX2 tier (and torch's AVX2
+                                                         # paths, see docs/benchmarks.md)
+
+The architectures are written here from their published definitions in the quantizable form that
+torchvision's `torchvision.models.quantization` uses (torchvision does not import beside the
+torch 2.13.0 CPU wheel on this machine): Conv-BN(-ReLU) fused with fuse_modules, residual adds
+through FloatFunctional (add_relu in ResNet), ReLU instead of ReLU6 in MobileNetV2, hardswish /
+hardsigmoid and a FloatFunctional mul in MobileNetV3's squeeze-excitation. Random weights and
+batch-norm statistics, calibrated on random data with torch.ao's default "x86" qconfig, converted
+with torch.ao.quantization.convert and with qplugin.quantization.convert from the same prepared
+model. Inputs 224x224, channels-first as a user passes them.
+
+Calls of the three implementations are interleaved round by round so machine noise hits all alike;
+medians. The ratio columns are qplugin / torch.ao and qplugin / fp32 (the issue-18 bars: <= 0.85
+and <= 0.5).
+"""
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+import warnings
+
+_ISA_ARG = None
+for _i, _a in enumerate(sys.argv):
+    if _a == "--isa" and _i + 1 < len(sys.argv):
+        _ISA_ARG = sys.argv[_i + 1]
+    elif _a.startswith("--isa="):
+        _ISA_ARG = _a.split("=", 1)[1]
+if _ISA_ARG and _ISA_ARG != "auto":
+    # Must be set before torch and qplugin load their kernels.
+    os.environ["QPLUGIN_CPU_ISA"] = _ISA_ARG
+    if _ISA_ARG == "avx2":
+        os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
+        os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+        os.environ.setdefault("FBGEMM_ENABLE_INSTRUCTIONS", "AVX2")
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import qplugin  # noqa: E402
+import qplugin.quantization as qq  # noqa: E402
+
+warnings.filterwarnings("ignore")
+
+try:
+    import torch.ao.quantization as tq
+    import torch.ao.nn.quantized as nnq
+    _FF = nnq.FloatFunctional
+except ImportError:  # pragma: no cover - torch without its legacy stack
+    tq = None
+    _FF = None
+
+
+def _ff():
+    return _FF() if _FF is not None else qplugin.nn.FloatFunctional()
+
+
+def _stubs():
+    if tq is not None:
+        return tq.QuantStub(), tq.DeQuantStub()
+    return qq.QuantStub(), qq.DeQuantStub()
+
+
+class ConvBNAct(nn.Sequential):
+    """conv - bn - act (act: "relu", "hardswish" or None); fused as [0, 1(, 2)] when relu."""
+
+    def __init__(self, cin, cout, k=3, stride=1, groups=1, act="relu"):
+        layers = [nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False),
+                  nn.BatchNorm2d(cout)]
+        if act == "relu":
+            layers.append(nn.ReLU(inplace=False))
+        elif act == "hardswish":
+            layers.append(nn.Hardswish())
+        super().__init__(*layers)
+        self.act = act
+
+    def fuse_list(self, prefix):
+        names = [prefix + "0", prefix + "1"]
+        if self.act == "relu":
+            names.append(prefix + "2")
+        return [names]
+
+
+# ---------------------------------------------------------------- ResNet (He et al. 2015)
+class BasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, cin, planes, stride=1):
+        super().__init__()
+        self.conv1 = ConvBNAct(cin, planes, 3, stride)
+        self.conv2 = ConvBNAct(planes, planes, 3, 1, act=None)
+        self.down = None
+        if stride != 1 or cin != planes:
+            self.down = ConvBNAct(cin, planes, 1, stride, act=None)
+        self.add_relu = _ff()
+
+    def forward(self, x):
+        idt = x if self.down is None else self.down(x)
+        return self.add_relu.add_relu(self.conv2(self.conv1(x)), idt)
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, cin, planes, stride=1):
+        super().__init__()
+        out = planes * 4
+        self.conv1 = ConvBNAct(cin, planes, 1)
+        self.conv2 = ConvBNAct(planes, planes, 3, stride)
+        self.conv3 = ConvBNAct(planes, out, 1, act=None)
+        self.down = None
+        if stride != 1 or cin != out:
+            self.down = ConvBNAct(cin, out, 1, stride, act=None)
+        self.add_relu = _ff()
+
+    def forward(self, x):
+        idt = x if self.down is None else self.down(x)
+        return self.add_relu.add_relu(self.conv3(self.conv2(self.conv1(x))), idt)
+
+
+class ResNet(nn.Module):
+    def __init__(self, block, layers, num_classes=1000):
+        super().__init__()
+        self.quant, self.dequant = _stubs()
+        self.stem = ConvBNAct(3, 64, 7, 2)
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        blocks, cin = [], 64
+        for i, n in enumerate(layers):
+            planes = 64 * 2 ** i
+            for j in range(n):
+                blocks.append(block(cin, planes, 2 if (j == 0 and i > 0) else 1))
+                cin = planes * block.expansion
+        self.layers = nn.Sequential(*blocks)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(cin, num_classes)
+
+    def forward(self, x):
+        x = self.pool(self.stem(self.quant(x)))
+        x = torch.flatten(self.gap(self.layers(x)), 1)
+        return self.dequant(self.fc(x))
+
+
+# ---------------------------------------------------------------- MobileNetV2 (Sandler et al.)
+class InvertedResidualV2(nn.Module):
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hid = cin * expand
+        layers = []
+        if expand != 1:
+            layers.append(ConvBNAct(cin, hid, 1))
+        layers += [ConvBNAct(hid, hid, 3, stride, groups=hid), ConvBNAct(hid, cout, 1, act=None)]
+        self.conv = nn.Sequential(*layers)
+        self.res = stride == 1 and cin == cout
+        self.skip_add = _ff()
+
+    def forward(self, x):
+        return self.skip_add.add(x, self.conv(x)) if self.res else self.conv(x)
+
+
+class MobileNetV2(nn.Module):
+    CFG = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+           (6, 160, 3, 2), (6, 320, 1, 1)]
+
+    def __init__(self, num_classes=1000):
+        super().__init__()
+        self.quant, self.dequant = _stubs()
+        feats, cin = [ConvBNAct(3, 32, 3, 2)], 32
+        for t, c, n, s in self.CFG:
+            for i in range(n):
+                feats.append(InvertedResidualV2(cin, c, s if i == 0 else 1, t))
+                cin = c
+        feats.append(ConvBNAct(cin, 1280, 1))
+        self.features = nn.Sequential(*feats)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, num_classes))
+
+    def forward(self, x):
+        x = torch.flatten(self.gap(self.features(self.quant(x))), 1)
+        return self.dequant(self.classifier(x))
+
+
+# ---------------------------------------------------------------- MobileNetV3-Large (Howard et al.)
+def _div8(v):
+    n = max(8, int(v + 4) // 8 * 8)
+    return n + 8 if n < 0.9 * v else n
+
+
+class SqueezeExcitation(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        sq = _div8(c // 4)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(c, sq, 1)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Conv2d(sq, c, 1)
+        self.hsig = nn.Hardsigmoid()
+        self.mul = _ff()
+
+    def forward(self, x):
+        s = self.hsig(self.fc2(self.relu(self.fc1(self.avgpool(x)))))
+        return self.mul.mul(s, x)
+
+
+class InvertedResidualV3(nn.Module):
+    def __init__(self, cin, k, hid, cout, se, act, stride):
+        super().__init__()
+        layers = []
+        if hid != cin:
+            layers.append(ConvBNAct(cin, hid, 1, act=act))
+        layers.append(ConvBNAct(hid, hid, k, stride, groups=hid, act=act))
+        if se:
+            layers.append(SqueezeExcitation(hid))
+        layers.append(ConvBNAct(hid, cout, 1, act=None))
+        self.block = nn.Sequential(*layers)
+        self.res = stride == 1 and cin == cout
+        self.skip_add = _ff()
+
+    def forward(self, x):
+        return self.skip_add.add(x, self.block(x)) if self.res else self.block(x)
+
+
+class MobileNetV3Large(nn.Module):
+    # (kernel, expanded, out, SE, activation, stride)
+    CFG = [(3, 16, 16, False, "relu", 1), (3, 64, 24, False, "relu", 2),
+           (3, 72, 24, False, "relu", 1), (5, 72, 40, True, "relu", 2),
+           (5, 120, 40, True, "relu", 1), (5, 120, 40, True, "relu", 1),
+           (3, 240, 80, False, "hardswish", 2), (3, 200, 80, False, "hardswish", 1),
+           (3, 184, 80, False, "hardswish", 1), (3, 184, 80, False, "hardswish", 1),
+           (3, 480, 112, True, "hardswish", 1), (3, 672, 112, True, "hardswish", 1),
+           (5, 672, 160, True, "hardswish", 2), (5, 960, 160, True, "hardswish", 1),
+           (5, 960, 160, True, "hardswish", 1)]
+
+    def __init__(self, num_classes=1000):
+        super().__init__()
+        self.quant, self.dequant = _stubs()
+        feats, cin = [ConvBNAct(3, 16, 3, 2, act="hardswish")], 16
+        for k, hid, cout, se, act, s in self.CFG:
+            feats.append(InvertedResidualV3(cin, k, hid, cout, se, act, s))
+            cin = cout
+        feats.append(ConvBNAct(cin, 960, 1, act="hardswish"))
+        self.features = nn.Sequential(*feats)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Linear(960, 1280), nn.Hardswish(), nn.Dropout(0.2),
+                                        nn.Linear(1280, num_classes))
+
+    def forward(self, x):
+        x = torch.flatten(self.gap(self.features(self.quant(x))), 1)
+        return self.dequant(self.classifier(x))
+
+
+MODELS = {
+    "resnet18": lambda: ResNet(BasicBlock, [2, 2, 2, 2]),
+    "resnet50": lambda: ResNet(Bottleneck, [3, 4, 6, 3]),
+    "mobilenet_v2": MobileNetV2,
+    "mobilenet_v3_large": MobileNetV3Large,
+}
+
+
+def _fuse_lists(model):
+    out = []
+    for name, m in model.named_modules():
+        if isinstance(m, ConvBNAct):
+            out += m.fuse_list(name + "." if name else "")
+    return out
+
+
+def _randomize(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            with torch.no_grad():
+                m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+                m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+                m.bias.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+
+
+def build(name, calib_batches=2, seed=0):
+    """(fp32 model, torch.ao int8 model or None, qplugin int8 model), all in eval mode."""
+    torch.manual_seed(seed)
+    fm = MODELS[name]().eval()
+    _randomize(fm, seed + 1)
+    fuse = qq.fuse_modules if hasattr(qq, "fuse_modules") and tq is None else tq.fuse_modules
+    m = fuse(copy.deepcopy(fm), _fuse_lists(fm))
+    qcfg_mod = tq if tq is not None else qq
+    m.qconfig = qcfg_mod.get_default_qconfig("x86")
+    qcfg_mod.prepare(m, inplace=True)
+    g = torch.Generator().manual_seed(seed + 2)
+    with torch.no_grad():
+        for _ in range(calib_batches):
+            m(torch.randn(2, 3, 224, 224, generator=g))
+    ao = tq.convert(copy.deepcopy(m)) if tq is not None else None
+    qp = qq.convert(copy.deepcopy(m))
+    return fm, ao, qp
+
+
+def _time(fns, min_time):
+    for f in fns:
+        f()
+        f()
+    times = [[] for _ in fns]
+    t_start = time.perf_counter()
+    while time.perf_counter() - t_start < min_time or len(times[0]) < 5:
+        for i, f in enumerate(fns):
+            t0 = time.perf_counter()
+            f()
+            times[i].append(time.perf_counter() - t0)
+    return [statistics.median(t) * 1e3 for t in times]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", action="append", choices=sorted(MODELS))
+    ap.add_argument("--batch", type=int, action="append")
+    ap.add_argument("--threads", type=int, action="append")
+    ap.add_argument("--isa", default="auto", help="qplugin ISA tier (QPLUGIN_CPU_ISA)")
+    ap.add_argument("--min-time", type=float, default=2.0, help="seconds per case")
+    args = ap.parse_args()
+    models = args.model or list(MODELS)
+    batches = args.batch or [1, 8]
+    threads = args.threads or [1, 2]
+    print(f"qplugin ISA: {qplugin.cpu_isa()}; "
+          f"torch {torch.__version__} CPU capability {torch.backends.cpu.get_cpu_capability()}")
+    print("| model | batch | threads | fp32 ms | torch.ao ms | qplugin ms | qplugin/torch.ao | qplugin/fp32 | max abs diff vs torch.ao |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in models:
+        fm, ao, qp = build(name)
+        for b in batches:
+            x = torch.randn(b, 3, 224, 224, generator=torch.Generator().manual_seed(7))
+            with torch.no_grad():
+                diff = (qp(x) - ao(x)).abs().max().item() if ao is not None else float("nan")
+            for t in threads:
+                torch.set_num_threads(t)
+                fns = [lambda: fm(x), (lambda: ao(x)) if ao is not None else (lambda: None),
+                       lambda: qp(x)]
+                with torch.no_grad():
+                    f32, a, q = _time(fns, args.min_time)
+                ao_s = f"{a:.2f}" if ao is not None else "n/a"
+                r_ao = f"{q / a:.2f}" if ao is not None else "n/a"
+                print(f"| {name} | {b} | {t} | {f32:.2f} | {ao_s} | {q:.2f} | {r_ao} | "
+                      f"{q / f32:.2f} | {diff:.3g} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
