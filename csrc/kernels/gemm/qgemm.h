@@ -35,6 +35,9 @@ struct QGemmEpilogue {
   float lo;                    // qmin - out_zp (ReLU: 0)
   float hi;                    // qmax - out_zp
   int32_t out_zp;
+  // 1 when the caller has checked that every byte of A is <= 127 (kernels with a 7-bit fast path,
+  // QGemmKernels::a_7bit_fast, then skip their own per-tile scan); 0: not known.
+  int32_t a_7bit = 0;
 };
 
 // A kernel and the packing of B it reads, chosen together (STYLE.md section 5).
@@ -84,6 +87,9 @@ struct QGemmKernels {
   void (*igemm)(const uint8_t* const* rows, int64_t M, const int64_t* seg_off, int64_t nseg,
                 int64_t kseg, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
                 const QGemmEpilogue& e, uint8_t* c, int64_t ldc) = nullptr;
+  // True when the kernel multiplies faster once A's bytes fit in 7 bits (AVX2: VPMADDUBSW), so a
+  // caller that can prove it cheaply (one scan of a conv input) should set QGemmEpilogue::a_7bit.
+  bool a_7bit_fast = false;
 };
 
 // The kernels of `isa` (falls back to the best lower ISA compiled in; never above it).

@@ -279,17 +279,23 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
 }
 #undef QP_ROWS
 
-// True when every byte of the tile's A rows is <= 127 (the VPMADDUBSW bound above). VPMAXUB
-// over 32-byte loads and the tail byte by byte: only the bytes the tile reads are read.
+// True when every byte of the tile's A rows is <= 127 (the VPMADDUBSW bound above): the OR of
+// all bytes has no top bit. 32-byte loads, then 8-byte words, then bytes: only the bytes the
+// tile reads are read (conv segments are often 12..28 bytes).
 inline bool bytes_fit_7bit(const uint8_t* p, int64_t n) {
-  __m256i mx = _mm256_setzero_si256();
+  __m256i acc = _mm256_setzero_si256();
   int64_t k = 0;
   for (; k + 32 <= n; k += 32)
-    mx = _mm256_max_epu8(mx, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k)));
-  if (_mm256_movemask_epi8(mx) != 0) return false;  // some byte >= 128
-  for (; k < n; ++k)
-    if (p[k] > 127) return false;
-  return true;
+    acc = _mm256_or_si256(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k)));
+  if (_mm256_movemask_epi8(acc) != 0) return false;  // some byte >= 128
+  uint64_t w = 0;
+  for (; k + 8 <= n; k += 8) {
+    uint64_t v;
+    std::memcpy(&v, p + k, 8);
+    w |= v;
+  }
+  for (; k < n; ++k) w |= p[k];
+  return (w & 0x8080808080808080ull) == 0;
 }
 
 using TileFn = void (*)(const int16_t*, int64_t, const int8_t*, int64_t, int64_t, int64_t,
@@ -362,7 +368,7 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t m0 = t * M / ntiles;
       const int64_t mr = (t + 1) * M / ntiles - m0;
-      if (fast[t] < 0) fast[t] = A.fit_7bit(m0, mr) ? 1 : 0;
+      if (fast[t] < 0) fast[t] = e.a_7bit == 1 || A.fit_7bit(m0, mr) ? 1 : 0;
       if (!fast[t]) {
         if (aw.empty()) aw.resize(static_cast<size_t>(kMR * Kp > 0 ? kMR * Kp : 1));
         if (A.ind()) kWidenInd[mr - 1](A.rows + m0, A.seg_off, A.nseg, A.kseg, aw.data());
@@ -430,7 +436,8 @@ const QGemmKernels& qgemm_table() {
                               &generic::pack_b<kNR, kKR>,
                               &row_sums,
                               &gemm,
-                              &igemm};
+                              &igemm,
+                              /*a_7bit_fast=*/true};
   return t;
 }
 

@@ -123,6 +123,19 @@ void run_depthwise(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, c
   else at::parallel_for(0, N * rows_per_img, 1, body);
 }
 
+// True when every one of the n bytes at p is <= 127 (the OR of all bytes has no top bit).
+bool all_bytes_7bit(const uint8_t* p, int64_t n) {
+  uint64_t acc = 0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, p + i, 8);
+    acc |= v;
+  }
+  for (; i < n; ++i) acc |= p[i];
+  return (acc & 0x8080808080808080ull) == 0;
+}
+
 // Implicit GEMM through QGemmKernels::igemm (Phase::nseg > 0): the input is copied once into a
 // zero-point-padded NDHWC buffer, after which every output pixel's A row is nseg = KD * KH
 // contiguous spans of KW * C_in bytes (kseg with the zero-weight pad) starting at one pointer
@@ -175,8 +188,14 @@ void run_igemm(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
   for (int64_t n = 0; n < Cout; ++n)
     col_off[n] = static_cast<int32_t>(static_cast<uint32_t>(
         static_cast<uint64_t>(static_cast<int64_t>(rq.in_zp) * ph.col_sums[n])));
+  // One scan of the input and the padding byte instead of one per row tile and segment, for a
+  // kernel with a 7-bit fast path (qgemm.h QGemmEpilogue::a_7bit).
+  const int32_t a7 = k.a_7bit_fast && rq.in_zp >= 0 && rq.in_zp <= 127 &&
+                             all_bytes_7bit(x, N * in[0] * in[1] * in[2] * C)
+                         ? 1
+                         : 0;
   const QGemmEpilogue e{col_off.data(), p.w_zp_i32_.data(), 0, nullptr, rq.bias_q, rq.mult,
-                        rq.lo, rq.hi, rq.out_zp};
+                        rq.lo, rq.hi, rq.out_zp, a7};
 
   int64_t MB = kIm2colBytes / std::max<int64_t>(K, 1);
   MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
