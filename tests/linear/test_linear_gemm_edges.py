@@ -210,3 +210,35 @@ def test_pair_sum_bound_mixed_tiles(isa):
     scale = _scale_for(600) * 4
     got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
     assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
+
+
+@pytest.mark.parametrize("M,K,N", [(1, 7, 9), (6, 64, 8), (13, 1027, 70), (12, 4099, 1100),
+                                   (5, 3, 17)])
+@pytest.mark.parametrize("nout", [1, 3, "limit", "limit+1"])
+def test_sparse_outliers(isa, M, K, N, nout):
+    """7-bit rows with a few bytes above 127 (128 and 255, at the first and last k, at every
+    k % 4 and in the partial last k-group): the AVX2 kernel clamps them to 127 for VPMADDUBSW and
+    adds (a - 127) * w back, up to 1 outlier per 16 bytes of a row tile ("limit"; one more falls
+    back to the widened tile). Bit-exact."""
+    x, w, b = _extreme(M, K, N, 127, seed=M + K + N)
+    a = x.int_repr().clone()
+    g = torch.Generator().manual_seed(K)
+    ntiles = -(-M // 6)  # the AVX2 kernel's row tiles are as even as possible
+    rows = list(range(M // ntiles))  # the first row tile
+    Kp = (K + 3) // 4 * 4
+    limit = len(rows) * Kp // 16
+    count = {"limit": limit, "limit+1": limit + 1}.get(nout, nout)
+    fixed = [(0, 0), (len(rows) - 1, K - 1)] + [(0, k) for k in range(min(K, 4))]
+    cells = set()
+    for (i, k) in fixed:
+        if len(cells) < count:
+            cells.add((i, k))
+    while len(cells) < min(count, len(rows) * K):
+        cells.add((int(torch.randint(0, len(rows), (1,), generator=g)),
+                   int(torch.randint(0, K, (1,), generator=g))))
+    for j, (i, k) in enumerate(sorted(cells)):
+        a[i, k] = 255 if j % 2 == 0 else 128
+    x = torch._make_per_tensor_quantized_tensor(a, 0.01, 0)
+    scale = _scale_for(K) * 4
+    got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
+    assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))

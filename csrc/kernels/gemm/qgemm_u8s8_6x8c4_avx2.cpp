@@ -212,13 +212,38 @@ inline __m256i broadcast_a_tail(const uint8_t* p, int kt) {
   return _mm256_set1_epi32(x);
 }
 
+// A byte of A above 127 in a row tile that otherwise fits in 7 bits: the tile multiplies
+// min(a, 127) with VPMADDUBSW and adds r * W[k][n] for each outlier, r = a - 127, in the epilogue:
+// sum_k a * w = sum_k min(a, 127) * w + sum_k (a - 127)^+ * w, exact in (wrapping) int32.
+struct Outlier {
+  int32_t i;  // row in the tile
+  int32_t k;  // k index in the packed K
+  int32_t r;  // a - 127, 1..128
+};
+
+// acc[o.i] += o.r * (column weights at k = o.k) for the 8 columns of the panel at b (width
+// columns, k-groups of 4 bytes per column). The 32-byte load of the k-group may over-read into
+// the next group or the slack (never stored lanes, as the k-loop).
+inline void add_outliers(__m256i* acc, const Outlier* out, int64_t nout, const int8_t* b,
+                         int64_t width) {
+  for (int64_t j = 0; j < nout; ++j) {
+    const Outlier& o = out[j];
+    const __m256i g = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(b + (o.k / kKR) * width * kKR));
+    const __m128i sh = _mm_cvtsi32_si128(24 - 8 * (o.k % kKR));
+    const __m256i w = _mm256_srai_epi32(_mm256_sll_epi32(g, sh), 24);  // byte k%4, signed
+    acc[o.i] = _mm256_add_epi32(acc[o.i], _mm256_mullo_epi32(w, _mm256_set1_epi32(o.r)));
+  }
+}
+
 // IND: row i of A is the concatenation over s < nseg of the K (= kseg, a multiple of 4) bytes at
 // rows[i] + seg_off[s]; otherwise a + i * lda, K bytes.
 template <int MR, bool IND>
 void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* rows,
                const int64_t* seg_off, int64_t nseg, const int8_t* b, int64_t width, int64_t m,
                int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc, const char* pf,
-               int64_t pf_lines) {
+               int64_t pf_lines, const Outlier* outl, int64_t nout) {
+  const int8_t* const b_panel = b;
 #define QP_DECL(i)                                                                          \
   __m256i c##i = _mm256_setzero_si256();                                                    \
   const uint8_t* a##i = IND ? nullptr : (MR > i ? a + i * lda : a);
@@ -275,50 +300,44 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
   if constexpr (MR > i) acc[i] = c##i;
   QP_ROWS(QP_GATHER)
 #undef QP_GATHER
+  if (nout > 0) add_outliers(acc, outl, nout, b_panel, width);
   store_tile<MR>(acc, width, m, n, e, c, ldc);
 }
 #undef QP_ROWS
 
-// True when every byte of the tile's A rows is <= 127 (the VPMADDUBSW bound above): the OR of
-// all bytes has no top bit. 32-byte loads, then 8-byte words, then bytes: only the bytes the
-// tile reads are read (conv segments are often 12..28 bytes).
-inline bool bytes_fit_7bit(const uint8_t* p, int64_t n) {
-  __m256i acc = _mm256_setzero_si256();
+// Appends the bytes > 127 among the n bytes at p (row i, k indices k0 + j) to out; false as soon
+// as out holds more than `limit`. 32-byte blocks and 8-byte words without such a byte are
+// skipped with one test; only the n bytes are read.
+inline bool collect_outliers(const uint8_t* p, int64_t n, int32_t i, int64_t k0,
+                             std::vector<Outlier>& out, size_t limit) {
+  auto add = [&](int64_t j) {
+    out.push_back({i, static_cast<int32_t>(k0 + j), static_cast<int32_t>(p[j]) - 127});
+    return out.size() <= limit;
+  };
   int64_t k = 0;
-  for (; k + 32 <= n; k += 32)
-    acc = _mm256_or_si256(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k)));
-  if (_mm256_movemask_epi8(acc) != 0) return false;  // some byte >= 128
-  uint64_t w = 0;
+  for (; k + 32 <= n; k += 32) {
+    uint32_t mk = static_cast<uint32_t>(
+        _mm256_movemask_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k))));
+    while (mk != 0) {
+      if (!add(k + __builtin_ctz(mk))) return false;
+      mk &= mk - 1;
+    }
+  }
   for (; k + 8 <= n; k += 8) {
     uint64_t v;
     std::memcpy(&v, p + k, 8);
-    w |= v;
+    if ((v & 0x8080808080808080ull) == 0) continue;
+    for (int j = 0; j < 8; ++j)
+      if (p[k + j] > 127 && !add(k + j)) return false;
   }
-  for (; k < n; ++k) w |= p[k];
-  return (w & 0x8080808080808080ull) == 0;
+  for (; k < n; ++k)
+    if (p[k] > 127 && !add(k)) return false;
+  return true;
 }
-
-using TileFn = void (*)(const int16_t*, int64_t, const int8_t*, int64_t, int64_t, int64_t,
-                        const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t);
-using WidenFn = void (*)(const uint8_t*, int64_t, int64_t, int16_t*);
-using WidenIndFn = void (*)(const uint8_t* const*, const int64_t*, int64_t, int64_t, int16_t*);
-const TileFn kTiles[kMR] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>, &tile<5>, &tile<6>};
-const WidenFn kWiden[kMR] = {&widen_rows<1>, &widen_rows<2>, &widen_rows<3>,
-                             &widen_rows<4>, &widen_rows<5>, &widen_rows<6>};
-const WidenIndFn kWidenInd[kMR] = {&widen_rows_ind<1>, &widen_rows_ind<2>, &widen_rows_ind<3>,
-                                   &widen_rows_ind<4>, &widen_rows_ind<5>, &widen_rows_ind<6>};
-
-// Columns of B per pass over the rows of A: the packed chunk (Kp x nc bytes) stays in L2 (512 KiB
-// on Zen 2/3, 256 KiB on Haswell..Comet Lake) beside the widened row tile (MR x Kp x 2 bytes)
-// while every row tile streams over it. Without it each row tile re-read all of B from L3/DRAM
-// (M = 256, 4096 x 4096: 16 MiB per row tile).
-constexpr int64_t kBChunkBytes = 192 * 1024;
-// Packed weights above this size get software prefetch of the next chunk (as avx512vnni).
-constexpr int64_t kPrefetchMinBytes = 4 * 1024 * 1024;
 
 using UbswFn = void (*)(const uint8_t*, int64_t, int64_t, const uint8_t* const*, const int64_t*,
                         int64_t, const int8_t*, int64_t, int64_t, int64_t, const QGemmEpilogue&,
-                        uint8_t*, int64_t, const char*, int64_t);
+                        uint8_t*, int64_t, const char*, int64_t, const Outlier*, int64_t);
 const UbswFn kUbsw[kMR] = {&tile_ubsw<1, false>, &tile_ubsw<2, false>, &tile_ubsw<3, false>,
                            &tile_ubsw<4, false>, &tile_ubsw<5, false>, &tile_ubsw<6, false>};
 const UbswFn kUbswInd[kMR] = {&tile_ubsw<1, true>, &tile_ubsw<2, true>, &tile_ubsw<3, true>,
@@ -332,31 +351,65 @@ struct ARows {
   const int64_t* seg_off;
   int64_t nseg, kseg;
   bool ind() const { return rows != nullptr; }
-  bool fit_7bit(int64_t m0, int64_t mr) const {
-    for (int64_t i = m0; i < m0 + mr; ++i) {
+  // Outliers (bytes > 127) of rows [m0, m0 + mr), k indexed as the packed K; false when there
+  // are more than `limit`.
+  bool outliers(int64_t m0, int64_t mr, std::vector<Outlier>& out, size_t limit) const {
+    out.clear();
+    for (int64_t i = 0; i < mr; ++i) {
+      const int32_t ii = static_cast<int32_t>(i);
       if (!ind()) {
-        if (!bytes_fit_7bit(a + i * lda, K)) return false;
+        if (!collect_outliers(a + (m0 + i) * lda, K, ii, 0, out, limit)) return false;
       } else {
         for (int64_t s = 0; s < nseg; ++s)
-          if (!bytes_fit_7bit(rows[i] + seg_off[s], kseg)) return false;
+          if (!collect_outliers(rows[m0 + i] + seg_off[s], kseg, ii, s * kseg, out, limit))
+            return false;
       }
     }
     return true;
   }
+  // Rows [m0, m0 + mr) into dst (mr rows of Kp bytes, zero tail), each byte clamped to 127.
+  void copy_clamped(int64_t m0, int64_t mr, int64_t Kp, uint8_t* dst) const {
+    const __m256i c127 = _mm256_set1_epi8(127);
+    auto copy = [&](const uint8_t* src, int64_t n, uint8_t* d) {
+      int64_t k = 0;
+      for (; k + 32 <= n; k += 32) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + k), _mm256_min_epu8(v, c127));
+      }
+      for (; k < n; ++k) d[k] = src[k] > 127 ? 127 : src[k];
+    };
+    for (int64_t i = 0; i < mr; ++i) {
+      uint8_t* d = dst + i * Kp;
+      if (!ind()) {
+        copy(a + (m0 + i) * lda, K, d);
+        std::memset(d + K, 0, static_cast<size_t>(Kp - K));
+      } else {
+        for (int64_t s = 0; s < nseg; ++s) copy(rows[m0 + i] + seg_off[s], kseg, d + s * kseg);
+      }
+    }
+  }
 };
 
 // Shared by gemm() and igemm(): chunks of columns outer, then row tiles, then the panels of the
-// chunk. Each row tile takes the VPMADDUBSW tile when its bytes fit in 7 bits (decided once per
-// call and tile), else the exact widened VPMADDWD tile (A widened once per chunk).
+// chunk. Each row tile takes the VPMADDUBSW tile when its bytes fit in 7 bits, or when only a few
+// exceed 127 (calibrated activations: torch.quantize_per_tensor clamps to [0, 255], not to the
+// observer's reduce_range [0, 127], so values beyond the calibration range give sparse bytes
+// above 127 in most layers, 1e-5..1e-4 of them in ResNet-18), and else the exact widened
+// VPMADDWD tile (A widened once per chunk).
 void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, int64_t N,
                 int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   const int64_t kgp = Kp / kKR;
   std::vector<int16_t> aw;
+  std::vector<uint8_t> clamped;
+  std::vector<Outlier> outl;
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
   if (chunk < kNR) chunk = kNR;
   // Row tiles as even as possible (M = 7: 4 + 3 rather than 6 + 1).
   const int64_t ntiles = (M + kMR - 1) / kMR;
-  std::vector<int8_t> fast(static_cast<size_t>(ntiles), -1);  // -1: not yet scanned
+  // Per tile: -1 not yet scanned, 0 widened VPMADDWD, 1 VPMADDUBSW on A in place, 2 VPMADDUBSW on
+  // a clamped copy plus outlier corrections (at most 1 in 16 bytes: each costs ~5 instructions
+  // per panel, a k-group of 4 bytes of one row about 3).
+  std::vector<int8_t> mode(static_cast<size_t>(ntiles), -1);
   const bool prefetch = ntiles > 1 && N * Kp > kPrefetchMinBytes;
   for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
     const int64_t c1 = c0 + chunk < n1 ? c0 + chunk : n1;
@@ -368,21 +421,36 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t m0 = t * M / ntiles;
       const int64_t mr = (t + 1) * M / ntiles - m0;
-      if (fast[t] < 0) fast[t] = e.a_7bit == 1 || A.fit_7bit(m0, mr) ? 1 : 0;
-      if (!fast[t]) {
+      if (mode[t] < 0 || mode[t] == 2) {
+        if (e.a_7bit == 1) {
+          mode[t] = 1;
+        } else if (A.outliers(m0, mr, outl, static_cast<size_t>(mr * Kp / 16))) {
+          mode[t] = outl.empty() ? 1 : 2;
+        } else {
+          mode[t] = 0;
+        }
+      }
+      if (mode[t] == 0) {
         if (aw.empty()) aw.resize(static_cast<size_t>(kMR * Kp > 0 ? kMR * Kp : 1));
         if (A.ind()) kWidenInd[mr - 1](A.rows + m0, A.seg_off, A.nseg, A.kseg, aw.data());
         else kWiden[mr - 1](A.a + m0 * A.lda, A.lda, A.K, aw.data());
+      } else if (mode[t] == 2) {
+        if (clamped.empty()) clamped.resize(static_cast<size_t>(kMR * Kp));
+        A.copy_clamped(m0, mr, Kp, clamped.data());
       }
       for (int64_t p0 = c0; p0 < c1; p0 += kNR, ++step) {
         const int64_t width = N - p0 < kNR ? N - p0 : kNR;
         const int64_t l0 = step * pf_total / steps, l1 = (step + 1) * pf_total / steps;
         const int8_t* b = packed_b + p0 * Kp;
-        if (fast[t]) {
+        if (mode[t] == 1) {
           const UbswFn f = A.ind() ? kUbswInd[mr - 1] : kUbsw[mr - 1];
           f(A.ind() ? nullptr : A.a + m0 * A.lda, A.lda, A.ind() ? A.kseg : A.K,
             A.ind() ? A.rows + m0 : nullptr, A.seg_off, A.nseg, b, width, m0, p0, e, c, ldc,
-            pf_base + l0 * 64, l1 - l0);
+            pf_base + l0 * 64, l1 - l0, nullptr, 0);
+        } else if (mode[t] == 2) {
+          kUbsw[mr - 1](clamped.data(), Kp, Kp, nullptr, nullptr, 0, b, width, m0, p0, e, c,
+                        ldc, pf_base + l0 * 64, l1 - l0, outl.data(),
+                        static_cast<int64_t>(outl.size()));
         } else {
           kTiles[mr - 1](aw.data(), kgp, b, width, m0, p0, e, c, ldc, pf_base + l0 * 64,
                          l1 - l0);
