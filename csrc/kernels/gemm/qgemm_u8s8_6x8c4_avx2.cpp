@@ -335,6 +335,24 @@ inline bool collect_outliers(const uint8_t* p, int64_t n, int32_t i, int64_t k0,
   return true;
 }
 
+using TileFn = void (*)(const int16_t*, int64_t, const int8_t*, int64_t, int64_t, int64_t,
+                        const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t);
+using WidenFn = void (*)(const uint8_t*, int64_t, int64_t, int16_t*);
+using WidenIndFn = void (*)(const uint8_t* const*, const int64_t*, int64_t, int64_t, int16_t*);
+const TileFn kTiles[kMR] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>, &tile<5>, &tile<6>};
+const WidenFn kWiden[kMR] = {&widen_rows<1>, &widen_rows<2>, &widen_rows<3>,
+                             &widen_rows<4>, &widen_rows<5>, &widen_rows<6>};
+const WidenIndFn kWidenInd[kMR] = {&widen_rows_ind<1>, &widen_rows_ind<2>, &widen_rows_ind<3>,
+                                   &widen_rows_ind<4>, &widen_rows_ind<5>, &widen_rows_ind<6>};
+
+// Columns of B per pass over the rows of A: the packed chunk (Kp x nc bytes) stays in L2 (512 KiB
+// on Zen 2/3, 256 KiB on Haswell..Comet Lake) beside the widened row tile (MR x Kp x 2 bytes)
+// while every row tile streams over it. Without it each row tile re-read all of B from L3/DRAM
+// (M = 256, 4096 x 4096: 16 MiB per row tile).
+constexpr int64_t kBChunkBytes = 192 * 1024;
+// Packed weights above this size get software prefetch of the next chunk (as avx512vnni).
+constexpr int64_t kPrefetchMinBytes = 4 * 1024 * 1024;
+
 using UbswFn = void (*)(const uint8_t*, int64_t, int64_t, const uint8_t* const*, const int64_t*,
                         int64_t, const int8_t*, int64_t, int64_t, int64_t, const QGemmEpilogue&,
                         uint8_t*, int64_t, const char*, int64_t, const Outlier*, int64_t);
@@ -400,8 +418,10 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
                 int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   const int64_t kgp = Kp / kKR;
   std::vector<int16_t> aw;
+  // Mode 2 tiles: their clamped rows (M x Kp, allocated on first use) and outliers, kept for all
+  // chunks.
   std::vector<uint8_t> clamped;
-  std::vector<Outlier> outl;
+  std::vector<std::vector<Outlier>> outl;
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
   if (chunk < kNR) chunk = kNR;
   // Row tiles as even as possible (M = 7: 4 + 3 rather than 6 + 1).
@@ -421,22 +441,28 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
     for (int64_t t = 0; t < ntiles; ++t) {
       const int64_t m0 = t * M / ntiles;
       const int64_t mr = (t + 1) * M / ntiles - m0;
-      if (mode[t] < 0 || mode[t] == 2) {
+      if (mode[t] < 0) {
+        std::vector<Outlier> found;
         if (e.a_7bit == 1) {
           mode[t] = 1;
-        } else if (A.outliers(m0, mr, outl, static_cast<size_t>(mr * Kp / 16))) {
-          mode[t] = outl.empty() ? 1 : 2;
+        } else if (A.outliers(m0, mr, found, static_cast<size_t>(mr * Kp / 16))) {
+          mode[t] = found.empty() ? 1 : 2;
         } else {
           mode[t] = 0;
+        }
+        if (mode[t] == 2) {
+          if (clamped.empty()) {
+            clamped.resize(static_cast<size_t>(M * Kp));
+            outl.resize(static_cast<size_t>(ntiles));
+          }
+          A.copy_clamped(m0, mr, Kp, clamped.data() + m0 * Kp);
+          outl[t] = std::move(found);
         }
       }
       if (mode[t] == 0) {
         if (aw.empty()) aw.resize(static_cast<size_t>(kMR * Kp > 0 ? kMR * Kp : 1));
         if (A.ind()) kWidenInd[mr - 1](A.rows + m0, A.seg_off, A.nseg, A.kseg, aw.data());
         else kWiden[mr - 1](A.a + m0 * A.lda, A.lda, A.K, aw.data());
-      } else if (mode[t] == 2) {
-        if (clamped.empty()) clamped.resize(static_cast<size_t>(kMR * Kp));
-        A.copy_clamped(m0, mr, Kp, clamped.data());
       }
       for (int64_t p0 = c0; p0 < c1; p0 += kNR, ++step) {
         const int64_t width = N - p0 < kNR ? N - p0 : kNR;
@@ -448,9 +474,9 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
             A.ind() ? A.rows + m0 : nullptr, A.seg_off, A.nseg, b, width, m0, p0, e, c, ldc,
             pf_base + l0 * 64, l1 - l0, nullptr, 0);
         } else if (mode[t] == 2) {
-          kUbsw[mr - 1](clamped.data(), Kp, Kp, nullptr, nullptr, 0, b, width, m0, p0, e, c,
-                        ldc, pf_base + l0 * 64, l1 - l0, outl.data(),
-                        static_cast<int64_t>(outl.size()));
+          kUbsw[mr - 1](clamped.data() + m0 * Kp, Kp, Kp, nullptr, nullptr, 0, b, width, m0, p0,
+                        e, c, ldc, pf_base + l0 * 64, l1 - l0, outl[t].data(),
+                        static_cast<int64_t>(outl[t].size()));
         } else {
           kTiles[mr - 1](aw.data(), kgp, b, width, m0, p0, e, c, ldc, pf_base + l0 * 64,
                          l1 - l0);
