@@ -200,6 +200,15 @@ inline __m256i ubsw_acc(__m256i acc, __m256i a, __m256i b, __m256i ones) {
   return acc;
 }
 
+// The same with B from memory (the two-panel tile has no register left for it).
+inline __m256i ubsw_acc_m(__m256i acc, __m256i a, const int8_t* b, __m256i ones) {
+  __m256i t;
+  asm("vpmaddubsw %[b], %[a], %[t]\n\tvpmaddwd %[o], %[t], %[t]\n\tvpaddd %[t], %[acc], %[acc]"
+      : [acc] "+x"(acc), [t] "=&x"(t)
+      : [a] "x"(a), [b] "m"(*reinterpret_cast<const __m256i*>(b)), [o] "x"(ones));
+  return acc;
+}
+
 inline __m256i broadcast_a4(const uint8_t* p) {
   int32_t x;
   std::memcpy(&x, p, 4);
@@ -238,14 +247,19 @@ inline void add_outliers(__m256i* acc, const Outlier* out, int64_t nout, const i
 
 // IND: row i of A is the concatenation over s < nseg of the K (= kseg, a multiple of 4) bytes at
 // rows[i] + seg_off[s]; otherwise a + i * lda, K bytes.
-template <int MR, bool IND>
+// NP = 2: two adjacent panels at once (16 columns; the first full, the second `width2` wide at
+// b2), so each A broadcast feeds two multiplies; 12 accumulators, B read from memory operands.
+template <int MR, bool IND, int NP>
 void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* rows,
                const int64_t* seg_off, int64_t nseg, const int8_t* b, int64_t width, int64_t m,
                int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc, const char* pf,
-               int64_t pf_lines, const Outlier* outl, int64_t nout) {
+               int64_t pf_lines, const Outlier* outl, int64_t nout, const int8_t* b2,
+               int64_t width2) {
   const int8_t* const b_panel = b;
+  const int8_t* const b2_panel = b2;
+  const int64_t bstride2 = width2 * kKR;
 #define QP_DECL(i)                                                                          \
-  __m256i c##i = _mm256_setzero_si256();                                                    \
+  __m256i c##i = _mm256_setzero_si256(), d##i = c##i;                                       \
   const uint8_t* a##i = IND ? nullptr : (MR > i ? a + i * lda : a);
   QP_ROWS(QP_DECL)
 #undef QP_DECL
@@ -253,10 +267,27 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
   const int64_t bstride = width * kKR;
   const int64_t kg = K / kKR;
   const int kt = static_cast<int>(K % kKR);
-#define QP_STEP(i) \
-  if constexpr (MR > i) c##i = ubsw_acc(c##i, broadcast_a4(a##i), b0, ones);
-#define QP_TAIL(i) \
-  if constexpr (MR > i) c##i = ubsw_acc(c##i, broadcast_a_tail(a##i, kt), b0, ones);
+#define QP_STEP(i)                                                                          \
+  if constexpr (MR > i) {                                                                   \
+    const __m256i av = broadcast_a4(a##i);                                                  \
+    if constexpr (NP == 1) {                                                                \
+      c##i = ubsw_acc(c##i, av, b0, ones);                                                  \
+    } else {                                                                                \
+      c##i = ubsw_acc_m(c##i, av, b, ones);                                                 \
+      d##i = ubsw_acc_m(d##i, av, b2, ones);                                                \
+    }                                                                                       \
+  }
+#define QP_TAIL(i)                                                                          \
+  if constexpr (MR > i) {                                                                   \
+    const __m256i av = broadcast_a_tail(a##i, kt);                                          \
+    if constexpr (NP == 1) {                                                                \
+      c##i = ubsw_acc(c##i, av, b0, ones);                                                  \
+    } else {                                                                                \
+      c##i = ubsw_acc_m(c##i, av, b, ones);                                                 \
+      d##i = ubsw_acc_m(d##i, av, b2, ones);                                                \
+    }                                                                                       \
+  }
+#define QP_LOADB const __m256i b0 = NP == 1 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)) : ones;
 #define QP_ADVANCE(i) a##i += kKR;
   if constexpr (IND) {
     for (int64_t s = 0; s < nseg; ++s) {
@@ -265,10 +296,12 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
       QP_ROWS(QP_SEG)
 #undef QP_SEG
       for (int64_t g = 0; g < kg; ++g) {
-        const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+        QP_LOADB
+        (void)b0;
         QP_ROWS(QP_STEP)
         QP_ROWS(QP_ADVANCE)
         b += bstride;
+        b2 += bstride2;
       }
     }
   } else {
@@ -282,19 +315,23 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
       }
       // A partial panel (width < 8) is stored at its own width: the 32-byte load over-reads
       // into the next k-group or the slack (qgemm.h); those lanes are never stored.
-      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+      QP_LOADB
+      (void)b0;
       QP_ROWS(QP_STEP)
       QP_ROWS(QP_ADVANCE)
       b += bstride;
+      b2 += bstride2;
     }
     if (kt != 0) {
-      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+      QP_LOADB
+      (void)b0;
       QP_ROWS(QP_TAIL)
     }
   }
 #undef QP_ADVANCE
 #undef QP_TAIL
 #undef QP_STEP
+#undef QP_LOADB
   __m256i acc[kMR];
 #define QP_GATHER(i) \
   if constexpr (MR > i) acc[i] = c##i;
@@ -302,6 +339,14 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
 #undef QP_GATHER
   if (nout > 0) add_outliers(acc, outl, nout, b_panel, width);
   store_tile<MR>(acc, width, m, n, e, c, ldc);
+  if constexpr (NP == 2) {
+#define QP_GATHER(i) \
+  if constexpr (MR > i) acc[i] = d##i;
+    QP_ROWS(QP_GATHER)
+#undef QP_GATHER
+    if (nout > 0) add_outliers(acc, outl, nout, b2_panel, width2);
+    store_tile<MR>(acc, width2, m, n + kNR, e, c, ldc);
+  }
 }
 #undef QP_ROWS
 
@@ -355,11 +400,15 @@ constexpr int64_t kPrefetchMinBytes = 4 * 1024 * 1024;
 
 using UbswFn = void (*)(const uint8_t*, int64_t, int64_t, const uint8_t* const*, const int64_t*,
                         int64_t, const int8_t*, int64_t, int64_t, int64_t, const QGemmEpilogue&,
-                        uint8_t*, int64_t, const char*, int64_t, const Outlier*, int64_t);
-const UbswFn kUbsw[kMR] = {&tile_ubsw<1, false>, &tile_ubsw<2, false>, &tile_ubsw<3, false>,
-                           &tile_ubsw<4, false>, &tile_ubsw<5, false>, &tile_ubsw<6, false>};
-const UbswFn kUbswInd[kMR] = {&tile_ubsw<1, true>, &tile_ubsw<2, true>, &tile_ubsw<3, true>,
-                              &tile_ubsw<4, true>, &tile_ubsw<5, true>, &tile_ubsw<6, true>};
+                        uint8_t*, int64_t, const char*, int64_t, const Outlier*, int64_t,
+                        const int8_t*, int64_t);
+#define QP_UB(ind, np)                                                                      \
+  {&tile_ubsw<1, ind, np>, &tile_ubsw<2, ind, np>, &tile_ubsw<3, ind, np>,                  \
+   &tile_ubsw<4, ind, np>, &tile_ubsw<5, ind, np>, &tile_ubsw<6, ind, np>}
+// [np - 1][mr - 1]
+const UbswFn kUbsw[2][kMR] = {QP_UB(false, 1), QP_UB(false, 2)};
+const UbswFn kUbswInd[2][kMR] = {QP_UB(true, 1), QP_UB(true, 2)};
+#undef QP_UB
 
 // Where the rows of A are: direct (a, lda, K bytes per row) or indirect (igemm's segments).
 struct ARows {
@@ -464,23 +513,30 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
         if (A.ind()) kWidenInd[mr - 1](A.rows + m0, A.seg_off, A.nseg, A.kseg, aw.data());
         else kWiden[mr - 1](A.a + m0 * A.lda, A.lda, A.K, aw.data());
       }
-      for (int64_t p0 = c0; p0 < c1; p0 += kNR, ++step) {
+      for (int64_t p0 = c0; p0 < c1;) {
         const int64_t width = N - p0 < kNR ? N - p0 : kNR;
-        const int64_t l0 = step * pf_total / steps, l1 = (step + 1) * pf_total / steps;
+        // Two panels per call on the VPMADDUBSW tile when the chunk has them (the first full).
+        const int np = mode[t] != 0 && width == kNR && p0 + kNR < c1 ? 2 : 1;
+        const int64_t width2 = np == 2 ? (N - p0 - kNR < kNR ? N - p0 - kNR : kNR) : 0;
+        const int64_t l0 = step * pf_total / steps;
+        step += np;
+        const int64_t l1 = step * pf_total / steps;
         const int8_t* b = packed_b + p0 * Kp;
+        const int8_t* b2 = b + kNR * Kp;
         if (mode[t] == 1) {
-          const UbswFn f = A.ind() ? kUbswInd[mr - 1] : kUbsw[mr - 1];
+          const UbswFn f = A.ind() ? kUbswInd[np - 1][mr - 1] : kUbsw[np - 1][mr - 1];
           f(A.ind() ? nullptr : A.a + m0 * A.lda, A.lda, A.ind() ? A.kseg : A.K,
             A.ind() ? A.rows + m0 : nullptr, A.seg_off, A.nseg, b, width, m0, p0, e, c, ldc,
-            pf_base + l0 * 64, l1 - l0, nullptr, 0);
+            pf_base + l0 * 64, l1 - l0, nullptr, 0, b2, width2);
         } else if (mode[t] == 2) {
-          kUbsw[mr - 1](clamped.data() + m0 * Kp, Kp, Kp, nullptr, nullptr, 0, b, width, m0, p0,
-                        e, c, ldc, pf_base + l0 * 64, l1 - l0, outl[t].data(),
-                        static_cast<int64_t>(outl[t].size()));
+          kUbsw[np - 1][mr - 1](clamped.data() + m0 * Kp, Kp, Kp, nullptr, nullptr, 0, b, width,
+                                m0, p0, e, c, ldc, pf_base + l0 * 64, l1 - l0, outl[t].data(),
+                                static_cast<int64_t>(outl[t].size()), b2, width2);
         } else {
           kTiles[mr - 1](aw.data(), kgp, b, width, m0, p0, e, c, ldc, pf_base + l0 * 64,
                          l1 - l0);
         }
+        p0 += np * kNR;
       }
     }
   }
