@@ -82,7 +82,7 @@ class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
         owner = f"{cls._QPLUGIN_NAME}.from_float"
         # The fused BNReLU classes: qplugin's float one and torch.ao's when importable
         # (qplugin/_ao.py), looked up here (qplugin.quantization imports qplugin.nn).
-        from ..._ao import classes
+        from qplugin._ao import classes
         bn_relu = classes(f"intrinsic.{cls._NNI_BN_RELU_MODULE}")
         if cls._FLOAT_MODULE is cls._FLOAT_BN_MODULE:
             # PyTorch's BatchNorm2d.from_float takes a fused BNReLU2d too and silently drops the

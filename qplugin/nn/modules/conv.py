@@ -223,7 +223,7 @@ class _ConvNd(torch.nn.Module):
     def _float_types(cls):
         # qplugin's float / fused / QAT classes, plus torch.ao's twins when torch.ao imports
         # (qplugin/_ao.py): each entry is a tuple of classes.
-        from ..._ao import classes
+        from qplugin._ao import classes
         d = cls._DIM
         return dict(
             float=(getattr(torch.nn, f"Conv{d}d"),),

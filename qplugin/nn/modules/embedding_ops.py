@@ -200,7 +200,7 @@ class Embedding(torch.nn.Module):
         r"""Creates a qplugin Embedding from a float ``nn.Embedding`` with a weight-only qconfig
         (``float_qparams_weight_only_qconfig`` or ``float_qparams_weight_only_qconfig_4bit``),
         or a QAT ``qplugin.quantization.qat.Embedding`` (or torch.ao.nn.qat's)."""
-        from ..._ao import classes
+        from qplugin._ao import classes
         observer = cls._observer_of(mod, classes("qat.Embedding"))
         observer(mod.weight)
         qweight = _quantize_weight(cls.__name__, mod.weight.detach().float(), observer)
@@ -310,7 +310,7 @@ class EmbeddingBag(Embedding):
         r"""Creates a qplugin EmbeddingBag from a float ``nn.EmbeddingBag`` with a weight-only
         qconfig, or a QAT ``qplugin.quantization.qat.EmbeddingBag`` (or torch.ao's); keeps ``mode``,
         ``include_last_offset`` and ``padding_idx``."""
-        from ..._ao import classes
+        from qplugin._ao import classes
         observer = cls._observer_of(mod, classes("qat.EmbeddingBag"))
         observer(mod.weight)
         qweight = _quantize_weight(cls.__name__, mod.weight.detach().float(), observer)

@@ -18,7 +18,7 @@ def _float_functional_bases():
     # While torch.ao exists, qplugin's FloatFunctional also subclasses torch.ao's, only so that
     # torch.ao.quantization.prepare (which recognises FloatFunctional by issubclass) observes it;
     # every method below is qplugin's own. Without torch.ao it is a plain nn.Module.
-    from ..._ao import torch_ao
+    from qplugin._ao import torch_ao
     nnq = torch_ao("nn.quantized")
     return (nnq.FloatFunctional,) if nnq is not None else (torch.nn.Module,)
 
@@ -185,7 +185,7 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
         """A QFunctional from an observed FloatFunctional (qplugin's or torch.ao's): the output
         qparams come from its activation_post_process."""
         owner = "qplugin.nn.QFunctional.from_float"
-        from ..._ao import classes
+        from qplugin._ao import classes
         _check_float_module(owner, mod, (FloatFunctional,) + classes("nn.quantized.FloatFunctional"))
         scale, zero_point = _observer_qparams(owner, mod)
         new_mod = cls()

@@ -261,7 +261,7 @@ class Linear(torch.nn.Module):
                 instead of observing the weight again.
         """
         from torch.nn.utils.parametrize import type_before_parametrizations
-        from ..._ao import classes, torch_ao
+        from qplugin._ao import classes, torch_ao
 
         fused = mod
         if hasattr(mod, "weight_fake_quant"):

@@ -35,7 +35,7 @@ class BNReLU2d(BatchNorm2d):
     @classmethod
     def from_reference(cls, bn_relu, output_scale, output_zero_point):
         """From a fused float torch.ao.nn.intrinsic.BNReLU2d and the output qparams."""
-        from ...._ao import classes
+        from qplugin._ao import classes
         if type(bn_relu) not in classes("intrinsic.BNReLU2d"):
             raise TypeError("qplugin.nn.intrinsic.BNReLU2d.from_reference: expected a"
                             " torch.ao.nn.intrinsic.BNReLU2d, got"
@@ -67,7 +67,7 @@ class BNReLU3d(BatchNorm3d):
     @classmethod
     def from_reference(cls, bn_relu, output_scale, output_zero_point):
         """From a fused float torch.ao.nn.intrinsic.BNReLU3d and the output qparams."""
-        from ...._ao import classes
+        from qplugin._ao import classes
         if type(bn_relu) not in classes("intrinsic.BNReLU3d"):
             raise TypeError("qplugin.nn.intrinsic.BNReLU3d.from_reference: expected a"
                             " torch.ao.nn.intrinsic.BNReLU3d, got"

@@ -28,7 +28,7 @@ class ConvAdd2d(_ConvAddMixin, Conv2d):
     @classmethod
     def _from_float_types(cls, t):
         # torch.ao-only pattern (qplugin has no float ConvAdd2d): empty without torch.ao
-        from ..._ao import torch_ao
+        from qplugin._ao import torch_ao
         nni = torch_ao("nn.intrinsic")
         return (nni.ConvAdd2d,) if nni is not None else ()
 
@@ -54,7 +54,7 @@ class ConvAddReLU2d(_ConvAddMixin, Conv2d):
     @classmethod
     def _from_float_types(cls, t):
         # torch.ao-only pattern (qplugin has no float ConvAdd2d): empty without torch.ao
-        from ..._ao import torch_ao
+        from qplugin._ao import torch_ao
         nni = torch_ao("nn.intrinsic")
         return (nni.ConvAddReLU2d,) if nni is not None else ()
 

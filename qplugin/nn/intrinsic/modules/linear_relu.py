@@ -42,7 +42,7 @@ class LinearReLU(Linear):
 def _float_module():
     # qplugin's float LinearReLU, and torch.ao's when importable (qplugin/_ao.py); looked up at
     # from_float time (qplugin.quantization imports qplugin.nn, so not at import time).
-    from ..._ao import classes
+    from qplugin._ao import classes
     return classes("intrinsic.LinearReLU")
 
 
@@ -131,7 +131,7 @@ class LinearTanh(Linear):
 def _float_modules():
     # torch.ao-only patterns (qplugin has no float LinearLeakyReLU / LinearTanh): without
     # torch.ao, from_float accepts nothing and raises TypeError naming no class.
-    from ..._ao import torch_ao
+    from qplugin._ao import torch_ao
     nni = torch_ao("nn.intrinsic")
     if nni is None:
         return (), ()
