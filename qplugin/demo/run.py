@@ -200,8 +200,7 @@ def _torch_ao_convert(prepared: nn.Module, sample: torch.Tensor):
     """torch.ao's own conversion on the x86 engine (the baseline), or (None, reason)."""
     try:
         torch.backends.quantized.engine = "x86"
-        tq = importlib.import_module("torch.ao.quantization")
-        model = tq.convert(qplugin.quantization._migrate._as_torch_ao_prepared(prepared))
+        model = qplugin.quantization._migrate._torch_ao_convert(prepared)
         with torch.inference_mode():
             model(sample[:1])
         return model, None

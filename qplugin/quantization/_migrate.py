@@ -363,3 +363,14 @@ def _as_torch_ao_prepared(model: nn.Module) -> nn.Module:
                 if fn in hooks:
                     hook_dict[k] = hooks[fn]
     return out
+
+
+def _torch_ao_convert(model: nn.Module) -> nn.Module:
+    """torch.ao.quantization.convert of a model prepared with qplugin (via
+    :func:`_as_torch_ao_prepared`), then qplugin's observers and hooks removed from the modules
+    torch.ao leaves float (its own cleanup only knows its own observers). Comparison only."""
+    from .._ao import torch_ao
+    from . import _remove_qconfig
+    out = torch_ao("quantization").convert(_as_torch_ao_prepared(model))
+    _remove_qconfig(out)
+    return out

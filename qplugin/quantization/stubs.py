@@ -7,7 +7,16 @@ from torch import nn
 __all__ = ["DeQuantStub", "QuantStub", "QuantWrapper"]
 
 
-class QuantStub(nn.Module):
+def _base(name):
+    # While torch.ao exists, the stubs also subclass torch.ao's (plain modules), only so that
+    # torch.ao.quantization.prepare treats them as stubs (it skips DeQuantStub by isinstance);
+    # everything they do is here. Without torch.ao: nn.Module.
+    from .._ao import torch_ao
+    tq = torch_ao("quantization")
+    return getattr(tq, name) if tq is not None else nn.Module
+
+
+class QuantStub(_base("QuantStub")):
     r"""Identity in float; observed by prepare, then converted to qplugin.nn.Quantize.
 
     Args:
@@ -15,7 +24,7 @@ class QuantStub(nn.Module):
     """
 
     def __init__(self, qconfig=None):
-        super().__init__()
+        nn.Module.__init__(self)
         if qconfig:
             self.qconfig = qconfig
 
@@ -23,11 +32,11 @@ class QuantStub(nn.Module):
         return x
 
 
-class DeQuantStub(nn.Module):
+class DeQuantStub(_base("DeQuantStub")):
     r"""Identity in float; converted to qplugin.nn.DeQuantize."""
 
     def __init__(self, qconfig=None):
-        super().__init__()
+        nn.Module.__init__(self)
         if qconfig:
             self.qconfig = qconfig
 
