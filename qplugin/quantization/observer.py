@@ -268,8 +268,9 @@ class MinMaxObserver(UniformQuantizationObserverBase):
                  quant_min=None, quant_max=None, factory_kwargs=None, eps=_EPS,
                  is_dynamic=False, **kwargs) -> None:
         if qscheme not in _PER_TENSOR:
-            raise NotImplementedError(f"qplugin.quantization.{type(self).__name__}: expected"
-                                      " qscheme per_tensor_symmetric or per_tensor_affine, got"
+            raise NotImplementedError("qplugin.quantization: MinMaxObserver / MovingAverage"
+                                      "MinMaxObserver: expected qscheme per_tensor_symmetric or"
+                                      " per_tensor_affine, got"
                                       f" {qscheme}")
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max, factory_kwargs=factory_kwargs,
@@ -286,7 +287,7 @@ class MinMaxObserver(UniformQuantizationObserverBase):
             return x_orig
         x = x_orig.detach().to(self.min_val.dtype)
         min_val_cur, max_val_cur = torch.aminmax(x)
-        _check_no_nan(self._get_name(), min_val_cur, max_val_cur)
+        _check_no_nan("MinMaxObserver", min_val_cur, max_val_cur)
         min_val = torch.min(min_val_cur, self.min_val)
         max_val = torch.max(max_val_cur, self.max_val)
         self.min_val.copy_(min_val)
@@ -316,8 +317,9 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
                  qscheme=torch.per_tensor_affine, reduce_range=False, quant_min=None,
                  quant_max=None, eps=_EPS, is_dynamic=False, **kwargs) -> None:
         if qscheme not in _PER_TENSOR:
-            raise NotImplementedError(f"qplugin.quantization.{type(self).__name__}: expected"
-                                      " qscheme per_tensor_symmetric or per_tensor_affine, got"
+            raise NotImplementedError("qplugin.quantization: MinMaxObserver / MovingAverage"
+                                      "MinMaxObserver: expected qscheme per_tensor_symmetric or"
+                                      " per_tensor_affine, got"
                                       f" {qscheme}")
         self.averaging_constant = averaging_constant
         if is_dynamic and self.averaging_constant != 1:
@@ -336,10 +338,10 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
         max_val = self.max_val
         if min_val == float("inf") and max_val == float("-inf"):
             min_val, max_val = torch.aminmax(x)
-            _check_no_nan(self._get_name(), min_val, max_val)
+            _check_no_nan("MovingAverageMinMaxObserver", min_val, max_val)
         else:
             min_val_cur, max_val_cur = torch.aminmax(x)
-            _check_no_nan(self._get_name(), min_val_cur, max_val_cur)
+            _check_no_nan("MovingAverageMinMaxObserver", min_val_cur, max_val_cur)
             min_val = min_val + self.averaging_constant * (min_val_cur - min_val)
             max_val = max_val + self.averaging_constant * (max_val_cur - max_val)
         self.min_val.copy_(min_val)
@@ -381,7 +383,7 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
     def _channel_rows(self, x_orig: torch.Tensor) -> torch.Tensor:
         x = x_orig.detach()
         if not -x.dim() <= self.ch_axis < x.dim():
-            raise ValueError(f"qplugin.quantization.{self._get_name()}: expected ch_axis in"
+            raise ValueError(f"qplugin.quantization: per-channel observer: expected ch_axis in"
                              f" [{-x.dim()}, {x.dim() - 1}] for a {x.dim()}-D input, got"
                              f" {self.ch_axis}")
         new_axis_list = [i for i in range(x.dim())]
@@ -399,7 +401,7 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         max_val = self.max_val
         y = self._channel_rows(x_orig)
         min_val_cur, max_val_cur = torch.aminmax(y, dim=1)
-        _check_no_nan(self._get_name(), min_val_cur, max_val_cur)
+        _check_no_nan("PerChannelMinMaxObserver", min_val_cur, max_val_cur)
         if min_val.numel() == 0 or max_val.numel() == 0:
             min_val, max_val = min_val_cur, max_val_cur
         else:
@@ -462,7 +464,7 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
         max_val = self.max_val
         y = self._channel_rows(x_orig)
         min_val_cur, max_val_cur = torch.aminmax(y, dim=1)
-        _check_no_nan(self._get_name(), min_val_cur, max_val_cur)
+        _check_no_nan("MovingAveragePerChannelMinMaxObserver", min_val_cur, max_val_cur)
         if min_val.numel() == 0 or max_val.numel() == 0:
             min_val, max_val = min_val_cur, max_val_cur
         else:
