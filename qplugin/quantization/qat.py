@@ -83,10 +83,10 @@ class Linear(nn.Linear):
         if not getattr(mod, "qconfig", None):
             raise ValueError(f"qplugin.quantization.qat.{cls.__name__}.from_float: expected a"
                              " module with a qconfig")
-        if isinstance(mod, nn.Sequential):  # LinearReLU
+        qconfig = mod.qconfig  # the fused module's (torch.ao reads its child's: the same
+        if isinstance(mod, nn.Sequential):  # after propagate_qconfig_)  -- LinearReLU
             mod = mod[0]
-        qat = cls(mod.in_features, mod.out_features, bias=mod.bias is not None,
-                  qconfig=mod.qconfig)
+        qat = cls(mod.in_features, mod.out_features, bias=mod.bias is not None, qconfig=qconfig)
         qat.weight = mod.weight
         qat.bias = mod.bias
         return qat
@@ -134,12 +134,12 @@ class _ConvNd(nn.modules.conv._ConvNd):
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         _check_from_float(cls, mod)
+        qconfig = mod.qconfig  # the fused module's (see Linear.from_float)
         if isinstance(mod, nn.Sequential):  # ConvReLU*d
             mod = mod[0]
         qat = cls(mod.in_channels, mod.out_channels, mod.kernel_size, stride=mod.stride,
                   padding=mod.padding, dilation=mod.dilation, groups=mod.groups,
-                  bias=mod.bias is not None, padding_mode=mod.padding_mode,
-                  qconfig=mod.qconfig)
+                  bias=mod.bias is not None, padding_mode=mod.padding_mode, qconfig=qconfig)
         qat.weight = mod.weight
         qat.bias = mod.bias
         return qat
