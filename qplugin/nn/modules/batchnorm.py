@@ -76,7 +76,7 @@ class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         """From an observed torch.nn.BatchNorm{2,3}d (or, for the BNReLU subclasses, a fused
-        torch.ao.nn.intrinsic.BNReLU{2,3}d) as torch.ao.quantization.prepare leaves it: output
+        BNReLU{2,3}d, qplugin's or torch.ao's) as prepare leaves it: output
         qparams from its activation_post_process; weight, bias and running statistics shared
         with the float module (as PyTorch's from_float does)."""
         owner = f"{cls._QPLUGIN_NAME}.from_float"

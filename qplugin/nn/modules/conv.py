@@ -260,7 +260,7 @@ class _ConvNd(torch.nn.Module):
                                 f"{type(mod).__name__}")
             if getattr(mod, "qconfig", None) is None:
                 raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a module with "
-                                 "a qconfig (run torch.ao.quantization.prepare first)")
+                                 "a qconfig (run qplugin.quantization.prepare first)")
             if not hasattr(mod, "activation_post_process"):
                 raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected an observed "
                                  "module with activation_post_process (prepare and calibrate)")
