@@ -336,3 +336,36 @@ def _describe(obs):
 @pytest.mark.parametrize("name", PRESETS)
 def test_presets_match_torch_ao(name):
     assert _describe(getattr(qq, name)()) == _describe(getattr(tq.observer, name)())
+
+
+def test_version_1_state_dict_gets_default_eps():
+    """Checkpoints before version 2 had no eps buffer: it loads as float32 eps (as torch.ao)."""
+    a = qq.MinMaxObserver(eps=1e-3)
+    a(torch.randn(10))
+    sd = a.state_dict()
+    del sd["eps"]
+    sd._metadata = {"": {"version": 1}}
+    b = qq.MinMaxObserver(eps=1e-3)
+    b.load_state_dict(sd)
+    assert float(b.eps) == torch.finfo(torch.float32).eps
+
+
+@requires_torch_ao
+def test_qplugin_prepare_takes_torch_ao_qconfig_and_stubs():
+    """Mixing: torch.ao's stubs and qconfig (its observers) with qplugin's prepare and convert
+    give the same model as qplugin's own classes."""
+    from qplugin import nn as qnn
+
+    def build(w):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(w.QuantStub(), torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(),
+                                w.DeQuantStub()).eval()
+        m.qconfig = w.get_default_qconfig("x86")
+        p = qq.prepare(m)
+        p(torch.randn(2, 3, 6, 6, generator=torch.Generator().manual_seed(1)))
+        return qq.convert(p)
+
+    ours, mixed = build(qq), build(tq)
+    assert type(mixed[0]) is qnn.Quantize and type(mixed[1]) is qnn.Conv2d
+    x = torch.randn(2, 3, 6, 6)
+    assert torch.equal(ours(x), mixed(x))
