@@ -21,8 +21,9 @@ and returns (model, calibration_loader) or (model, calibration_loader, eval_load
 
   model               a float torch.nn.Module ready for eager-mode quantization: QuantStub at the
                       input, DeQuantStub at the output, FloatFunctional for tensor arithmetic,
-                      Conv-BN(-ReLU) already fused (torch.ao.quantization.fuse_modules). If it
-                      has no `qconfig` attribute, get_default_qconfig("x86") is used.
+                      Conv-BN(-ReLU) already fused (qplugin.quantization.fuse_modules). If it
+                      has no `qconfig` attribute, qplugin.quantization's
+                      get_default_qconfig("x86") is used.
   calibration_loader  an iterable of input batches, or of (input, target) pairs; fed to the
                       observers, and its first batch is the latency input (batch 1 = its first
                       row; batch 32 = rows repeated to 32).

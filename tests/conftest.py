@@ -15,11 +15,19 @@ if _TESTS not in sys.path:
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+import _block_torch_ao  # noqa: E402
+
+# Legacy-blocked mode (QPLUGIN_BLOCK_TORCH_AO=1): torch.ao's quantization stack and
+# torch.ops.quantized are made unimportable before qplugin is imported (tests/_block_torch_ao.py).
+if _block_torch_ao.BLOCKED:
+    _block_torch_ao.install()
+
 import qplugin  # noqa: E402,F401
 import _sweeps  # noqa: E402
 
 # The oracle: PyTorch's own quantized ops on the x86 engine (DESIGN.md, "Numerics contract").
-torch.backends.quantized.engine = "x86"
+if not _block_torch_ao.BLOCKED:
+    torch.backends.quantized.engine = "x86"
 
 ISAS = ("scalar", "avx2", "avx512vnni")
 # The ISA in use when the session starts: the detected one, lowered by QPLUGIN_CPU_ISA if set.

@@ -1,12 +1,12 @@
 """The demo model: a small ResNet-style CNN for 64x64 RGB images, written for eager-mode
 quantization (QuantStub/DeQuantStub, FloatFunctional for the residual add, Conv-BN(-ReLU) groups
-fused with torch.ao.quantization.fuse_modules). Convolutions dominate its time, as in real CNNs.
+fused with qplugin.quantization.fuse_modules; nothing of torch.ao). Convolutions dominate its time, as in real CNNs.
 Changes with: qplugin/demo/run.py, tools/cpp_loader (the saved model), tests/test_cpp_loader.py.
 """
 import torch
 from torch import nn
-from torch.ao.nn.quantized import FloatFunctional
-from torch.ao.quantization import DeQuantStub, QuantStub, fuse_modules
+from qplugin.nn import FloatFunctional
+from qplugin.quantization import DeQuantStub, QuantStub, fuse_modules
 
 __all__ = ["DemoNet", "fuse", "macs_per_image"]
 

@@ -200,7 +200,7 @@ def _torch_ao_convert(prepared: nn.Module, sample: torch.Tensor):
     """torch.ao's own conversion on the x86 engine (the baseline), or (None, reason)."""
     try:
         torch.backends.quantized.engine = "x86"
-        model = torch.ao.quantization.convert(copy.deepcopy(prepared))
+        model = qplugin.quantization._migrate._torch_ao_convert(prepared)
         with torch.inference_mode():
             model(sample[:1])
         return model, None
@@ -232,15 +232,13 @@ def _run(threads, save, model_spec, epochs, seed, profile):
         float_model, calib, test = _user_factory(model_spec)
         name = model_spec
 
-    # Calibrate: observers from the x86 default qconfig (as torch.ao users do) on every module
-    # qplugin converts.
+    # Calibrate: qplugin's observers from the x86 default qconfig on every module qplugin
+    # converts (qplugin.quantization.prepare; torch.ao is not needed).
     t0 = time.perf_counter()
     prepared = copy.deepcopy(float_model)
     if getattr(prepared, "qconfig", None) is None:
-        prepared.qconfig = torch.ao.quantization.get_default_qconfig("x86")
-    torch.ao.quantization.prepare(
-        prepared, inplace=True,
-        allow_list=qplugin.quantization.get_default_qconfig_propagation_list())
+        prepared.qconfig = qplugin.quantization.get_default_qconfig("x86")
+    qplugin.quantization.prepare(prepared, inplace=True)
     with torch.inference_mode():
         for i, (x, _) in enumerate(_eval_batches(calib)):
             prepared(x)

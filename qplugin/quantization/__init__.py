@@ -1,56 +1,74 @@
-"""qplugin.quantization: convert() swaps the observed float (and fused) modules that
-torch.ao.quantization.prepare leaves behind for qplugin.nn modules, like
-torch.ao.quantization.convert does for torch.ao.nn.quantized -- but into modules that run on
-torch.ops.qplugin. The swap is implemented here (torch's convert is not called). Also:
-quantize()/quantize_qat() (one-call flows) and, in _migrate.py, from_torch_ao() and
-load_torch_ao_state_dict() (models and checkpoints converted by torch.ao).
+"""qplugin.quantization: the eager-mode calibration workflow of its own (≙ torch.ao.quantization,
+same names, signatures, defaults and numerics, so migrating is a name swap): QConfig and presets
+(qconfig.py), observers (observer.py), fake quantization (fake_quantize.py), QuantStub /
+DeQuantStub / QuantWrapper (stubs.py), fused float modules and fuse_modules (fused.py), QAT
+modules (qat.py), prepare / prepare_qat / propagate_qconfig_ / add_quant_dequant (_prepare.py),
+and here convert(), which swaps observed float (and fused, QAT) modules for qplugin.nn modules,
+and quantize() / quantize_qat(). _migrate.py: from_torch_ao() and load_torch_ao_state_dict().
+
+Nothing here requires torch.ao: while it exists, models prepared by torch.ao.quantization convert
+too (the mapping also holds torch.ao's float / fused / QAT classes; its observers and hooks are
+recognised), through qplugin/_ao.py.
 Changes with: the from_float of every module in the mapping (qplugin/nn, qplugin/nn/intrinsic),
-tests/nn/test_conversion_foundation.py, tests/models/.
+tests/nn/test_conversion_foundation.py, tests/models/, tests/quantization/.
 """
 import copy
 import inspect
 from typing import Any, Callable, Dict, Optional
 
 import torch
-import torch.ao.nn.intrinsic as nni
-import torch.ao.nn.quantized  # noqa: F401  (FloatFunctional is a mapping key)
-import torch.ao.nn.intrinsic.qat as nniqat
-import torch.ao.nn.qat as nnqat
 from torch import nn
-from torch.ao.quantization import DeQuantStub, QuantStub
 from torch.nn.utils.parametrize import type_before_parametrizations
 
-try:
-    # The hooks torch.ao.quantization.prepare registers (private in torch): recognised by
-    # identity when importable, else by name.
-    from torch.ao.quantization.quantize import (
-        _observer_forward_hook,
-        _observer_forward_pre_hook,
-    )
-except ImportError:  # pragma: no cover - depends on the torch version
-    _observer_forward_hook = _observer_forward_pre_hook = None
-
 from .. import nn as qnn
+from .._ao import torch_ao
 from ..nn import intrinsic as qnni
+from . import fused as _fused
+from . import qat as _qat
+from .fake_quantize import *  # noqa: F401,F403
+from .fake_quantize import __all__ as _fq_all
+from .fake_quantize import FakeQuantizeBase
+from .fused import fuse_modules, fuse_modules_qat  # noqa: F401
+from .observer import *  # noqa: F401,F403
+from .observer import __all__ as _obs_all
+from .observer import ObserverBase
+from .qconfig import *  # noqa: F401,F403
+from .qconfig import __all__ as _qconfig_all
+from .stubs import DeQuantStub, QuantStub, QuantWrapper
+from ._prepare import (  # noqa: E402
+    DEFAULT_QAT_MODULE_MAPPINGS, _fused_bases, _is_activation_post_process,
+    _observer_forward_hook, _observer_forward_pre_hook, add_quant_dequant,
+    get_default_qat_module_mappings, prepare, prepare_qat, propagate_qconfig_)
 
 __all__ = [
     "DEFAULT_MODULE_MAPPING",
     "DEFAULT_STATIC_QUANT_MODULE_MAPPINGS",
+    "DeQuantStub",
+    "QuantStub",
+    "QuantWrapper",
+    "add_quant_dequant",
     "convert",
     "from_torch_ao",
+    "fuse_modules",
+    "fuse_modules_qat",
+    "get_default_qat_module_mappings",
     "get_default_qconfig_propagation_list",
     "get_default_static_quant_module_mappings",
     "get_default_torch_ao_migrations",
     "load_torch_ao_state_dict",
+    "prepare",
+    "prepare_qat",
+    "propagate_qconfig_",
     "quantize",
     "quantize_qat",
     "swap_module",
-]
+] + _obs_all + _fq_all + _qconfig_all
 
 
 class _FoldBatchNorm:
     """Mapping value for a non-QAT fused ``ConvBn*d`` / ``ConvBnReLU*d`` / ``LinearBn1d``
-    (torch.ao.nn.intrinsic, made by ``fuse_modules`` in training mode): ``from_float`` folds the
+    (qplugin.quantization.fused or torch.ao.nn.intrinsic, made by ``fuse_modules`` in training
+    mode): ``from_float`` folds the
     batch norm's running statistics into a copy of the conv (linear) and hands it, with the fused
     module's qconfig and output observer, to ``qcls.from_float``."""
 
@@ -82,7 +100,7 @@ class _FoldBatchNorm:
                                         bn.eps, bn.weight, bn.bias, transpose=False)
         folded.weight, folded.bias = w, b
         if len(mod) > 2 and isinstance(mod[2], nn.ReLU):  # ConvBnReLU: conv, bn, relu
-            relu_cls = {1: nni.ConvReLU1d, 2: nni.ConvReLU2d, 3: nni.ConvReLU3d}[
+            relu_cls = {1: _fused.ConvReLU1d, 2: _fused.ConvReLU2d, 3: _fused.ConvReLU3d}[
                 len(conv.kernel_size)]
             folded = relu_cls(folded, mod[2])
         folded.qconfig = mod.qconfig
@@ -91,7 +109,8 @@ class _FoldBatchNorm:
 
 
 # Float (observed) module class -> qplugin module class (≙ torch.ao.quantization's
-# DEFAULT_STATIC_QUANT_MODULE_MAPPINGS). Keys are exact classes, as in torch's convert.
+# DEFAULT_STATIC_QUANT_MODULE_MAPPINGS). Keys are exact classes, as in torch's convert: qplugin's
+# own stubs, fused and QAT classes, then (_add_torch_ao_keys) torch.ao's twins when importable.
 DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     QuantStub: qnn.Quantize,
     DeQuantStub: qnn.DeQuantize,
@@ -116,43 +135,38 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     nn.AdaptiveAvgPool3d: qnn.AdaptiveAvgPool3d,
     nn.AdaptiveMaxPool2d: qnn.AdaptiveMaxPool2d,
     nn.Upsample: qnn.Upsample,
-    nni.BNReLU2d: qnni.BNReLU2d,
-    nni.BNReLU3d: qnni.BNReLU3d,
+    _fused.BNReLU2d: qnni.BNReLU2d,
+    _fused.BNReLU3d: qnni.BNReLU3d,
     # Linear
     nn.Linear: qnn.Linear,
     nn.modules.linear.NonDynamicallyQuantizableLinear: qnn.Linear,
-    nnqat.Linear: qnn.Linear,
-    nni.LinearReLU: qnni.LinearReLU,
-    nni.LinearLeakyReLU: qnni.LinearLeakyReLU,
-    nni.LinearTanh: qnni.LinearTanh,
-    nniqat.LinearReLU: qnni.LinearReLU,
-    nniqat.LinearBn1d: qnn.Linear,
+    _qat.Linear: qnn.Linear,
+    _fused.LinearReLU: qnni.LinearReLU,
+    _qat.LinearReLU: qnni.LinearReLU,
+    _qat.LinearBn1d: qnn.Linear,
     # Convolution (plain, QAT, fused with BN folded, fused with ReLU)
     nn.Conv1d: qnn.Conv1d,
     nn.Conv2d: qnn.Conv2d,
     nn.Conv3d: qnn.Conv3d,
-    nnqat.Conv1d: qnn.Conv1d,
-    nnqat.Conv2d: qnn.Conv2d,
-    nnqat.Conv3d: qnn.Conv3d,
-    nniqat.ConvBn1d: qnn.Conv1d,
-    nniqat.ConvBn2d: qnn.Conv2d,
-    nniqat.ConvBn3d: qnn.Conv3d,
-    nni.ConvReLU1d: qnni.ConvReLU1d,
-    nni.ConvReLU2d: qnni.ConvReLU2d,
-    nni.ConvReLU3d: qnni.ConvReLU3d,
-    nniqat.ConvReLU1d: qnni.ConvReLU1d,
-    nniqat.ConvReLU2d: qnni.ConvReLU2d,
-    nniqat.ConvReLU3d: qnni.ConvReLU3d,
-    nniqat.ConvBnReLU1d: qnni.ConvReLU1d,
-    nniqat.ConvBnReLU2d: qnni.ConvReLU2d,
-    nniqat.ConvBnReLU3d: qnni.ConvReLU3d,
-    nni.ConvAdd2d: qnni.ConvAdd2d,
-    nni.ConvAddReLU2d: qnni.ConvAddReLU2d,
+    _qat.Conv1d: qnn.Conv1d,
+    _qat.Conv2d: qnn.Conv2d,
+    _qat.Conv3d: qnn.Conv3d,
+    _qat.ConvBn1d: qnn.Conv1d,
+    _qat.ConvBn2d: qnn.Conv2d,
+    _qat.ConvBn3d: qnn.Conv3d,
+    _fused.ConvReLU1d: qnni.ConvReLU1d,
+    _fused.ConvReLU2d: qnni.ConvReLU2d,
+    _fused.ConvReLU3d: qnni.ConvReLU3d,
+    _qat.ConvReLU1d: qnni.ConvReLU1d,
+    _qat.ConvReLU2d: qnni.ConvReLU2d,
+    _qat.ConvReLU3d: qnni.ConvReLU3d,
+    _qat.ConvBnReLU1d: qnni.ConvReLU1d,
+    _qat.ConvBnReLU2d: qnni.ConvReLU2d,
+    _qat.ConvBnReLU3d: qnni.ConvReLU3d,
     nn.ConvTranspose1d: qnn.ConvTranspose1d,
     nn.ConvTranspose2d: qnn.ConvTranspose2d,
     nn.ConvTranspose3d: qnn.ConvTranspose3d,
     # Elementwise and activations
-    torch.ao.nn.quantized.FloatFunctional: qnn.QFunctional,
     qnn.FloatFunctional: qnn.QFunctional,
     nn.LeakyReLU: qnn.LeakyReLU,
     nn.PReLU: qnn.PReLU,
@@ -168,20 +182,44 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     # mode, then a static prepare (torch.ao's mapping has no entry and leaves them float, so its
     # converted model fails on the quantized input): the batch norm is folded with its running
     # statistics at convert. (fuse_modules in eval mode folds it already, giving Conv*d /
-    # ConvReLU*d / Linear; prepare_qat gives torch.ao.nn.intrinsic.qat modules, mapped above.)
-    nni.ConvBn1d: _FoldBatchNorm(qnn.Conv1d),
-    nni.ConvBn2d: _FoldBatchNorm(qnn.Conv2d),
-    nni.ConvBn3d: _FoldBatchNorm(qnn.Conv3d),
-    nni.ConvBnReLU1d: _FoldBatchNorm(qnni.ConvReLU1d),
-    nni.ConvBnReLU2d: _FoldBatchNorm(qnni.ConvReLU2d),
-    nni.ConvBnReLU3d: _FoldBatchNorm(qnni.ConvReLU3d),
-    nni.LinearBn1d: _FoldBatchNorm(qnn.Linear),
+    # ConvReLU*d / Linear; prepare_qat gives QAT modules, mapped above.)
+    _fused.ConvBn1d: _FoldBatchNorm(qnn.Conv1d),
+    _fused.ConvBn2d: _FoldBatchNorm(qnn.Conv2d),
+    _fused.ConvBn3d: _FoldBatchNorm(qnn.Conv3d),
+    _fused.ConvBnReLU1d: _FoldBatchNorm(qnni.ConvReLU1d),
+    _fused.ConvBnReLU2d: _FoldBatchNorm(qnni.ConvReLU2d),
+    _fused.ConvBnReLU3d: _FoldBatchNorm(qnni.ConvReLU3d),
+    _fused.LinearBn1d: _FoldBatchNorm(qnn.Linear),
     # Embeddings (weight-only qconfig: float_qparams_weight_only_qconfig[_4bit])
     nn.Embedding: qnn.Embedding,
     nn.EmbeddingBag: qnn.EmbeddingBag,
-    nnqat.Embedding: qnn.Embedding,
-    nnqat.EmbeddingBag: qnn.EmbeddingBag,
+    _qat.Embedding: qnn.Embedding,
+    _qat.EmbeddingBag: qnn.EmbeddingBag,
 }
+
+
+def _add_torch_ao_keys(mapping: Dict[Callable, Any]) -> None:
+    """While torch.ao imports, its stubs, FloatFunctional, fused and QAT classes map like
+    qplugin's twins (a model prepared by torch.ao converts with qplugin's convert), plus the
+    torch.ao-only fused patterns (ConvAdd2d, ConvAddReLU2d, LinearLeakyReLU, LinearTanh)."""
+    twin_pkgs = {QuantStub.__module__: ("quantization",), _fused.__name__: ("nn.intrinsic",),
+                 _qat.__name__: ("nn.qat", "nn.intrinsic.qat")}
+    for key, value in list(mapping.items()):
+        pkgs = ("nn.quantized",) if key is qnn.FloatFunctional else twin_pkgs.get(
+            getattr(key, "__module__", None), ())
+        for pkg in pkgs:
+            ao = torch_ao(pkg)
+            twin = getattr(ao, key.__name__, None) if ao is not None else None
+            if isinstance(twin, type) and twin not in mapping:
+                mapping[twin] = value
+    nni = torch_ao("nn.intrinsic")
+    if nni is not None:
+        mapping.update({nni.ConvAdd2d: qnni.ConvAdd2d, nni.ConvAddReLU2d: qnni.ConvAddReLU2d,
+                        nni.LinearLeakyReLU: qnni.LinearLeakyReLU,
+                        nni.LinearTanh: qnni.LinearTanh})
+
+
+_add_torch_ao_keys(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS)
 # The public name (issue #9); DEFAULT_STATIC_QUANT_MODULE_MAPPINGS (torch.ao's name) is the same
 # dict.
 DEFAULT_MODULE_MAPPING = DEFAULT_STATIC_QUANT_MODULE_MAPPINGS
@@ -197,16 +235,22 @@ def get_default_static_quant_module_mappings() -> Dict[Callable, Any]:
 
 
 def get_default_qconfig_propagation_list() -> set:
-    """Module classes that ``torch.ao.quantization.prepare`` should observe for qplugin: torch's
-    default list plus every key of :data:`DEFAULT_STATIC_QUANT_MODULE_MAPPINGS` (torch's list lacks
-    the activations PyTorch never quantized -- SiLU, GELU, Mish, Softplus, Tanh -- and Sigmoid /
-    Softmax, so their observers would be missing and their ``from_float`` would fail).
+    """Module classes :func:`prepare` observes by default: every key of
+    :data:`DEFAULT_STATIC_QUANT_MODULE_MAPPINGS` and of the QAT mapping, the recurrent modules
+    and nn.Sequential (torch.ao's list is built the same way from its mappings), plus torch.ao's
+    own list while it imports. torch.ao's list lacks the activations PyTorch never quantized --
+    SiLU, GELU, Mish, Softplus, Tanh -- and Sigmoid / Softmax, pools, Upsample: without their
+    observers their ``from_float`` would fail.
 
-    Use: ``prepare(model, allow_list=qplugin.quantization.get_default_qconfig_propagation_list())``.
+    For torch.ao's prepare: ``torch.ao.quantization.prepare(model,
+    allow_list=qplugin.quantization.get_default_qconfig_propagation_list())``.
     """
-    from torch.ao.quantization.quantization_mappings import (
-        get_default_qconfig_propagation_list as _torch_list)
-    return set(_torch_list()) | set(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS)
+    out = set(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS) | set(DEFAULT_QAT_MODULE_MAPPINGS) | {
+        nn.Sequential, nn.GRUCell, nn.LSTM, nn.GRU, nn.LSTMCell, nn.RNNCell}
+    mappings = torch_ao("quantization.quantization_mappings")
+    if mappings is not None:
+        out |= set(mappings.get_default_qconfig_propagation_list())
+    return out
 
 
 def convert(module: nn.Module, mapping: Optional[Dict[Callable, Any]] = None,
@@ -252,13 +296,13 @@ def convert(module: nn.Module, mapping: Optional[Dict[Callable, Any]] = None,
 def quantize(model: nn.Module, run_fn: Callable, run_args: Any,
              mapping: Optional[Dict[Callable, Any]] = None, inplace: bool = False) -> nn.Module:
     r"""Post-training static quantization in one call (≙ torch.ao.quantization.quantize):
-    ``model.eval()``, ``torch.ao.quantization.prepare`` (observers on every module with a
-    qconfig whose class is in :func:`get_default_qconfig_propagation_list`), calibration by
-    ``run_fn(model, *run_args)``, then :func:`convert` with `mapping`.
+    ``model.eval()``, :func:`prepare` (observers on every module with a qconfig whose class is in
+    :func:`get_default_qconfig_propagation_list`), calibration by ``run_fn(model, *run_args)``,
+    then :func:`convert` with `mapping`.
 
     Args:
         model: a float model whose (sub)modules carry ``qconfig`` attributes, with QuantStub /
-            DeQuantStub marking the quantized region, as for torch.ao.
+            DeQuantStub marking the quantized region.
         run_fn: the calibration function, called as ``run_fn(prepared_model, *run_args)``.
         run_args: the extra positional arguments of `run_fn` (a tuple or list; another value is
             passed as the single argument).
@@ -268,7 +312,6 @@ def quantize(model: nn.Module, run_fn: Callable, run_args: Any,
     Returns:
         The converted model.
     """
-    import torch.ao.quantization as tq
     if not isinstance(model, nn.Module):
         raise TypeError("qplugin.quantization.quantize: expected a torch.nn.Module, got"
                         f" {type(model).__name__}")
@@ -278,7 +321,7 @@ def quantize(model: nn.Module, run_fn: Callable, run_args: Any,
     if not inplace:
         model = copy.deepcopy(model)
     model.eval()
-    tq.prepare(model, inplace=True, allow_list=get_default_qconfig_propagation_list())
+    prepare(model, inplace=True)
     run_fn(model, *_as_args(run_args))
     convert(model, mapping, inplace=True)
     return model
@@ -287,17 +330,16 @@ def quantize(model: nn.Module, run_fn: Callable, run_args: Any,
 def quantize_qat(model: nn.Module, run_fn: Callable, run_args: Any,
                  inplace: bool = False) -> nn.Module:
     r"""Quantization-aware training in one call (≙ torch.ao.quantization.quantize_qat):
-    ``model.train()``, swap to torch.ao's QAT modules (fake-quantized float modules: PyTorch's
-    QAT mapping) with fake-quant observers, ``run_fn(model, *run_args)`` (the training loop),
-    then :func:`convert` into qplugin modules.
+    ``model.train()``, :func:`prepare_qat` (qplugin's QAT modules and fake quants),
+    ``run_fn(model, *run_args)`` (the training loop), then :func:`convert` into qplugin modules.
 
-    As :func:`quantize`, the observers also go on the modules torch's list misses
+    As :func:`quantize`, the observers also go on the modules torch.ao's default list misses
     (:func:`get_default_qconfig_propagation_list`: e.g. pooling outputs, SiLU, GELU), so the
     fake-quantized training differs slightly from torch.ao's quantize_qat on such models.
 
     Args:
         model: a float model with ``qconfig`` attributes (a QAT qconfig, e.g.
-            ``torch.ao.quantization.get_default_qat_qconfig("x86")``), fused with
+            ``qplugin.quantization.get_default_qat_qconfig("x86")``), fused with
             ``fuse_modules_qat`` if wanted.
         run_fn: the training function, called as ``run_fn(prepared_model, *run_args)``.
         run_args: its extra positional arguments (as in :func:`quantize`).
@@ -306,8 +348,6 @@ def quantize_qat(model: nn.Module, run_fn: Callable, run_args: Any,
     Returns:
         The converted model.
     """
-    import torch.ao.quantization as tq
-    from torch.ao.quantization.quantization_mappings import get_default_qat_module_mappings
     if not isinstance(model, nn.Module):
         raise TypeError("qplugin.quantization.quantize_qat: expected a torch.nn.Module, got"
                         f" {type(model).__name__}")
@@ -317,13 +357,7 @@ def quantize_qat(model: nn.Module, run_fn: Callable, run_args: Any,
     if not inplace:
         model = copy.deepcopy(model)
     model.train()
-    # ≙ torch.ao.quantization.prepare_qat, with qplugin's observation list. The float -> QAT
-    # swap is PyTorch's (QAT modules compute in float); nothing quantized of PyTorch's runs.
-    qat_mapping = get_default_qat_module_mappings()
-    tq.propagate_qconfig_(model, qconfig_dict=None)
-    tq.convert(model, mapping=qat_mapping, inplace=True, remove_qconfig=False)
-    tq.prepare(model, observer_non_leaf_module_list=set(qat_mapping.values()), inplace=True,
-               allow_list=get_default_qconfig_propagation_list())
+    prepare_qat(model, inplace=True)
     run_fn(model, *_as_args(run_args))
     convert(model, inplace=True)
     return model
@@ -336,9 +370,10 @@ def _as_args(run_args: Any):
 def _convert(module: nn.Module, mapping: Dict[Callable, Any],
              use_precomputed_fake_quant: bool) -> None:
     reassign = {}
+    fused_bases = _fused_bases()
     for name, child in module.named_children():
         # A fused module is swapped as one unit: do not descend into its members.
-        if not isinstance(child, nni._FusedModule):
+        if not isinstance(child, fused_bases):
             _convert(child, mapping, use_precomputed_fake_quant)
         reassign[name] = swap_module(child, mapping, use_precomputed_fake_quant)
     for name, new_child in reassign.items():
@@ -376,16 +411,19 @@ def swap_module(mod: nn.Module, mapping: Dict[Callable, Any],
 
 
 def _is_observer_hook(fn: Callable, pre: bool) -> bool:
-    known = _observer_forward_pre_hook if pre else _observer_forward_hook
+    """qplugin's observer hook, or torch.ao's (by identity when importable, else by name)."""
+    if fn is (_observer_forward_pre_hook if pre else _observer_forward_hook):
+        return True
+    name = "_observer_forward_pre_hook" if pre else "_observer_forward_hook"
+    tq = torch_ao("quantization.quantize")
+    known = getattr(tq, name, None) if tq is not None else None
     if known is not None:
         return fn is known
-    return getattr(fn, "__name__", "") == (  # pragma: no cover
-        "_observer_forward_pre_hook" if pre else "_observer_forward_hook")
+    return getattr(fn, "__name__", "") == name and "torch.ao" in getattr(fn, "__module__", "")
 
 
 def _is_observer(mod: Any) -> bool:
-    from torch.ao.quantization import FakeQuantizeBase, ObserverBase
-    return isinstance(mod, (ObserverBase, FakeQuantizeBase))
+    return _is_activation_post_process(mod)
 
 
 def _remove_qconfig(module: nn.Module) -> None:

@@ -16,12 +16,16 @@ import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import torch
-import torch.ao.nn.intrinsic.quantized as nniq
-import torch.ao.nn.quantized as nnq
 from torch import nn
 
 from .. import nn as qnn
+from .._ao import torch_ao
 from ..nn import intrinsic as qnni
+
+# Migration is the one job here that needs torch.ao (its input is a torch.ao model): the table is
+# empty when torch.ao cannot be imported, and then there is nothing to migrate from.
+nnq = torch_ao("nn.quantized")
+nniq = torch_ao("nn.intrinsic.quantized")
 
 __all__ = ["from_torch_ao", "get_default_torch_ao_migrations", "load_torch_ao_state_dict"]
 
@@ -107,7 +111,7 @@ def _embedding(t):
 
 # torch.ao quantized class -> builder of the qplugin module with the same hyperparameters,
 # weights and output qparams. Keys are exact classes (subclasses are not assumed compatible).
-_MIGRATIONS: Dict[type, Callable[[nn.Module], nn.Module]] = {
+_MIGRATIONS: Dict[type, Callable[[nn.Module], nn.Module]] = {} if nnq is None or nniq is None else {
     nnq.Quantize: _quantize,
     nnq.DeQuantize: lambda t: qnn.DeQuantize(),
     nnq.Linear: _linear(qnn.Linear),
@@ -145,8 +149,9 @@ _MIGRATIONS: Dict[type, Callable[[nn.Module], nn.Module]] = {
     # subclass behaves the same and leaves no torch.ao.nn.quantized module behind.
     nnq.FloatFunctional: lambda t: qnn.FloatFunctional(),
 }
-_MIGRATIONS[nnq.EmbeddingBag] = _embedding_bag
-_MIGRATIONS[nnq.Embedding] = _embedding
+if _MIGRATIONS:
+    _MIGRATIONS[nnq.EmbeddingBag] = _embedding_bag
+    _MIGRATIONS[nnq.Embedding] = _embedding
 
 
 def get_default_torch_ao_migrations() -> Dict[type, Callable[[nn.Module], nn.Module]]:
@@ -299,7 +304,7 @@ def load_torch_ao_state_dict(qplugin_model: nn.Module, state_dict: Mapping[str, 
                         f" (a Mapping of key -> tensor), got {type(state_dict).__name__}")
     leftover = [f"{n or '<root>'} ({type(m).__module__}.{type(m).__qualname__})"
                 for n, m in qplugin_model.named_modules() if _is_torch_quantized_module(m)
-                and not isinstance(m, nnq.FloatFunctional)]  # float arithmetic: harmless
+                and not (nnq is not None and isinstance(m, nnq.FloatFunctional))]  # float arithmetic: harmless
     if leftover:
         raise ValueError("qplugin.quantization.load_torch_ao_state_dict: expected a qplugin model,"
                          " got one with torch.ao quantized modules: " + ", ".join(leftover)
@@ -323,3 +328,49 @@ def load_torch_ao_state_dict(qplugin_model: nn.Module, state_dict: Mapping[str, 
             " and Softmax do not save them); these modules keep their current qparams",
             UserWarning, stacklevel=2)
     return result
+
+
+def _as_torch_ao_prepared(model: nn.Module) -> nn.Module:
+    """A copy of a model prepared (and calibrated) with qplugin.quantization.prepare that
+    torch.ao.quantization.convert can convert: qplugin's stubs, FloatFunctional and fused float
+    modules become their torch.ao twins (same children and attributes) and qplugin's observer
+    hooks torch.ao's. The observers stay qplugin's (torch.ao's from_float only calls
+    ``calculate_qparams``). For comparison paths (the demo's torch.ao row, tests); needs torch.ao.
+    """
+    from .._ao import torch_ao
+    from . import fused as _fused
+    from . import _prepare as _q
+    from .stubs import DeQuantStub, QuantStub
+    tq = torch_ao("quantization")
+    nni = torch_ao("nn.intrinsic")
+    tqq = torch_ao("quantization.quantize")
+    if tq is None or nni is None or nnq is None or tqq is None:
+        raise RuntimeError("qplugin.quantization: torch.ao.quantization is not available here")
+    twins = {QuantStub: tq.QuantStub, DeQuantStub: tq.DeQuantStub,
+             qnn.FloatFunctional: nnq.FloatFunctional}
+    for name in _fused.__all__:
+        cls = getattr(_fused, name)
+        if isinstance(cls, type) and hasattr(nni, name):
+            twins[cls] = getattr(nni, name)
+    hooks = {_q._observer_forward_hook: tqq._observer_forward_hook,
+             _q._observer_forward_pre_hook: tqq._observer_forward_pre_hook}
+    out = copy.deepcopy(model)
+    for m in out.modules():
+        if type(m) in twins:
+            m.__class__ = twins[type(m)]
+        for hook_dict in (m._forward_hooks, m._forward_pre_hooks):
+            for k, fn in list(hook_dict.items()):
+                if fn in hooks:
+                    hook_dict[k] = hooks[fn]
+    return out
+
+
+def _torch_ao_convert(model: nn.Module) -> nn.Module:
+    """torch.ao.quantization.convert of a model prepared with qplugin (via
+    :func:`_as_torch_ao_prepared`), then qplugin's observers and hooks removed from the modules
+    torch.ao leaves float (its own cleanup only knows its own observers). Comparison only."""
+    from .._ao import torch_ao
+    from . import _remove_qconfig
+    out = torch_ao("quantization").convert(_as_torch_ao_prepared(model))
+    _remove_qconfig(out)
+    return out

@@ -1,16 +1,20 @@
-"""Small whole models for tests/models: float definitions, prepare + calibrate (torch.ao's
-observers), and conversion both ways (torch.ao.quantization.convert as the oracle,
-qplugin.quantization.convert as the subject). Changes with: qplugin/quantization.
+"""Small whole models for tests/models: float definitions (qplugin's QuantStub / DeQuantStub /
+FloatFunctional), prepare + calibrate with qplugin.quantization (prepared) or with torch.ao
+(prepared_torch_ao, the interop path), and conversion both ways (torch.ao.quantization.convert as
+the oracle, qplugin.quantization.convert as the subject). Without torch.ao (legacy-blocked mode)
+only the qplugin side exists. Changes with: qplugin/quantization.
 """
 import copy
 import functools
 
 import torch
-import torch.ao.nn.quantized as nnq
-import torch.ao.quantization as tq
 from torch import nn
 
 import qplugin.quantization as qq
+from qplugin import nn as qnn
+from qplugin._ao import torch_ao
+
+tq = torch_ao("quantization")  # None in legacy-blocked mode
 
 
 class ResNetish(nn.Module):
@@ -20,7 +24,7 @@ class ResNetish(nn.Module):
 
     def __init__(self, num_classes=10):
         super().__init__()
-        self.quant = tq.QuantStub()
+        self.quant = qq.QuantStub()
         self.conv1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(16)
         self.relu1 = nn.ReLU()
@@ -29,7 +33,7 @@ class ResNetish(nn.Module):
         self.relu2 = nn.ReLU()
         self.conv3 = nn.Conv2d(16, 16, 3, padding=1, bias=False)
         self.bn3 = nn.BatchNorm2d(16)
-        self.skip_add = nnq.FloatFunctional()
+        self.skip_add = qnn.FloatFunctional()
         self.relu3 = nn.ReLU()
         self.pool = nn.MaxPool2d(2)
         self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False)
@@ -40,7 +44,7 @@ class ResNetish(nn.Module):
         self.pw_relu = nn.ReLU()
         self.gap = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(32, num_classes)
-        self.dequant = tq.DeQuantStub()
+        self.dequant = qq.DeQuantStub()
 
     def forward(self, x):
         x = self.relu1(self.bn1(self.conv1(self.quant(x))))
@@ -68,17 +72,17 @@ class TransformerBlock(nn.Module):
 
     def __init__(self, d=32, hidden=64):
         super().__init__()
-        self.quant = tq.QuantStub()
+        self.quant = qq.QuantStub()
         self.ln1 = nn.LayerNorm(d)
         self.fc_a = nn.Linear(d, hidden)
         self.relu_a = nn.ReLU()
         self.fc_g = nn.Linear(d, hidden)
-        self.gate_mul = nnq.FloatFunctional()
+        self.gate_mul = qnn.FloatFunctional()
         self.fc_o = nn.Linear(hidden, d)
-        self.res_add = nnq.FloatFunctional()
+        self.res_add = qnn.FloatFunctional()
         self.ln2 = nn.LayerNorm(d)
         self.head = nn.Linear(d, d)
-        self.dequant = tq.DeQuantStub()
+        self.dequant = qq.DeQuantStub()
 
     def forward(self, x):
         x = self.quant(x)
@@ -101,9 +105,9 @@ class BagModel(nn.Module):
     def __init__(self, num=100, dim=16):
         super().__init__()
         self.bag = nn.EmbeddingBag(num, dim, mode="sum")
-        self.quant = tq.QuantStub()
+        self.quant = qq.QuantStub()
         self.fc = nn.Linear(dim, 8)
-        self.dequant = tq.DeQuantStub()
+        self.dequant = qq.DeQuantStub()
 
     def forward(self, indices, offsets):
         return self.dequant(self.fc(self.quant(self.bag(indices, offsets))))
@@ -142,21 +146,28 @@ def _as_tuple(x):
 
 
 def prepared(cls, seed=0, calib_seed=100, calib_batches=4):
-    """The float model fused (eval mode), prepared with torch.ao's default x86 qconfig and
-    qplugin's observation list, and calibrated on `calib_batches` seeded inputs (a fresh copy
-    of a cached one: calibrating with histogram observers is the slow part)."""
-    return copy.deepcopy(_prepared(cls, seed, calib_seed, calib_batches))
+    """The float model fused (eval mode), prepared with qplugin's default x86 qconfig and
+    observation list, and calibrated on `calib_batches` seeded inputs (a fresh copy of a cached
+    one: calibrating with histogram observers is the slow part)."""
+    return copy.deepcopy(_prepared(cls, seed, calib_seed, calib_batches, "qplugin"))
+
+
+def prepared_torch_ao(cls, seed=0, calib_seed=100, calib_batches=4):
+    """As :func:`prepared`, with torch.ao's fuse_modules, qconfig, observers and prepare (and
+    qplugin's observation list): the model a torch.ao user has today."""
+    return copy.deepcopy(_prepared(cls, seed, calib_seed, calib_batches, "torch.ao"))
 
 
 @functools.lru_cache(maxsize=None)
-def _prepared(cls, seed, calib_seed, calib_batches):
+def _prepared(cls, seed, calib_seed, calib_batches, workflow):
+    w = qq if workflow == "qplugin" else tq
     m = float_model(cls, seed)
     if cls.FUSE:
-        m = tq.fuse_modules(m, cls.FUSE)
-    m.qconfig = tq.get_default_qconfig("x86")
+        m = w.fuse_modules(m, cls.FUSE)
+    m.qconfig = w.get_default_qconfig("x86")
     if cls is BagModel:
-        m.bag.qconfig = tq.float_qparams_weight_only_qconfig
-    tq.prepare(m, inplace=True, allow_list=qq.get_default_qconfig_propagation_list())
+        m.bag.qconfig = w.float_qparams_weight_only_qconfig
+    w.prepare(m, inplace=True, allow_list=qq.get_default_qconfig_propagation_list())
     with torch.no_grad():
         for i in range(calib_batches):
             m(*_as_tuple(cls.example_input(seed=calib_seed + i)))
@@ -164,7 +175,9 @@ def _prepared(cls, seed, calib_seed, calib_batches):
 
 
 def torch_ao_convert(prep):
-    return tq.convert(copy.deepcopy(prep))
+    """torch.ao.quantization.convert of a model prepared either way (qplugin's stubs and fused
+    modules become torch.ao's twins first)."""
+    return qq._migrate._torch_ao_convert(prep)
 
 
 def qplugin_convert(prep):

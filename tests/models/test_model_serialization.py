@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import qplugin.quantization as qq
+from _block_torch_ao import requires_torch_ao
 
 from _models import ResNetish, TransformerBlock, prepared, qplugin_convert
 
@@ -126,6 +127,7 @@ def test_state_dict_round_trip_into_fresh_model(model, tmp_path):
         assert torch.equal(fresh(x), y)
 
 
+@requires_torch_ao
 def test_migrated_model_serializes(tmp_path):
     """from_torch_ao's result is a normal qplugin model: torch.save and TorchScript work (the
     torch.ao model it came from cannot be torch.save'd / loaded: PyTorch issue 69426)."""

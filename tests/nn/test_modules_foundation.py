@@ -744,7 +744,7 @@ def test_from_float_rejects_wrong_modules():
                        r" .*BatchNorm3d, got .*BatchNorm2d"):
         qnn.BatchNorm3d.from_float(plain)
     with pytest.raises(ValueError, match=r"qplugin.nn.Hardswish.from_float: expected a module with"
-                       r" an output observer .*torch.ao.quantization.prepare"):
+                       r" an output observer .*qplugin.quantization.prepare"):
         qnn.Hardswish.from_float(nn.Hardswish())
     with pytest.raises(TypeError, match=r"qplugin.nn.ELU.from_float: expected an observed"
                        r" torch.nn.modules.activation.ELU, got .*Hardswish"):

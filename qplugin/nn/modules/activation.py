@@ -110,7 +110,7 @@ class Hardswish(_QParamsMixin, torch.nn.Hardswish):
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
-        """A Hardswish from an observed torch.nn.Hardswish (torch.ao.quantization.prepare output):
+        """A Hardswish from an observed torch.nn.Hardswish (qplugin.quantization.prepare or torch.ao's output):
         the output qparams come from its activation_post_process."""
         owner = "qplugin.nn.Hardswish.from_float"
         _check_float_module(owner, mod, (cls._FLOAT_MODULE,))
@@ -177,7 +177,7 @@ class ELU(_QParamsMixin, torch.nn.ELU):
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
-        """An ELU from an observed torch.nn.ELU (torch.ao.quantization.prepare output): the
+        """An ELU from an observed torch.nn.ELU (qplugin.quantization.prepare or torch.ao's output): the
         output qparams come from its activation_post_process, alpha from the module."""
         owner = "qplugin.nn.ELU.from_float"
         _check_float_module(owner, mod, (cls._FLOAT_MODULE,))

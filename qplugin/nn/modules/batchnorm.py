@@ -5,7 +5,6 @@ qplugin/nn/intrinsic/modules/bn_relu.py. Changes with: qplugin/ops.py, tests/fix
 from typing import Any, Dict, List
 
 import torch
-import torch.ao.nn.intrinsic as nni
 
 from .utils import (
     _check_float_dtype,
@@ -77,23 +76,29 @@ class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         """From an observed torch.nn.BatchNorm{2,3}d (or, for the BNReLU subclasses, a fused
-        torch.ao.nn.intrinsic.BNReLU{2,3}d) as torch.ao.quantization.prepare leaves it: output
+        BNReLU{2,3}d, qplugin's or torch.ao's) as prepare leaves it: output
         qparams from its activation_post_process; weight, bias and running statistics shared
         with the float module (as PyTorch's from_float does)."""
         owner = f"{cls._QPLUGIN_NAME}.from_float"
+        # The fused BNReLU classes: qplugin's float one and torch.ao's when importable
+        # (qplugin/_ao.py), looked up here (qplugin.quantization imports qplugin.nn).
+        from qplugin._ao import classes
+        bn_relu = classes(f"intrinsic.{cls._NNI_BN_RELU_MODULE}")
         if cls._FLOAT_MODULE is cls._FLOAT_BN_MODULE:
             # PyTorch's BatchNorm2d.from_float takes a fused BNReLU2d too and silently drops the
             # ReLU; qplugin refuses, naming the fused module class to use.
-            hint = {cls._NNI_BN_RELU_MODULE: "a fused BatchNorm + ReLU converts to"
-                    f" qplugin.nn.intrinsic.{cls._NNI_BN_RELU_MODULE.__name__}"}
+            float_classes = (cls._FLOAT_MODULE,)
+            hint = {c: "a fused BatchNorm + ReLU converts to"
+                    f" qplugin.nn.intrinsic.{cls._NNI_BN_RELU_MODULE}" for c in bn_relu}
         else:
             # ... and PyTorch's BNReLU2d.from_float takes a plain BatchNorm2d, adding a ReLU.
+            float_classes = bn_relu
             name = cls._FLOAT_BN_MODULE.__name__
             hint = {cls._FLOAT_BN_MODULE: f"a plain {name} converts to qplugin.nn.{name}; fuse"
-                    " it with its ReLU first (torch.ao.quantization.fuse_modules)"}
-        _check_float_module(owner, mod, (cls._FLOAT_MODULE,), hint)
+                    " it with its ReLU first (qplugin.quantization.fuse_modules)"}
+        _check_float_module(owner, mod, float_classes, hint)
         scale, zero_point = _observer_qparams(owner, mod)
-        bn = mod[0] if isinstance(mod, nni._FusedModule) else mod
+        bn = mod[0] if type(mod) in bn_relu else mod
         cls._check_running_stats(owner, bn)
         new_mod = cls(bn.num_features, bn.eps, bn.momentum)
         cls._copy_params(new_mod, bn)
@@ -144,7 +149,7 @@ class BatchNorm2d(_BatchNorm):
 
     _FLOAT_MODULE = torch.nn.BatchNorm2d
     _FLOAT_BN_MODULE = torch.nn.BatchNorm2d
-    _NNI_BN_RELU_MODULE = nni.BNReLU2d
+    _NNI_BN_RELU_MODULE = "BNReLU2d"
     _QPLUGIN_NAME = "qplugin.nn.BatchNorm2d"
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
@@ -177,7 +182,7 @@ class BatchNorm3d(_BatchNorm):
 
     _FLOAT_MODULE = torch.nn.BatchNorm3d
     _FLOAT_BN_MODULE = torch.nn.BatchNorm3d
-    _NNI_BN_RELU_MODULE = nni.BNReLU3d
+    _NNI_BN_RELU_MODULE = "BNReLU3d"
     _QPLUGIN_NAME = "qplugin.nn.BatchNorm3d"
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:

@@ -221,17 +221,17 @@ class _ConvNd(torch.nn.Module):
 
     @classmethod
     def _float_types(cls):
-        import torch.ao.nn.intrinsic as nni
-        import torch.ao.nn.intrinsic.qat as nniqat
-        import torch.ao.nn.qat as nnqat
+        # qplugin's float / fused / QAT classes, plus torch.ao's twins when torch.ao imports
+        # (qplugin/_ao.py): each entry is a tuple of classes.
+        from qplugin._ao import classes
         d = cls._DIM
         return dict(
-            float=getattr(torch.nn, f"Conv{d}d"),
-            relu=getattr(nni, f"ConvReLU{d}d"),
-            qat=getattr(nnqat, f"Conv{d}d"),
-            qat_bn=getattr(nniqat, f"ConvBn{d}d"),
-            qat_bn_relu=getattr(nniqat, f"ConvBnReLU{d}d"),
-            qat_relu=getattr(nniqat, f"ConvReLU{d}d"))
+            float=(getattr(torch.nn, f"Conv{d}d"),),
+            relu=classes(f"intrinsic.ConvReLU{d}d"),
+            qat=classes(f"qat.Conv{d}d"),
+            qat_bn=classes(f"intrinsic.qat.ConvBn{d}d"),
+            qat_bn_relu=classes(f"intrinsic.qat.ConvBnReLU{d}d"),
+            qat_relu=classes(f"intrinsic.qat.ConvReLU{d}d"))
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -243,7 +243,7 @@ class _ConvNd(torch.nn.Module):
         from torch.nn.utils.fusion import fuse_conv_bn_weights
         t = cls._float_types()
         if hasattr(mod, "weight_fake_quant"):
-            if type(mod) in (t["qat_bn"], t["qat_bn_relu"]):
+            if type(mod) in t["qat_bn"] + t["qat_bn_relu"]:
                 mod.weight, mod.bias = fuse_conv_bn_weights(
                     mod.weight, mod.bias, mod.bn.running_mean, mod.bn.running_var, mod.bn.eps,
                     mod.bn.weight, mod.bn.bias)
@@ -260,12 +260,12 @@ class _ConvNd(torch.nn.Module):
                                 f"{type(mod).__name__}")
             if getattr(mod, "qconfig", None) is None:
                 raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a module with "
-                                 "a qconfig (run torch.ao.quantization.prepare first)")
+                                 "a qconfig (run qplugin.quantization.prepare first)")
             if not hasattr(mod, "activation_post_process"):
                 raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected an observed "
                                  "module with activation_post_process (prepare and calibrate)")
             app = mod.activation_post_process
-            if type(mod) is not t["float"]:  # a fused module (ConvReLU*d, ConvAdd2d, ...)
+            if type(mod) not in t["float"]:  # a fused module (ConvReLU*d, ConvAdd2d, ...)
                 mod = mod[0]
             wpp = mod.qconfig.weight()
         if not use_precomputed_fake_quant:
@@ -284,7 +284,7 @@ class _ConvNd(torch.nn.Module):
 
     @classmethod
     def _from_float_types(cls, t):
-        return (t["float"],)
+        return t["float"]
 
     @classmethod
     def from_reference(cls, ref_qconv, output_scale, output_zero_point):

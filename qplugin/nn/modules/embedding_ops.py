@@ -174,10 +174,11 @@ class Embedding(torch.nn.Module):
         return self._packed_params._weight()
 
     @classmethod
-    def _observer_of(cls, mod, qat_cls):
+    def _observer_of(cls, mod, qat_classes):
         from torch.nn.utils.parametrize import type_before_parametrizations
+        qat_cls = qat_classes[0]
         if hasattr(mod, "weight_fake_quant"):
-            if type_before_parametrizations(mod) is not qat_cls:
+            if type_before_parametrizations(mod) not in qat_classes:
                 raise TypeError(f"qplugin.nn.{cls.__name__}.from_float: with fake quant expected "
                                 f"{qat_cls.__module__}.{qat_cls.__name__}, got "
                                 f"{type(mod).__name__}")
@@ -188,19 +189,19 @@ class Embedding(torch.nn.Module):
                             f"{qat_cls.__name__}, got {type(mod).__name__}")
         if not hasattr(mod, "qconfig"):
             raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a module with a "
-                             "qconfig (e.g. torch.ao.quantization.float_qparams_weight_only_qconfig)")
+                             "qconfig (e.g. qplugin.quantization.float_qparams_weight_only_qconfig)")
         if mod.qconfig is not None and mod.qconfig.weight is not None:
             return mod.qconfig.weight()
-        from torch.ao.quantization import float_qparams_weight_only_qconfig
+        from ...quantization.qconfig import float_qparams_weight_only_qconfig
         return float_qparams_weight_only_qconfig.weight()
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         r"""Creates a qplugin Embedding from a float ``nn.Embedding`` with a weight-only qconfig
         (``float_qparams_weight_only_qconfig`` or ``float_qparams_weight_only_qconfig_4bit``),
-        or a QAT ``torch.ao.nn.qat.Embedding``."""
-        import torch.ao.nn.qat as nnqat
-        observer = cls._observer_of(mod, nnqat.Embedding)
+        or a QAT ``qplugin.quantization.qat.Embedding`` (or torch.ao.nn.qat's)."""
+        from qplugin._ao import classes
+        observer = cls._observer_of(mod, classes("qat.Embedding"))
         observer(mod.weight)
         qweight = _quantize_weight(cls.__name__, mod.weight.detach().float(), observer)
         q = cls(mod.num_embeddings, mod.embedding_dim, padding_idx=mod.padding_idx,
@@ -307,10 +308,10 @@ class EmbeddingBag(Embedding):
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         r"""Creates a qplugin EmbeddingBag from a float ``nn.EmbeddingBag`` with a weight-only
-        qconfig, or a QAT ``torch.ao.nn.qat.EmbeddingBag``; keeps ``mode``,
+        qconfig, or a QAT ``qplugin.quantization.qat.EmbeddingBag`` (or torch.ao's); keeps ``mode``,
         ``include_last_offset`` and ``padding_idx``."""
-        import torch.ao.nn.qat as nnqat
-        observer = cls._observer_of(mod, nnqat.EmbeddingBag)
+        from qplugin._ao import classes
+        observer = cls._observer_of(mod, classes("qat.EmbeddingBag"))
         observer(mod.weight)
         qweight = _quantize_weight(cls.__name__, mod.weight.detach().float(), observer)
         q = cls(mod.num_embeddings, mod.embedding_dim, max_norm=mod.max_norm,

@@ -7,7 +7,6 @@ tests/elementwise/test_functional_modules.py.
 from typing import Any, Dict, List
 
 import torch
-import torch.ao.nn.quantized as _tnnq
 from torch import Tensor
 
 from .utils import _check_float_module, _observer_qparams, _QParamsMixin, _scale_buffer
@@ -15,11 +14,21 @@ from .utils import _check_float_module, _observer_qparams, _QParamsMixin, _scale
 __all__ = ["FloatFunctional", "QFunctional"]
 
 
-class FloatFunctional(_tnnq.FloatFunctional):
+def _float_functional_bases():
+    # While torch.ao exists, qplugin's FloatFunctional also subclasses torch.ao's, only so that
+    # torch.ao.quantization.prepare (which recognises FloatFunctional by issubclass) observes it;
+    # every method below is qplugin's own. Without torch.ao it is a plain nn.Module.
+    from qplugin._ao import torch_ao
+    nnq = torch_ao("nn.quantized")
+    return (nnq.FloatFunctional,) if nnq is not None else (torch.nn.Module,)
+
+
+class FloatFunctional(*_float_functional_bases()):
     r"""State collector for float elementwise operations, to be swapped for
     :class:`QFunctional` by :func:`qplugin.quantization.convert` (≙
-    :class:`torch.ao.nn.quantized.FloatFunctional`; a subclass of it, so that
-    :func:`torch.ao.quantization.prepare` attaches its output observer).
+    :class:`torch.ao.nn.quantized.FloatFunctional`). Each operation computes in float and passes
+    its result through ``activation_post_process`` (an Identity until prepare puts an observer
+    there).
 
     Use an instance instead of the ``torch.`` prefix: ``self.f = FloatFunctional()`` in
     ``__init__``, ``self.f.add(x, y)`` in ``forward``.
@@ -31,8 +40,38 @@ class FloatFunctional(_tnnq.FloatFunctional):
         tensor(7.)
 
     Operations: ``add``, ``cat``, ``mul``, ``add_relu``, ``add_scalar``, ``mul_scalar``,
-    ``matmul`` (all from PyTorch's class).
+    ``matmul``.
     """
+
+    def __init__(self) -> None:
+        torch.nn.Module.__init__(self)
+        self.activation_post_process = torch.nn.Identity()
+
+    def forward(self, x):
+        raise RuntimeError("qplugin.nn.FloatFunctional is not intended to use the 'forward';"
+                           " call one of its operations (add, mul, cat, ...) instead")
+
+    def add(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.activation_post_process(torch.add(x, y))
+
+    def add_scalar(self, x: Tensor, y: float) -> Tensor:
+        # no observer: the output qparams derive from the input's (as torch.ao)
+        return torch.add(x, y)
+
+    def mul(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.activation_post_process(torch.mul(x, y))
+
+    def mul_scalar(self, x: Tensor, y: float) -> Tensor:
+        return torch.mul(x, y)
+
+    def cat(self, x: List[Tensor], dim: int = 0) -> Tensor:
+        return self.activation_post_process(torch.cat(x, dim=dim))
+
+    def add_relu(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.activation_post_process(torch.nn.functional.relu(torch.add(x, y)))
+
+    def matmul(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.activation_post_process(torch.matmul(x, y))
 
 
 class QFunctional(_QParamsMixin, torch.nn.Module):
@@ -55,7 +94,7 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
     """
 
     _version = 1
-    _FLOAT_MODULE = (_tnnq.FloatFunctional, FloatFunctional)
+    _FLOAT_MODULE = None  # from_float takes FloatFunctional (qplugin's, or torch.ao's)
     scale: Tensor
     zero_point: Tensor
 
@@ -146,7 +185,8 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
         """A QFunctional from an observed FloatFunctional (qplugin's or torch.ao's): the output
         qparams come from its activation_post_process."""
         owner = "qplugin.nn.QFunctional.from_float"
-        _check_float_module(owner, mod, cls._FLOAT_MODULE)
+        from qplugin._ao import classes
+        _check_float_module(owner, mod, (FloatFunctional,) + classes("nn.quantized.FloatFunctional"))
         scale, zero_point = _observer_qparams(owner, mod)
         new_mod = cls()
         new_mod.scale = scale

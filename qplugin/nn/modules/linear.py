@@ -241,6 +241,11 @@ class Linear(torch.nn.Module):
         self._packed_params.set_weight_bias(w, b)
 
     @classmethod
+    def _float_module_types(cls):
+        """The float classes from_float takes (without fake quant)."""
+        return cls._FLOAT_MODULE if isinstance(cls._FLOAT_MODULE, tuple) else (cls._FLOAT_MODULE,)
+
+    @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         r"""Creates a qplugin Linear from an observed float module.
 
@@ -256,12 +261,11 @@ class Linear(torch.nn.Module):
                 instead of observing the weight again.
         """
         from torch.nn.utils.parametrize import type_before_parametrizations
-        import torch.ao.nn.intrinsic as nni
-        import torch.ao.nn.intrinsic.qat as nniqat
+        from qplugin._ao import classes, torch_ao
 
         fused = mod
         if hasattr(mod, "weight_fake_quant"):
-            if type_before_parametrizations(mod) == nniqat.LinearBn1d:
+            if type_before_parametrizations(mod) in classes("intrinsic.qat.LinearBn1d"):
                 from torch.nn.utils.fusion import fuse_linear_bn_weights
                 mod.weight, mod.bias = fuse_linear_bn_weights(
                     mod.weight, mod.bias, mod.bn.running_mean, mod.bn.running_var, mod.bn.eps,
@@ -269,21 +273,22 @@ class Linear(torch.nn.Module):
             weight_post_process = mod.weight_fake_quant
             activation_post_process = mod.activation_post_process
         else:
-            float_mods = cls._FLOAT_MODULE if isinstance(cls._FLOAT_MODULE, tuple) else (
-                cls._FLOAT_MODULE,)
+            float_mods = cls._float_module_types()
             if type_before_parametrizations(mod) not in float_mods:
                 names = ", ".join(m.__name__ for m in float_mods)
                 raise TypeError(f"qplugin.nn.{cls.__name__}.from_float: expected {names}, got "
                                 f"{type(mod).__name__}")
             if not hasattr(mod, "qconfig") or mod.qconfig is None:
                 raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a module with "
-                                 "a qconfig (run torch.ao.quantization.prepare first)")
+                                 "a qconfig (run qplugin.quantization.prepare first)")
             if not hasattr(mod, "activation_post_process"):
                 raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected an observed "
                                  "module with activation_post_process (prepare and calibrate)")
             activation_post_process = mod.activation_post_process
-            if type_before_parametrizations(mod) in (nni.LinearReLU, nni.LinearLeakyReLU,
-                                                      nni.LinearTanh):
+            nni = torch_ao("nn.intrinsic")  # LinearLeakyReLU / LinearTanh: torch.ao-only
+            fused_types = classes("intrinsic.LinearReLU") + (
+                (nni.LinearLeakyReLU, nni.LinearTanh) if nni is not None else ())
+            if type_before_parametrizations(mod) in fused_types:
                 mod = mod[0]
             weight_post_process = mod.qconfig.weight()
         if not use_precomputed_fake_quant:

@@ -69,7 +69,7 @@ def _observed_qparams(cls, mod):
     if obs is None:
         raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected the float module to "
                          "have an activation_post_process observer, got none; run "
-                         "torch.ao.quantization.prepare (with a qconfig) and calibrate first")
+                         "qplugin.quantization.prepare (with a qconfig) and calibrate first")
     scale, zero_point = obs.calculate_qparams()
     return float(scale), int(zero_point)
 

@@ -120,7 +120,7 @@ class PReLU(_QParamsMixin, torch.nn.Module):
         _check_float_module(owner, mod, (cls._FLOAT_MODULE,))
         if getattr(mod, "qconfig", None) is None:
             raise ValueError(f"{owner}: expected a module with a qconfig (run "
-                             "torch.ao.quantization.prepare first)")
+                             "qplugin.quantization.prepare first)")
         scale, zero_point = _observer_qparams(owner, mod)
         q = cls(float(scale), int(zero_point), mod.num_parameters)
         q.set_weight(cls._quantize_weight(mod))

@@ -6,7 +6,6 @@ Changes with: qplugin/quantization/__init__.py, tests/fixtures/make_fixtures.py.
 from typing import Any, Dict, List
 
 import torch
-from torch.ao.quantization import QuantStub
 
 from .utils import (
     _check_quantized_dtype,
@@ -37,7 +36,7 @@ class Quantize(_QParamsMixin, torch.nn.Module):
     """
 
     _version = 1
-    _FLOAT_MODULE = QuantStub
+    _FLOAT_MODULE = None  # from_float takes any observed module (QuantStub: qplugin's or torch.ao's)
     scale: torch.Tensor
     zero_point: torch.Tensor
 
@@ -105,7 +104,7 @@ class Quantize(_QParamsMixin, torch.nn.Module):
         Quantize.from_float): qparams and dtype from the observer."""
         owner = "qplugin.nn.Quantize.from_float"
         if not isinstance(mod, torch.nn.Module):
-            raise TypeError(f"{owner}: expected an observed torch.ao.quantization.QuantStub, got"
+            raise TypeError(f"{owner}: expected an observed QuantStub, got"
                             f" {type(mod).__name__}")
         scale, zero_point = _observer_qparams(owner, mod)
         dtype = mod.activation_post_process.dtype
@@ -135,5 +134,5 @@ class DeQuantize(torch.nn.Module):
         """From a DeQuantStub (it has no state; any module is accepted, as PyTorch's)."""
         if not isinstance(mod, torch.nn.Module):
             raise TypeError("qplugin.nn.DeQuantize.from_float: expected a"
-                            f" torch.ao.quantization.DeQuantStub, got {type(mod).__name__}")
+                            f" DeQuantStub, got {type(mod).__name__}")
         return cls()

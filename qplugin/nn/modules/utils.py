@@ -129,12 +129,12 @@ def _check_float_module(owner: str, mod: Any, float_classes: Tuple[Type, ...],
 
 
 def _observer_qparams(owner: str, mod: torch.nn.Module) -> Tuple[float, int]:
-    """(scale, zero_point) of the output observer that torch.ao.quantization.prepare attached."""
+    """(scale, zero_point) of the output observer that prepare (qplugin.quantization or torch.ao) attached."""
     obs = getattr(mod, "activation_post_process", None)
     if obs is None or not hasattr(obs, "calculate_qparams"):
         raise ValueError(f"{owner}: expected a module with an output observer"
                          " (activation_post_process), got one without; run"
-                         " torch.ao.quantization.prepare and calibrate it first")
+                         " qplugin.quantization.prepare and calibrate it first")
     scale, zero_point = obs.calculate_qparams()
     return _check_scale(owner, scale), _check_zero_point(owner, zero_point)
 

@@ -3,7 +3,6 @@ torch.ops.qplugin.batch_norm{2,3}d_relu. State, from_float and state-dict layout
 qplugin.nn.BatchNorm2d/3d (qplugin/nn/modules/batchnorm.py).
 """
 import torch
-import torch.ao.nn.intrinsic as nni
 
 from ...modules.batchnorm import BatchNorm2d, BatchNorm3d
 
@@ -13,9 +12,9 @@ __all__ = ["BNReLU2d", "BNReLU3d"]
 class BNReLU2d(BatchNorm2d):
     r"""Fused BatchNorm2d and ReLU: the ReLU is applied in the requantization (outputs below the
     zero point clamp to it). Same interface as :class:`qplugin.nn.BatchNorm2d`; from_float takes a
-    fused, observed :class:`torch.ao.nn.intrinsic.BNReLU2d`."""
+    fused, observed ``BNReLU2d`` (qplugin.quantization.fused's or torch.ao.nn.intrinsic's)."""
 
-    _FLOAT_MODULE = nni.BNReLU2d
+    _FLOAT_MODULE = "BNReLU2d"  # a marker: from_float takes the fused BNReLU2d classes
     _QPLUGIN_NAME = "qplugin.nn.intrinsic.BNReLU2d"
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
@@ -36,7 +35,8 @@ class BNReLU2d(BatchNorm2d):
     @classmethod
     def from_reference(cls, bn_relu, output_scale, output_zero_point):
         """From a fused float torch.ao.nn.intrinsic.BNReLU2d and the output qparams."""
-        if type(bn_relu) is not nni.BNReLU2d:
+        from qplugin._ao import classes
+        if type(bn_relu) not in classes("intrinsic.BNReLU2d"):
             raise TypeError("qplugin.nn.intrinsic.BNReLU2d.from_reference: expected a"
                             " torch.ao.nn.intrinsic.BNReLU2d, got"
                             f" {type(bn_relu).__module__}.{type(bn_relu).__qualname__}")
@@ -47,7 +47,7 @@ class BNReLU3d(BatchNorm3d):
     r"""Fused BatchNorm3d and ReLU. Same interface as :class:`qplugin.nn.BatchNorm3d`;
     from_float takes a fused, observed :class:`torch.ao.nn.intrinsic.BNReLU3d`."""
 
-    _FLOAT_MODULE = nni.BNReLU3d
+    _FLOAT_MODULE = "BNReLU3d"  # a marker: from_float takes the fused BNReLU3d classes
     _QPLUGIN_NAME = "qplugin.nn.intrinsic.BNReLU3d"
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
@@ -67,7 +67,8 @@ class BNReLU3d(BatchNorm3d):
     @classmethod
     def from_reference(cls, bn_relu, output_scale, output_zero_point):
         """From a fused float torch.ao.nn.intrinsic.BNReLU3d and the output qparams."""
-        if type(bn_relu) is not nni.BNReLU3d:
+        from qplugin._ao import classes
+        if type(bn_relu) not in classes("intrinsic.BNReLU3d"):
             raise TypeError("qplugin.nn.intrinsic.BNReLU3d.from_reference: expected a"
                             " torch.ao.nn.intrinsic.BNReLU3d, got"
                             f" {type(bn_relu).__module__}.{type(bn_relu).__qualname__}")

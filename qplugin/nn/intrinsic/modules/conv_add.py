@@ -27,8 +27,10 @@ class ConvAdd2d(_ConvAddMixin, Conv2d):
 
     @classmethod
     def _from_float_types(cls, t):
-        import torch.ao.nn.intrinsic as nni
-        return (nni.ConvAdd2d,)
+        # torch.ao-only pattern (qplugin has no float ConvAdd2d): empty without torch.ao
+        from qplugin._ao import torch_ao
+        nni = torch_ao("nn.intrinsic")
+        return (nni.ConvAdd2d,) if nni is not None else ()
 
     def forward(self, input, extra_input):  # type: ignore[override]
         if len(input.shape) != 4:
@@ -51,8 +53,10 @@ class ConvAddReLU2d(_ConvAddMixin, Conv2d):
 
     @classmethod
     def _from_float_types(cls, t):
-        import torch.ao.nn.intrinsic as nni
-        return (nni.ConvAddReLU2d,)
+        # torch.ao-only pattern (qplugin has no float ConvAdd2d): empty without torch.ao
+        from qplugin._ao import torch_ao
+        nni = torch_ao("nn.intrinsic")
+        return (nni.ConvAddReLU2d,) if nni is not None else ()
 
     def forward(self, input, extra_input):  # type: ignore[override]
         if len(input.shape) != 4:

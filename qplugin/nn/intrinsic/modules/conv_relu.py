@@ -15,7 +15,7 @@ class _ConvReLUMixin:
 
     @classmethod
     def _from_float_types(cls, t):
-        return (t["relu"],)
+        return t["relu"]
 
     @classmethod
     def from_reference(cls, ref_qconv, output_scale, output_zero_point):

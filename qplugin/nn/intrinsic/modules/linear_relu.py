@@ -17,7 +17,7 @@ class LinearReLU(Linear):
     ``torch.ao.nn.intrinsic.LinearReLU`` or its QAT form.
     """
 
-    _FLOAT_MODULE = None  # set below: torch.ao.nn.intrinsic.LinearReLU
+    _FLOAT_MODULE = None  # unused: _float_module_types (below) gives LinearReLU classes
 
     def __init__(self, in_features, out_features, bias=True, dtype=torch.qint8):
         super().__init__(in_features, out_features, bias, dtype)
@@ -40,11 +40,13 @@ class LinearReLU(Linear):
 
 
 def _float_module():
-    import torch.ao.nn.intrinsic as nni
-    return nni.LinearReLU
+    # qplugin's float LinearReLU, and torch.ao's when importable (qplugin/_ao.py); looked up at
+    # from_float time (qplugin.quantization imports qplugin.nn, so not at import time).
+    from qplugin._ao import classes
+    return classes("intrinsic.LinearReLU")
 
 
-LinearReLU._FLOAT_MODULE = _float_module()
+LinearReLU._float_module_types = classmethod(lambda cls: _float_module())
 
 
 class LinearLeakyReLU(Linear):
@@ -57,7 +59,7 @@ class LinearLeakyReLU(Linear):
     ``torch.ao.nn.intrinsic.LinearLeakyReLU``.
     """
 
-    _FLOAT_MODULE = None  # set below: torch.ao.nn.intrinsic.LinearLeakyReLU
+    _FLOAT_MODULE = None  # unused: _float_module_types (below) gives LinearLeakyReLU classes
 
     def __init__(self, in_features, out_features, negative_slope, bias=True, dtype=torch.qint8):
         super().__init__(in_features, out_features, bias, dtype)
@@ -104,7 +106,7 @@ class LinearTanh(Linear):
     ``torch.ao.nn.intrinsic.LinearTanh``.
     """
 
-    _FLOAT_MODULE = None  # set below: torch.ao.nn.intrinsic.LinearTanh
+    _FLOAT_MODULE = None  # unused: _float_module_types (below) gives LinearTanh classes
 
     def __init__(self, in_features, out_features, bias=True, dtype=torch.qint8):
         super().__init__(in_features, out_features, bias, dtype)
@@ -127,8 +129,18 @@ class LinearTanh(Linear):
 
 
 def _float_modules():
-    import torch.ao.nn.intrinsic as nni
+    # torch.ao-only patterns (qplugin has no float LinearLeakyReLU / LinearTanh): without
+    # torch.ao, from_float accepts nothing and raises TypeError naming no class.
+    from qplugin._ao import torch_ao
+    nni = torch_ao("nn.intrinsic")
+    if nni is None:
+        return (), ()
     return nni.LinearLeakyReLU, nni.LinearTanh
 
 
-LinearLeakyReLU._FLOAT_MODULE, LinearTanh._FLOAT_MODULE = _float_modules()
+LinearLeakyReLU._float_module_types = classmethod(lambda cls: _as_tuple(_float_modules()[0]))
+LinearTanh._float_module_types = classmethod(lambda cls: _as_tuple(_float_modules()[1]))
+
+
+def _as_tuple(c):
+    return c if isinstance(c, tuple) else (c,)
