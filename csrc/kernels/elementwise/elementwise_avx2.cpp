@@ -231,6 +231,69 @@ void lut8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int6
   if (pb < p1) generic::lut8_nchw_to_nhwc(x, y, C, HW, pb, p1, tables);
 }
 
+// Channels-last codes to a contiguous output through one table: 16 pixels x 16 channels per
+// step, looked up two rows per ymm (lut8_32: a single table, so the lookup commutes with the
+// transpose), then the SSE byte transpose writes 16 channel rows of 16 pixels. Channels past
+// the last multiple of 16 and the last p1 % 16 pixels take the scalar form.
+void lut8_nhwc_to_nchw(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
+                       const uint8_t* table) {
+  const int64_t C16 = C - C % 16;
+  if (C16 == 0 || p1 - p0 < 16) {
+    generic::lut8_nhwc_to_nchw(x, y, C, HW, p0, p1, table);
+    return;
+  }
+  const Lut8Slices s(table);
+  int64_t pb = p0;
+  for (; pb + 16 <= p1; pb += 16) {
+    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
+      __m128i rows[16], cols[16];
+      for (int k = 0; k < 16; k += 2) {
+        const __m256i v = _mm256_loadu2_m128i(
+            reinterpret_cast<const __m128i*>(x + (pb + k + 1) * C + c0),
+            reinterpret_cast<const __m128i*>(x + (pb + k) * C + c0));
+        const __m256i r = lut8_32(s, v);
+        rows[k] = _mm256_castsi256_si128(r);
+        rows[k + 1] = _mm256_extracti128_si256(r, 1);
+      }
+      transpose16x16(rows, cols);
+      for (int j = 0; j < 16; ++j) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (c0 + j) * HW + pb), cols[j]);
+      }
+    }
+    for (int64_t c = C16; c < C; ++c) {
+      for (int64_t i = pb; i < pb + 16; ++i) y[c * HW + i] = table[x[i * C + c]];
+    }
+  }
+  if (pb < p1) generic::lut8_nhwc_to_nchw(x, y, C, HW, pb, p1, table);
+}
+
+// Transposing copy (KernelTable::copy8_nchw_to_nhwc): 16 channels x 16 pixels per step through
+// the SSE byte transpose; channels past the last multiple of 16 and the last p1 % 16 pixels
+// bytewise.
+void copy8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
+                        int64_t p1) {
+  const int64_t C16 = C - C % 16;
+  int64_t pb = p0;
+  for (; pb + 16 <= p1; pb += 16) {
+    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
+      __m128i rows[16], cols[16];
+      for (int k = 0; k < 16; ++k) {
+        rows[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + (c0 + k) * HW + pb));
+      }
+      transpose16x16(rows, cols);
+      for (int j = 0; j < 16; ++j) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (pb + j) * C + c0), cols[j]);
+      }
+    }
+    for (int64_t c = C16; c < C; ++c) {
+      for (int64_t i = pb; i < pb + 16; ++i) y[i * C + c] = x[c * HW + i];
+    }
+  }
+  for (; pb < p1; ++pb) {
+    for (int64_t c = 0; c < C; ++c) y[pb * C + c] = x[c * HW + pb];
+  }
+}
+
 }  // namespace
 
 const KernelTable& make_table() {
@@ -238,8 +301,9 @@ const KernelTable& make_table() {
     KernelTable k{};
     k.isa = Isa::kAvx2;
     k.lut8 = &lut8;
-    k.lut8_nhwc_to_nchw = &generic::lut8_nhwc_to_nchw;
+    k.lut8_nhwc_to_nchw = &lut8_nhwc_to_nchw;
     k.lut8_nchw_to_nhwc = &lut8_nchw_to_nhwc;
+    k.copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc;
     k.u8 = {&affine_rows<uint8_t>, &affine_plane<uint8_t>, &affine_nchw_to_nhwc<uint8_t>,
             &clamp<uint8_t>};
     k.s8 = {&affine_rows<int8_t>, &affine_plane<int8_t>, &affine_nchw_to_nhwc<int8_t>,
