@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -148,12 +149,12 @@ void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at
   // Requantized 8-bit inputs are first looked up whole (one long lut8 call per input into a
   // scratch copy: a vector lookup per short piece would rebuild its table registers each time),
   // then copied like the others. Same table, so the same bytes.
-  std::vector<std::vector<uint8_t>> scratch;
+  std::vector<std::unique_ptr<uint8_t[]>> scratch;  // not value-initialized: fully written
   if (st != at::kQInt32) {
     for (auto& sg : segs) {
       if (sg.mode != 2) continue;
-      scratch.emplace_back(static_cast<size_t>(outer * sg.width));
-      uint8_t* dst = scratch.back().data();
+      scratch.emplace_back(new uint8_t[static_cast<size_t>(outer * sg.width)]);
+      uint8_t* dst = scratch.back().get();
       const uint8_t* src = sg.src;
       const uint8_t* tb = sg.table;
       at::parallel_for(0, outer * sg.width, kGrain, [&](int64_t b, int64_t e) {
