@@ -148,9 +148,10 @@ void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at
   // Short rows (e.g. channels-last cat on C): whole rows per task, no per-piece index math.
   // Requantized 8-bit inputs are first looked up whole (one long lut8 call per input into a
   // scratch copy: a vector lookup per short piece would rebuild its table registers each time),
-  // then copied like the others. Same table, so the same bytes.
+  // then copied like the others. Same table, so the same bytes. AVX2 only: the scalar lookup has
+  // no setup per call, and AVX-512 VBMI's holds the table in four zmm loads (both kept as before).
   std::vector<std::unique_ptr<uint8_t[]>> scratch;  // not value-initialized: fully written
-  if (st != at::kQInt32) {
+  if (st != at::kQInt32 && kt.isa == kernels::Isa::kAvx2) {
     for (auto& sg : segs) {
       if (sg.mode != 2) continue;
       scratch.emplace_back(new uint8_t[static_cast<size_t>(outer * sg.width)]);
