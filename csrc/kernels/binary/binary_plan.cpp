@@ -64,10 +64,46 @@ int64_t ExactCtx::compute(int64_t a, int64_t b) const {
   return r < lo_ ? lo_ : (r > hi_ ? hi_ : r);
 }
 
+namespace {
+
+// Registry of exact-result caches by (op, signedness, qparams, output bounds): every entry of a
+// cache is a pure function of that key, so calls (and their threads) with the same key may share
+// it; entries are written with relaxed atomics (any writer stores the same value). Holds the last
+// kSlots keys (2 MiB at most); older ones are dropped when their last call finishes.
+struct CacheKey {
+  bool is_mul, is_signed;
+  double sa, sb, so;
+  int64_t za, zb, zo, lo, hi;
+  bool operator==(const CacheKey& o) const {
+    return is_mul == o.is_mul && is_signed == o.is_signed && sa == o.sa && sb == o.sb &&
+           so == o.so && za == o.za && zb == o.zb && zo == o.zo && lo == o.lo && hi == o.hi;
+  }
+};
+
+std::shared_ptr<std::atomic<uint16_t>[]> shared_cache(const CacheKey& key) {
+  constexpr int kSlots = 16;
+  static std::mutex mu;
+  static CacheKey keys[kSlots];
+  static std::shared_ptr<std::atomic<uint16_t>[]> caches[kSlots];
+  static int next = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  for (int i = 0; i < kSlots; ++i) {
+    if (caches[i] && keys[i] == key) return caches[i];
+  }
+  std::shared_ptr<std::atomic<uint16_t>[]> c(new std::atomic<uint16_t>[65536]);
+  for (int i = 0; i < 65536; ++i) c[i].store(0, std::memory_order_relaxed);
+  keys[next] = key;
+  caches[next] = c;
+  next = (next + 1) % kSlots;
+  return c;
+}
+
+}  // namespace
+
 int32_t ExactCtx::cached(int32_t a, int32_t b) const {
   std::call_once(once_, [this] {
-    cache_.reset(new std::atomic<uint16_t>[65536]);
-    for (int i = 0; i < 65536; ++i) cache_[i].store(0, std::memory_order_relaxed);
+    cache_ = shared_cache(
+        CacheKey{is_mul_, is_signed_, sa_, sb_, so_, za_, zb_, zo_, lo_, hi_});
   });
   const int key = ((a & 0xFF) << 8) | (b & 0xFF);
   const uint16_t c = cache_[key].load(std::memory_order_relaxed);

@@ -34,7 +34,10 @@ class ExactCtx {
   double sa_, sb_, so_;
   int64_t za_, zb_, zo_, lo_, hi_;
   mutable std::once_flag once_;
-  mutable std::unique_ptr<std::atomic<uint16_t>[]> cache_;  // bit 15: filled
+  // 65536 entries, bit 15: filled. Shared with earlier calls of the same op and qparams (a small
+  // process-wide registry, binary_plan.cpp): a model calls each add/mul with the same qparams
+  // every time, and building a fresh cache cost 128 KiB of allocation and 65536 stores per call.
+  mutable std::shared_ptr<std::atomic<uint16_t>[]> cache_;
 };
 
 // Plans for 8-bit operands of one signedness; lo/hi are the output code bounds.

@@ -1,5 +1,5 @@
 // Depthwise conv, AVX2: 8 channels per ymm, VPMOVZXBD + VPMADDWD (exact, dwconv.h) + VPADDD;
-// 32 channels (4 accumulators) per step. See dwconv.h.
+// 32 channels (4 accumulators) per step; 3x3 filters two taps per VPMADDWD. See dwconv.h.
 #include <immintrin.h>
 
 #include "kernels/conv/dwconv_impl.h"
@@ -72,7 +72,102 @@ struct PixelAvx2 {
   }
 };
 
-void rows(const DwConvArgs& a, int64_t r0, int64_t r1) { dw_rows<PixelAvx2>(a, r0, r1); }
+// 3x3 (9 taps) form: two taps per VPMADDWD. Codes of taps t and t+1 are zero-extended to 16 bits
+// (VPMOVZXBW, 16 channels) and interleaved (VPUNPCKL/HWD), weights paired the same way at the
+// start of the call: lane (x_t, x_t1) . (wz_t, wz_t1) = x_t * wz_t + x_t1 * wz_t1 exactly
+// (|.| <= 2 * 255 * 255 < 2^31; wz in [-255, 255] fits int16). Tap 9 is a zero weight. The
+// unpacks leave channels in lane order {0-3, 8-11} / {4-7, 12-15}; VPERM2I128 restores 0-7 /
+// 8-15 before the requantization, so the sums (exact int32) and the bytes equal PixelAvx2's.
+constexpr int64_t kPairMaxC = 1024;  // paired weights live on the stack: 5 * C int32
+
+struct PairedW {
+  // w[(k * nb + cb) * 16 + j]: pair k, 16-channel block cb; j < 8 lanes {0-3, 8-11}, j >= 8
+  // lanes {4-7, 12-15} of the block.
+  int32_t w[5 * kPairMaxC];
+};
+
+inline int32_t pair_lane(const DwConvArgs& a, int64_t k, int64_t c) {
+  const int32_t w0 = a.w[(2 * k) * a.C + c];
+  const int32_t w1 = 2 * k + 1 < 9 ? a.w[(2 * k + 1) * a.C + c] : 0;
+  return static_cast<int32_t>((static_cast<uint32_t>(w0) & 0xFFFFu) |
+                              (static_cast<uint32_t>(w1) << 16));
+}
+
+void pair_weights(const DwConvArgs& a, PairedW* pw) {
+  const int64_t nb = a.C / 16;
+  for (int64_t k = 0; k < 5; ++k) {
+    for (int64_t cb = 0; cb < nb; ++cb) {
+      int32_t* d = pw->w + (k * nb + cb) * 16;
+      for (int j = 0; j < 4; ++j) {
+        d[j] = pair_lane(a, k, cb * 16 + j);
+        d[4 + j] = pair_lane(a, k, cb * 16 + 8 + j);
+        d[8 + j] = pair_lane(a, k, cb * 16 + 4 + j);
+        d[12 + j] = pair_lane(a, k, cb * 16 + 12 + j);
+      }
+    }
+  }
+}
+
+inline void pair_step(const uint8_t* x0, const uint8_t* x1, const int32_t* w, __m256i* lo,
+                      __m256i* hi) {
+  const __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x0)));
+  const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x1)));
+  *lo = _mm256_add_epi32(*lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b),
+                                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w))));
+  *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b),
+                                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 8))));
+}
+
+thread_local const PairedW* t_pw = nullptr;
+
+struct PixelAvx2Pair {
+  template <int KV>
+  static void run(const uint8_t* const* taps, int64_t ntaps_rt, const DwConvArgs& a,
+                  uint8_t* y) {
+    static_assert(KV == 9, "PixelAvx2Pair: 3x3 filters only");
+    (void)ntaps_rt;
+    const int64_t C = a.C, nb = C / 16;
+    const int32_t* pw = t_pw->w;
+    for (int64_t cb = 0; cb < nb; ++cb) {
+      const int64_t c = cb * 16;
+      __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+      for (int k = 0; k < 4; ++k) {
+        pair_step(taps[2 * k] + c, taps[2 * k + 1] + c, pw + (k * nb + cb) * 16, &lo, &hi);
+      }
+      // Tap 8 with a zero partner weight (x read twice; the second product is 0).
+      pair_step(taps[8] + c, taps[8] + c, pw + (4 * nb + cb) * 16, &lo, &hi);
+      __m256i s0 = _mm256_permute2x128_si256(lo, hi, 0x20);  // channels c + 0..7
+      __m256i s1 = _mm256_permute2x128_si256(lo, hi, 0x31);  // channels c + 8..15
+      s0 = _mm256_add_epi32(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.acc_init + c)));
+      s1 = _mm256_add_epi32(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.acc_init + c + 8)));
+      store8(y + c, requant8(s0, a, c));
+      store8(y + c + 8, requant8(s1, a, c + 8));
+    }
+    int64_t c = nb * 16;
+    for (; c + 8 <= C; c += 8) {
+      __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.acc_init + c));
+      const int32_t* w = a.w + c;
+      for (int64_t t = 0; t < 9; ++t, w += C) {
+        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(ld8(taps[t] + c), _mm256_loadu_si256(
+                                                                          reinterpret_cast<const __m256i*>(w))));
+      }
+      store8(y + c, requant8(s0, a, c));
+    }
+    if (c < C) dw_pixel_scalar(taps, 9, a, c, y);
+  }
+};
+
+void rows(const DwConvArgs& a, int64_t r0, int64_t r1) {
+  if (a.KD * a.KH * a.KW == 9 && a.C >= 16 && a.C <= kPairMaxC) {
+    PairedW pw;
+    pair_weights(a, &pw);
+    t_pw = &pw;
+    dw_rows_impl<PixelAvx2Pair, 9>(a, r0, r1);
+    t_pw = nullptr;
+    return;
+  }
+  dw_rows<PixelAvx2>(a, r0, r1);
+}
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,25 @@ void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at
     return;
   }
   // Short rows (e.g. channels-last cat on C): whole rows per task, no per-piece index math.
+  // Requantized 8-bit inputs are first looked up whole (one long lut8 call per input into a
+  // scratch copy: a vector lookup per short piece would rebuild its table registers each time),
+  // then copied like the others. Same table, so the same bytes. AVX2 only: the scalar lookup has
+  // no setup per call, and AVX-512 VBMI's holds the table in four zmm loads (both kept as before).
+  std::vector<std::unique_ptr<uint8_t[]>> scratch;  // not value-initialized: fully written
+  if (st != at::kQInt32 && kt.isa == kernels::Isa::kAvx2) {
+    for (auto& sg : segs) {
+      if (sg.mode != 2) continue;
+      scratch.emplace_back(new uint8_t[static_cast<size_t>(outer * sg.width)]);
+      uint8_t* dst = scratch.back().get();
+      const uint8_t* src = sg.src;
+      const uint8_t* tb = sg.table;
+      at::parallel_for(0, outer * sg.width, kGrain, [&](int64_t b, int64_t e) {
+        kt.lut8(src + b, dst + b, e - b, tb);
+      });
+      sg.src = dst;
+      sg.mode = 0;
+    }
+  }
   auto rows = [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
       for (const auto& sg : segs) piece(sg, row, 0, sg.width);
