@@ -8,6 +8,8 @@ effective bandwidth (bytes read + written by the int8 op per second).
     python tools/bench.py                 # all families
     python tools/bench.py --family norm   # one family
     python tools/bench.py --threads 1     # one thread count
+    python tools/bench.py --isa avx2      # qplugin's AVX2 tier against torch's AVX2 paths
+                                          # (on an AVX-512 machine too: tools/_isa_env.py)
 
 Op families register cases with @case(family); later families add their own modules under
 tools/bench/ and are imported here.
@@ -19,6 +21,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _isa_env import apply_isa_from_argv  # noqa: E402
+
+apply_isa_from_argv()  # before torch and qplugin load their kernels
 
 import torch  # noqa: E402
 
@@ -154,9 +160,12 @@ def main(argv=None):
     ap.add_argument("--family", action="append", choices=sorted(FAMILIES),
                     help="op family to run (repeatable; default: all)")
     ap.add_argument("--threads", type=int, action="append", help="thread counts (default 1 and 2)")
+    ap.add_argument("--isa", default="auto",
+                    help="qplugin tier (QPLUGIN_CPU_ISA); avx2 also holds torch's kernels to AVX2")
     args = ap.parse_args(argv)
     rows = run(args.family or list(FAMILIES), args.threads or [1, 2])
-    print(f"qplugin {qplugin.__version__}, ISA {qplugin.cpu_isa()}, torch {torch.__version__}\n")
+    print(f"qplugin {qplugin.__version__}, ISA {qplugin.cpu_isa()}, torch {torch.__version__} "
+          f"(CPU capability {torch.backends.cpu.get_cpu_capability()})\n")
     print(markdown(rows))
 
 
