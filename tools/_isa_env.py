@@ -4,8 +4,9 @@ holds PyTorch's own quantized kernels to the same tier. Must run before torch an
 --isa avx2 on an AVX-512 machine: QPLUGIN_CPU_ISA=avx2 for qplugin; for torch,
 ATEN_CPU_CAPABILITY=avx2 (ATen's vectorized kernels, the quantized elementwise ones included),
 ONEDNN_MAX_CPU_ISA=AVX2 (the convolutions the x86 engine hands to oneDNN) and
-FBGEMM_ENABLE_INSTRUCTIONS=AVX2 (FBGEMM's GEMM / embedding-bag kernels). docs/benchmarks.md says
-what these switches can and cannot hold to AVX2. Variables already set in the environment win.
+FBGEMM_ENABLE_INSTRUCTIONS=AVX2 (FBGEMM's GEMM / embedding-bag kernels) and, for the fp32
+column, MKL_ENABLE_INSTRUCTIONS=AVX2 (MKL's sgemm behind fp32 linear). docs/benchmarks.md says what
+these switches can and cannot hold to AVX2. Variables already set in the environment win.
 """
 import os
 import sys
@@ -14,6 +15,7 @@ TORCH_AVX2_ENV = {
     "ATEN_CPU_CAPABILITY": "avx2",
     "ONEDNN_MAX_CPU_ISA": "AVX2",
     "FBGEMM_ENABLE_INSTRUCTIONS": "AVX2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
 }
 
 
