@@ -47,9 +47,9 @@ struct EmbeddingKernelTable {
   Isa isa;
   void (*bag_8bit)(const BagArgs& a, int64_t b0, int64_t b1);
   void (*bag_4bit)(const BagArgs& a, int64_t b0, int64_t b1);
-  // 2-bit rows: element 4k + j in bits [2j, 2j + 2) of byte k. Every ISA runs the portable row
-  // operations here (compiled in its own file): 2-bit tables are rare and small, so no
-  // hand-vectorized form yet; the bytes are the scalar ones by construction.
+  // 2-bit rows: element 4k + j in bits [2j, 2j + 2) of byte k, i.e. element i at bit 2i of the
+  // little-endian row: the vector forms broadcast 2 (avx2) or 4 (avx512vnni) bytes and shift
+  // each lane by 2i; register-blocked like the other widths, the same fma per element.
   void (*bag_2bit)(const BagArgs& a, int64_t b0, int64_t b1);
   const char* name_8bit;
   const char* name_4bit;

@@ -1,7 +1,8 @@
 // avx2 embedding-bag kernels: the loop of embedding_generic_impl.h with row operations 8 floats
 // wide (vpmovzxbd + vcvtdq2ps + vfmadd); the tail runs std::fma (vfmadd231ss with -mfma), so the
 // bytes equal the scalar kernels'. 4-bit rows: 8 bytes -> 16 nibbles in order (low nibble first)
-// by mask, shift and vpunpcklbw. Changes with: embedding_generic_impl.h, embedding.h.
+// by mask, shift and vpunpcklbw; 2-bit rows: 2 bytes -> 8 codes by broadcast and vpsrlvd.
+// Changes with: embedding_generic_impl.h, embedding.h.
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
 
@@ -25,6 +26,16 @@ inline __m128i nibbles16(const uint8_t* p) {
   const __m128i lo = _mm_and_si128(v, m);
   const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), m);
   return _mm_unpacklo_epi8(lo, hi);
+}
+
+// 8 codes of a 2-bit row from the 2 bytes at p: element i is bits [2i, 2i + 2) of the
+// little-endian halfword (embedding.h), so one broadcast and a per-lane shift by 2i.
+inline __m256 codes2x8(const uint8_t* p) {
+  uint16_t w;
+  std::memcpy(&w, p, sizeof(w));
+  const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  return _mm256_cvtepi32_ps(_mm256_and_si256(
+      _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(w)), sh), _mm256_set1_epi32(3)));
 }
 
 struct Ops {
@@ -108,6 +119,31 @@ struct Ops {
     }
     PortableOps::max4(o + d, p + d / 2, n - d, s, b);
   }
+  static void acc2(float* o, const uint8_t* p, int64_t n, float a) {
+    const __m256 av = _mm256_set1_ps(a);
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8) {
+      _mm256_storeu_ps(o + d, _mm256_fmadd_ps(av, codes2x8(p + d / 4), _mm256_loadu_ps(o + d)));
+    }
+    PortableOps::acc2(o + d, p + d / 4, n - d, a);
+  }
+  static void set2(float* o, const uint8_t* p, int64_t n, float s, float b) {
+    const __m256 sv = _mm256_set1_ps(s), bv = _mm256_set1_ps(b);
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8) {
+      _mm256_storeu_ps(o + d, _mm256_fmadd_ps(sv, codes2x8(p + d / 4), bv));
+    }
+    PortableOps::set2(o + d, p + d / 4, n - d, s, b);
+  }
+  static void max2(float* o, const uint8_t* p, int64_t n, float s, float b) {
+    const __m256 sv = _mm256_set1_ps(s), bv = _mm256_set1_ps(b);
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8) {
+      _mm256_storeu_ps(o + d, _mm256_max_ps(_mm256_fmadd_ps(sv, codes2x8(p + d / 4), bv),
+                                            _mm256_loadu_ps(o + d)));
+    }
+    PortableOps::max2(o + d, p + d / 4, n - d, s, b);
+  }
   // Register-blocked batch sum: 64 columns (8 accumulators) at a time across all n rows; the
   // < 64-column tail row by row. Same per-element fma sequence as sum_rows_by_row.
   template <int Bits>
@@ -127,6 +163,9 @@ struct Ops {
             const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * j));
             acc[j] = _mm256_fmadd_ps(av, cvt8(v), acc[j]);
           }
+        } else if (Bits == 2) {
+          const uint8_t* p = rows[r] + d0 / 4;
+          for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(av, codes2x8(p + 2 * j), acc[j]);
         } else {
           const uint8_t* p = rows[r] + d0 / 2;
           for (int j = 0; j < 4; ++j) {
@@ -140,7 +179,7 @@ struct Ops {
     }
     if (d0 < dim) {
       const uint8_t* shifted[32];
-      for (int64_t r = 0; r < n; ++r) shifted[r] = rows[r] + (Bits == 8 ? d0 : d0 / 2);
+      for (int64_t r = 0; r < n; ++r) shifted[r] = rows[r] + d0 * Bits / 8;
       embedding_generic::sum_rows_by_row<Bits, Ops>(o + d0, shifted, a, n, dim - d0, init);
     }
   }

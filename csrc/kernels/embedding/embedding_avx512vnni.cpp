@@ -1,7 +1,8 @@
 // avx512vnni embedding-bag kernels: the loop of embedding_generic_impl.h with row operations 16
 // floats wide (vpmovzxbd + vcvtdq2ps + vfmadd), masked tails for 8-bit rows; the same IEEE
 // operations per element as the scalar kernels, so the bytes are equal. 4-bit rows: 16 bytes ->
-// 32 nibbles in order (low nibble first) by mask, shift and vpunpck{l,h}bw.
+// 32 nibbles in order (low nibble first) by mask, shift and vpunpck{l,h}bw; 2-bit rows: 4 bytes
+// -> 16 codes by broadcast and vpsrlvd.
 // Changes with: embedding_generic_impl.h, embedding.h.
 #define QPLUGIN_ISA_NS avx512vnni
 #include <immintrin.h>
@@ -31,6 +32,16 @@ inline void nibbles32(const uint8_t* p, __m128i* c0, __m128i* c1) {
   *c1 = _mm_unpackhi_epi8(lo, hi);
 }
 
+// 16 codes of a 2-bit row from the 4 bytes at p: element i is bits [2i, 2i + 2) of the
+// little-endian word (embedding.h), so one broadcast and a per-lane shift by 2i.
+inline __m512 codes2x16(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, sizeof(w));
+  const __m512i sh = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  return _mm512_cvtepi32_ps(_mm512_and_si512(
+      _mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int>(w)), sh), _mm512_set1_epi32(3)));
+}
+
 struct Ops {
   // Bags of rows up to 128 columns wide sum in 8 zmm accumulators (masked past dim).
   static constexpr int64_t kRegCols = 128;
@@ -38,7 +49,7 @@ struct Ops {
   struct RegAcc {
     __m512 v[8];
     __mmask16 m[8];
-    __mmask16 bm[4];  // 4-bit: bytes of each 32-column group (dim is even)
+    __mmask16 bm[4];  // 4-bit: bytes of each 32-column group (dim is even); 2-bit uses m
     bool full;        // dim == 128: unmasked loads
     explicit RegAcc(int64_t d) : full(d == 128) {
       for (int j = 0; j < 4; ++j) {
@@ -56,7 +67,14 @@ struct Ops {
     }
     inline void add(const uint8_t* row, float a) {
       const __m512 av = _mm512_set1_ps(a);
-      if (Bits == 8 && full) {
+      if constexpr (Bits == 2) {
+        // Groups of 16 columns that start inside the row (m[j] != 0) read 4 bytes at 4j:
+        // 4j < dim / 4, so they end before the row's fp16 scale and bias do (row_bytes =
+        // dim / 4 + 4); lanes past dim are masked at store.
+        for (int j = 0; j < 8; ++j) {
+          if (m[j] != 0) v[j] = _mm512_fmadd_ps(av, codes2x16(row + 4 * j), v[j]);
+        }
+      } else if (Bits == 8 && full) {
         for (int j = 0; j < 8; ++j) {
           const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * j));
           v[j] = _mm512_fmadd_ps(av, cvt16(x), v[j]);
@@ -155,6 +173,31 @@ struct Ops {
     }
     PortableOps::max4(o + d, p + d / 2, n - d, s, b);
   }
+  static void acc2(float* o, const uint8_t* p, int64_t n, float a) {
+    const __m512 av = _mm512_set1_ps(a);
+    int64_t d = 0;
+    for (; d + 16 <= n; d += 16) {
+      _mm512_storeu_ps(o + d, _mm512_fmadd_ps(av, codes2x16(p + d / 4), _mm512_loadu_ps(o + d)));
+    }
+    PortableOps::acc2(o + d, p + d / 4, n - d, a);
+  }
+  static void set2(float* o, const uint8_t* p, int64_t n, float s, float b) {
+    const __m512 sv = _mm512_set1_ps(s), bv = _mm512_set1_ps(b);
+    int64_t d = 0;
+    for (; d + 16 <= n; d += 16) {
+      _mm512_storeu_ps(o + d, _mm512_fmadd_ps(sv, codes2x16(p + d / 4), bv));
+    }
+    PortableOps::set2(o + d, p + d / 4, n - d, s, b);
+  }
+  static void max2(float* o, const uint8_t* p, int64_t n, float s, float b) {
+    const __m512 sv = _mm512_set1_ps(s), bv = _mm512_set1_ps(b);
+    int64_t d = 0;
+    for (; d + 16 <= n; d += 16) {
+      _mm512_storeu_ps(o + d, _mm512_max_ps(_mm512_fmadd_ps(sv, codes2x16(p + d / 4), bv),
+                                            _mm512_loadu_ps(o + d)));
+    }
+    PortableOps::max2(o + d, p + d / 4, n - d, s, b);
+  }
   // Register-blocked batch sum: 128 columns (8 accumulators) at a time across all n rows, masked
   // for the last block. Same per-element fma sequence as sum_rows_by_row.
   template <int Bits, bool Full>
@@ -179,6 +222,13 @@ struct Ops {
           const __m512 x = Full ? cvt16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * j)))
                                 : load16(q + 16 * j, m[j]);
           acc[j] = _mm512_fmadd_ps(av, x, acc[j]);
+        }
+      } else if (Bits == 2) {
+        // As RegAcc::add: groups starting inside the row read 4 bytes that end before the row's
+        // scale and bias; lanes past the row are masked at store.
+        const uint8_t* p = rows[r] + d0 / 4;
+        for (int j = 0; j < 8; ++j) {
+          if (Full || m[j] != 0) acc[j] = _mm512_fmadd_ps(av, codes2x16(p + 4 * j), acc[j]);
         }
       } else {
         const uint8_t* p = rows[r] + d0 / 2;

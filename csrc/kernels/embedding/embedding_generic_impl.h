@@ -11,6 +11,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/embedding/embedding.h"
 
@@ -19,8 +22,13 @@ namespace kernels {
 namespace QPLUGIN_ISA_NS {
 namespace embedding_generic {
 
-// IEEE half -> float (exact; subnormals, infinities and NaN included).
+// IEEE half -> float (exact; subnormals, infinities and NaN included). With F16C (the avx2 and
+// avx512vnni files) one vcvtph2ps; it returns a signaling NaN quieted, which changes no output:
+// every use of a row's scale or bias is arithmetic (fma, *, +), which quiets it the same way.
 inline float half_to_float(uint16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;
@@ -42,6 +50,7 @@ inline float half_to_float(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, sizeof(f));
   return f;
+#endif
 }
 
 // Row operations, n elements: acc: o[d] = fma(a, q[d], o[d]); set: o[d] = fma(s, q[d], b);
@@ -112,24 +121,24 @@ struct PortableOps {
   }
 };
 
-// One row's operation at `Bits` (8 and 4: Ops' forms; 2: always the portable ones).
+// One row's operation at `Bits`: Ops' forms (the ISA files vectorize all three widths).
 template <int Bits, class Ops>
 inline void row_acc(float* o, const uint8_t* q, int64_t n, float a) {
   if constexpr (Bits == 8) Ops::acc8(o, q, n, a);
   else if constexpr (Bits == 4) Ops::acc4(o, q, n, a);
-  else PortableOps::acc2(o, q, n, a);
+  else Ops::acc2(o, q, n, a);
 }
 template <int Bits, class Ops>
 inline void row_set(float* o, const uint8_t* q, int64_t n, float s, float b) {
   if constexpr (Bits == 8) Ops::set8(o, q, n, s, b);
   else if constexpr (Bits == 4) Ops::set4(o, q, n, s, b);
-  else PortableOps::set2(o, q, n, s, b);
+  else Ops::set2(o, q, n, s, b);
 }
 template <int Bits, class Ops>
 inline void row_max(float* o, const uint8_t* q, int64_t n, float s, float b) {
   if constexpr (Bits == 8) Ops::max8(o, q, n, s, b);
   else if constexpr (Bits == 4) Ops::max4(o, q, n, s, b);
-  else PortableOps::max2(o, q, n, s, b);
+  else Ops::max2(o, q, n, s, b);
 }
 
 // Sum of a batch of n rows into o (dim elements): o[d] = fma(a[n-1], q_{n-1}[d], ... fma(a[0],
@@ -226,11 +235,7 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
   constexpr int64_t kBatch = 32;  // rows summed per Ops::sum_rows call
   auto sum_batch = [](float* o, const uint8_t* const* rs, const float* m, int64_t n, int64_t d,
                       bool init) {
-    if constexpr (Bits == 2) {
-      sum_rows_by_row<2, PortableOps>(o, rs, m, n, d, init);
-    } else {
-      Ops::template sum_rows<Bits>(o, rs, m, n, d, init);
-    }
+    Ops::template sum_rows<Bits>(o, rs, m, n, d, init);
   };
   const uint8_t* rows[kBatch];
   float mult[kBatch];
@@ -262,7 +267,7 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
     int64_t count = 0, nb = 0;
     bool init = true;
     const float* __restrict w = a.weights;
-    if constexpr (Ops::kRegCols > 0 && Bits != 2) {
+    if constexpr (Ops::kRegCols > 0) {
       // Narrow rows: the bag's sums stay in registers, one row at a time (as the batch path:
       // acc = fma(a, q, acc) from 0, rows in order, so the same bytes).
       if (dim <= Ops::kRegCols) {
