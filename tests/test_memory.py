@@ -11,7 +11,6 @@ import sys
 import pytest
 import torch
 
-
 from _models import ResNetish, TransformerBlock, prepared, qplugin_convert  # noqa: E402
 
 import qplugin.nn as qnn  # noqa: E402

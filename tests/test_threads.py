@@ -10,7 +10,6 @@ import threading
 import pytest
 import torch
 
-
 from _models import ResNetish, TransformerBlock, prepared, qplugin_convert  # noqa: E402
 from _reference import assert_bytes_equal  # noqa: E402
 from _sweeps import make_q  # noqa: E402

@@ -7,7 +7,6 @@ save/load, deepcopy and torch.save.
 import copy
 import io
 
-
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -10,8 +10,6 @@ or aten ops on quantized tensors where they exist (x86 engine) -- at most 1 apar
 identical, same output qparams and memory format. SiLU, Mish, Softplus (and GELU/Tanh with
 chosen qparams) have no PyTorch quantized op: the float op is their only oracle.
 """
-
-
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -1,7 +1,6 @@
 """Shared helpers of the conv tests: ISA fixture, input factory, exact float64 oracle."""
 import sys
 
-
 import warnings  # noqa: E402
 
 import pytest  # noqa: E402

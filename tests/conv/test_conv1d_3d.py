@@ -1,7 +1,5 @@
 """conv1d / conv3d (+relu): parity with torch.ops.quantized and the exact reference, every ISA,
 unpack shapes, bad inputs (PyTorch returns an empty tensor for conv3d with a too-large kernel)."""
-
-
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
     ISAS, START_ISA, F, assert_qclose, exact, make, pytest, qplugin, torch, torch_oracle,
     warnings)

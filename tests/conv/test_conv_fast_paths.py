@@ -6,7 +6,6 @@ within 1 unit of the exact float64 oracle:
 - depthwise 1x3x3 (DwConvArgs::w3): channels-last and NCHW input read in place (16-channel
   blocks with tails, widths below 4 and above 64, padding 0..2, stride_w 1 and 2, conv3d 1x3x3).
 """
-
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
     START_ISA, F, assert_qclose, exact, pytest, qplugin, torch, warnings)
 

@@ -1,8 +1,6 @@
 """qplugin.nn Conv*/ConvTranspose*/intrinsic ConvReLU* modules and functional conv*: from_float via
 torch.ao prepare/convert (incl. fused ConvReLU, ConvBn folded), state_dict round trip, deepcopy,
 TorchScript save/load, padding_mode extension vs the float reference, repr/_get_name, schemas."""
-
-
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
     ISAS, START_ISA, F, assert_qclose, exact, make, pytest, qplugin, torch, warnings)
 import copy  # noqa: E402

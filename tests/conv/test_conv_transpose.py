@@ -1,8 +1,6 @@
 """conv_transpose1d/2d/3d: against the exact float64 reference only (PyTorch x86 quantized
 conv_transpose is wrong when in != out channels and, with fbgemm, for kernel == stride == 2 —
 docs/oracle.md), plus PyTorch parity in its correct configuration (equal channels, k3)."""
-
-
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
     ISAS, START_ISA, F, assert_qclose, exact, make, pytest, qplugin, torch, torch_oracle,
     warnings)

@@ -1,8 +1,6 @@
 """Depthwise conv (groups == C_in, channel multipliers): exact float64 reference (PyTorch x86
 depthwise is wrong for some inputs: e.g. C=144 or weight zero point 5 gives errors up to 12 units,
 reproduced in this file), PyTorch parity on small-range inputs, every ISA byte-identical."""
-
-
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
     ISAS, START_ISA, F, assert_qclose, exact, make, pytest, qplugin, torch, warnings)
 

@@ -9,7 +9,6 @@ output qparams, shape and memory format.
 """
 from fractions import Fraction
 
-
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402

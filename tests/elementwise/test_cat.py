@@ -7,7 +7,6 @@ copy) and at most 1 apart otherwise (PyTorch requantizes through float); the exa
 import re
 from fractions import Fraction
 
-
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -7,7 +7,6 @@ import copy
 import io
 import re
 
-
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -9,7 +9,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-
 from _emb_common import prepack, rowwise  # noqa: E402
 from _fuzz import LONG, Case, cases, check_float  # noqa: E402
 

@@ -4,8 +4,6 @@ Oracles: (1) an exact integer reference (accumulators in int64) requantized with
 formula -> must match bit for bit; (2) the same accumulators requantized exactly in float64 and
 (3) torch.ops.quantized.linear (x86 engine) -> within 1, >= 99% identical. Every ISA.
 """
-
-
 import warnings  # noqa: E402
 
 import pytest  # noqa: E402

@@ -8,7 +8,6 @@ import sys
 import pytest
 import torch
 
-
 import torch.ao.nn.intrinsic.quantized as nniq  # noqa: E402
 import torch.ao.nn.quantized as nnq  # noqa: E402
 import torch.ao.quantization as tq  # noqa: E402

@@ -1,7 +1,6 @@
 # qplugin.quantization.get_default_qconfig_propagation_list: prepare observes the activations
 # PyTorch never quantized, so convert can swap them for qplugin modules.
 
-
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 

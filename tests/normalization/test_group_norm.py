@@ -1,10 +1,9 @@
 """torch.ops.qplugin.group_norm against torch.ops.quantized.group_norm (x86 engine) and the exact
 float64 reference (dequantize in float64, F.group_norm, quantize round half to even): within 1
 unit and >= 99% identical, both memory formats, on every ISA, byte-identical across ISAs.
-Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/norm/*.
+Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/normalization/*.
 """
 import re
-
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -1,10 +1,8 @@
 """torch.ops.qplugin.layer_norm against torch.ops.quantized.layer_norm (x86 engine) and the exact
 float64 reference (dequantize in float64, F.layer_norm, quantize round half to even): within 1
 unit and >= 99% identical, on every ISA, byte-identical across ISAs and thread counts.
-Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/norm/*.
+Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/normalization/*.
 """
-
-
 import re  # noqa: E402
 
 import pytest  # noqa: E402

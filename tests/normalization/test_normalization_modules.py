@@ -11,7 +11,6 @@ import io
 import os
 import sys
 
-
 import expecttest  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -3,7 +3,6 @@ codes - zp, round half to even), PyTorch within 1 / >= 99% for quint8 (PyTorch's
 differs from the exact value on ~3% of elements), max exactly the float op on dequantized input."""
 import re
 
-
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402

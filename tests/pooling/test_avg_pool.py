@@ -5,7 +5,6 @@ count_include_pad=False or a nonzero-mean int8 input it differs from the exact v
 of elements (by 1), so those comparisons use the exact reference only (docs/oracle.md)."""
 import re
 
-
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402

@@ -2,7 +2,6 @@
 quantized tensors) over kernel/stride/padding/dilation/ceil_mode, layouts, dtypes and ISAs."""
 import re
 
-
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402

@@ -5,7 +5,6 @@ Changes with: qplugin/nn/modules/pooling.py, qplugin/quantization/__init__.py.
 import copy
 import io
 
-
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from expecttest import TestCase  # noqa: E402
