@@ -10,7 +10,6 @@ __version__ = "0.1.0"
 
 _library_path = _loader.load()
 
-from . import ops  # noqa: E402
 from . import nn  # noqa: E402
 from . import quantization  # noqa: E402
 
@@ -25,4 +24,4 @@ def library_path() -> str:
     return _library_path
 
 
-__all__ = ["cpu_isa", "library_path", "nn", "ops", "quantization", "__version__"]
+__all__ = ["cpu_isa", "library_path", "nn", "quantization", "__version__"]

@@ -165,6 +165,43 @@ def exact_code_table(fn, dtype, in_scale, in_zp, out_scale, out_zp):
 
 
 # ---------------------------------------------------------------------------------------------
+# Test cases of the op tables (qplugin/_tables/): a Case's arguments with SCALE/ZP standing for
+# output qparams the test chooses.
+
+TABLE_OUT_QPARAMS = (0.02, 9)
+
+
+def table_args(case, out_qparams=TABLE_OUT_QPARAMS):
+    """The op's arguments after the input, SCALE/ZP replaced by out_qparams."""
+    from qplugin._tables.activation import SCALE, ZP
+    return [out_qparams[0] if a is SCALE else out_qparams[1] if a is ZP else a
+            for a in case.args]
+
+
+def table_call(row, case, x, out_qparams=TABLE_OUT_QPARAMS):
+    """torch.ops.qplugin.<row.op>(x, *case args)."""
+    return getattr(torch.ops.qplugin, row.op)(x, *table_args(case, out_qparams))
+
+
+def table_out_qparams(row, case, x, out_qparams=TABLE_OUT_QPARAMS):
+    """The output qparams the op must give: the chosen ones, the input's or the row's fixed."""
+    from qplugin._tables.activation import SCALE
+    if any(a is SCALE for a in case.args):
+        return out_qparams
+    if row.output_qparams == "input":
+        return x.q_scale(), x.q_zero_point()
+    assert isinstance(row.output_qparams, dict), f"{row.name}: a case without output qparams"
+    return row.output_qparams[x.dtype]
+
+
+def table_reference(row, case, x, out_qparams=TABLE_OUT_QPARAMS):
+    """The exact answer: the row's float reference in float64 on dequantized x, quantized."""
+    scale, zp = table_out_qparams(row, case, x, out_qparams)
+    v = row.reference(dequantize64(x), *case.ref_args, **case.ref_kwargs)
+    return quantize64(v, scale, zp, x.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
 # Comparisons.
 
 
@@ -173,27 +210,29 @@ def _describe(q):
             f"strides={q.stride()}")
 
 
-def assert_qclose(actual, expected, max_diff=1, min_identical=0.99, msg=""):
-    """actual and expected agree as quantized tensors: same dtype, shape, qscheme, scale and zero
-    point; int_repr at most max_diff apart everywhere and identical on at least min_identical of
-    the elements. The message names the worst index and the mismatch share."""
+def assert_qclose(actual, expected, max_diff=1, min_identical=0.99, msg="", *, exact=False):
+    """actual and expected agree: int codes at most max_diff apart everywhere and identical on at
+    least min_identical of the elements (exact=True: identical everywhere). Each side is a
+    quantized tensor or a tensor of integer codes; when both are quantized, dtype, qscheme, scale
+    and zero point must match too. The message names the worst index and the mismatch share.
+    The one within-one-unit comparator of the suite."""
+    if exact:
+        max_diff, min_identical = 0, 1.0
     where = f"{msg}: " if msg else ""
-    assert actual.is_quantized, f"{where}actual is not quantized: {actual.dtype}"
-    assert expected.is_quantized, f"{where}expected is not quantized: {expected.dtype}"
-    assert actual.dtype == expected.dtype, f"{where}dtype {actual.dtype} != {expected.dtype}"
+    if actual.is_quantized and expected.is_quantized:
+        assert actual.dtype == expected.dtype, f"{where}dtype {actual.dtype} != {expected.dtype}"
+        assert actual.qscheme() == torch.per_tensor_affine, f"{where}qscheme {actual.qscheme()}"
+        assert actual.q_scale() == expected.q_scale(), (
+            f"{where}scale {actual.q_scale()!r} != {expected.q_scale()!r}")
+        assert actual.q_zero_point() == expected.q_zero_point(), (
+            f"{where}zero point {actual.q_zero_point()} != {expected.q_zero_point()}")
     assert actual.shape == expected.shape, (
         f"{where}shape {tuple(actual.shape)} != {tuple(expected.shape)}")
-    assert actual.qscheme() == torch.per_tensor_affine, f"{where}qscheme {actual.qscheme()}"
-    assert actual.q_scale() == expected.q_scale(), (
-        f"{where}scale {actual.q_scale()!r} != {expected.q_scale()!r}")
-    assert actual.q_zero_point() == expected.q_zero_point(), (
-        f"{where}zero point {actual.q_zero_point()} != {expected.q_zero_point()}")
     n = actual.numel()
     if n == 0:
         return
-    wide = torch.int64 if actual.dtype == torch.qint32 else torch.int32
-    a = actual.int_repr().to(wide)
-    e = expected.int_repr().to(wide)
+    a = (actual.int_repr() if actual.is_quantized else actual).to(torch.int64)
+    e = (expected.int_repr() if expected.is_quantized else expected).to(torch.int64)
     d = (a - e).abs_()
     worst = int(d.argmax())
     dmax = int(d.reshape(-1)[worst])
@@ -201,11 +240,12 @@ def assert_qclose(actual, expected, max_diff=1, min_identical=0.99, msg=""):
     identical = 1.0 - n_diff / n
     if dmax > max_diff or identical < min_identical:
         idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), tuple(d.shape)))
+        describe = (f"; actual {_describe(actual)}, expected {_describe(expected)}"
+                    if actual.is_quantized and expected.is_quantized else "")
         raise AssertionError(
             f"{where}{n_diff} of {n} elements ({n_diff / n:.3%}) differ; worst |diff| {dmax} at "
             f"index {idx}: actual {int(a[idx])}, expected {int(e[idx])} "
-            f"(allowed: max_diff={max_diff}, identical >= {min_identical:.2%}); "
-            f"actual {_describe(actual)}, expected {_describe(expected)}")
+            f"(allowed: max_diff={max_diff}, identical >= {min_identical:.2%}){describe}")
 
 
 def assert_qequal(actual, expected, msg=""):
@@ -288,6 +328,26 @@ def using_isa(name):
         torch.ops.qplugin._set_cpu_isa(prev)
 
 
+def available_isas():
+    """The kernel ISAs this process may use (the CPU's, capped by QPLUGIN_CPU_ISA), lowest first."""
+    prev = torch.ops.qplugin._cpu_isa()
+    try:
+        return [name for name in ("scalar", "avx2", "avx512vnni")
+                if torch.ops.qplugin._set_cpu_isa(name) == name]
+    finally:
+        torch.ops.qplugin._set_cpu_isa(prev)
+
+
+def isas_to_compare():
+    """The ISAs of a byte-identity test (every tier must give the scalar path's bytes). Skips the
+    test when fewer than two are available: in the scalar-only pass it would compare scalar with
+    scalar and could not fail."""
+    isas = available_isas()
+    if len(isas) < 2:
+        pytest.skip(f"byte identity across ISAs needs two tiers; available: {isas}")
+    return isas
+
+
 def on_scalar(fn, *args, **kwargs):
     """fn(*args, **kwargs) computed with the scalar kernels."""
     with using_isa("scalar"):
@@ -331,7 +391,7 @@ def opcheck_schema(op, args, case_id):
 
 
 # ---------------------------------------------------------------------------------------------
-# PyTorch as a GEMM/conv oracle depends on the CPU (docs/oracle.md, TORCH_ORACLE_NOTES.md).
+# PyTorch as a GEMM/conv oracle depends on the CPU (docs/oracle.md).
 # On a CPU without AVX-512 VNNI, FBGEMM's and oneDNN's u8 x s8 kernels add pairs of products in
 # int16 (VPMADDUBSW), which saturates once |x0*w0 + x1*w1| > 32767 for raw codes x (uint8) and
 # w (int8). On VNNI machines the same calls are exact. So a test never trusts PyTorch's linear or

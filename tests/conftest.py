@@ -8,9 +8,17 @@ _TESTS = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(_TESTS)
 # The repo root first, so `import qplugin` finds the in-place build (qplugin/_C.abi3.so) rather
 # than an installed copy; tests/ next, so tests in subfolders can import _reference and _sweeps.
+# The family folders holding shared helpers (_models.py, _emb_common.py, _pool_testutil.py, ...)
+# after them, so a test imports a helper of another folder by its name; no test file edits
+# sys.path.
 sys.path.insert(0, _ROOT)
 if _TESTS not in sys.path:
     sys.path.insert(1, _TESTS)
+for _entry in sorted(os.listdir(_TESTS)):
+    _folder = os.path.join(_TESTS, _entry)
+    if (os.path.isdir(_folder) and _folder not in sys.path
+            and any(n.startswith("_") and n.endswith(".py") for n in os.listdir(_folder))):
+        sys.path.append(_folder)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -161,7 +161,6 @@ def test_set_cpu_isa_rejects_unknown_names():
 
 _PROBE = """
 import os, sys
-sys.path.insert(0, {root!r})
 import torch, qplugin
 {after_import}
 print("ISA", torch.ops.qplugin._cpu_isa(), torch.ops.qplugin._detected_cpu_isa(), qplugin.cpu_isa())

@@ -11,8 +11,6 @@ import sys
 import pytest
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "models"))
-
 from _models import ResNetish, TransformerBlock, prepared, qplugin_convert  # noqa: E402
 
 import qplugin.nn as qnn  # noqa: E402

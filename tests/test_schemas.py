@@ -1,4 +1,5 @@
-# Pins every torch.ops.qplugin schema (a change shows up in review) and checks that each public op
+# Pins every torch.ops.qplugin schema (a change shows up in review; the op tables' schemas are pinned
+# in their rows, qplugin/_tables/) and checks that each public op
 # mirrors PyTorch's schema: same argument names, types, defaults and returns as
 # torch.ops.quantized.X / aten::quantized_batch_norm, modulo the namespace.
 # Changes with: csrc/ops/*.cpp (the schemas). Refill: EXPECTTEST_ACCEPT=1 python -m pytest <this>.
@@ -7,6 +8,8 @@ import re
 import expecttest
 import pytest
 import torch
+
+from qplugin._tables import activation as _activation
 
 
 def _overloads(packet):
@@ -50,9 +53,6 @@ MIRRORS = {
     "batch_norm1d_relu": torch.ops.quantized.batch_norm1d_relu,
     "batch_norm2d_relu": torch.ops.quantized.batch_norm2d_relu,
     "batch_norm3d_relu": torch.ops.quantized.batch_norm3d_relu,
-    "relu6": torch.ops.quantized.relu6,
-    "hardswish": torch.ops.quantized.hardswish,
-    "elu": torch.ops.quantized.elu,
     "layer_norm": torch.ops.quantized.layer_norm,
     "group_norm": torch.ops.quantized.group_norm,
     "instance_norm": torch.ops.quantized.instance_norm,
@@ -114,12 +114,6 @@ MIRRORS = {
     "cat_relu": torch.ops.quantized.cat_relu,
     "cat_out": torch.ops.quantized.cat_out,
     "cat_relu_out": torch.ops.quantized.cat_relu_out,
-    "leaky_relu": torch.ops.quantized.leaky_relu,
-    "sigmoid": torch.ops.quantized.sigmoid,
-    "celu": torch.ops.quantized.celu,
-    "threshold": torch.ops.quantized.threshold,
-    "clamp": torch.ops.quantized.clamp,
-    "softmax": torch.ops.quantized.softmax,
 }
 # Mirrors with several overloads (every overload equals PyTorch's, modulo the namespace).
 OVERLOADED_MIRRORS = {
@@ -137,7 +131,13 @@ OVERLOADED_MIRRORS = {
     "mul_scalar_relu_out": torch.ops.quantized.mul_scalar_relu_out,
 }
 # Extensions: no PyTorch counterpart in torch.ops.quantized (docs/deviations.md).
-EXTENSIONS = ("hardsigmoid", "tanh", "gelu", "silu", "mish", "softplus", "adaptive_max_pool2d")
+EXTENSIONS = ("adaptive_max_pool2d",)
+# The activation family: its rows pin the extensions' schemas and name the mirrored torch op
+# (qplugin/_tables/activation.py); test_table_schemas checks them.
+MIRRORS.update({row.op: getattr(torch.ops.quantized, row.torch_op) for row in _activation.ROWS
+                if row.torch_op})
+EXTENSIONS += tuple(row.op for row in _activation.ROWS if row.schema)
+TABLE_OPS = {row.op for row in _activation.ROWS}
 # Library-level ops with no PyTorch counterpart (leading underscore: private).
 # qplugin extensions with no PyTorch counterpart of the same schema (pinned, not mirrored).
 PRIVATE = ("_cpu_isa", "_detected_cpu_isa", "_set_cpu_isa", "_build_torch_version")
@@ -365,15 +365,6 @@ qplugin::conv3d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPacked
     def test_batch_norm3d_relu(self):
         self.assertExpectedInline(schema("batch_norm3d_relu"), """qplugin::batch_norm3d_relu(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, float output_scale, int output_zero_point) -> Tensor""")
 
-    def test_relu6(self):
-        self.assertExpectedInline(schema("relu6"), """qplugin::relu6(Tensor qx, bool inplace=False) -> Tensor""")
-
-    def test_hardswish(self):
-        self.assertExpectedInline(schema("hardswish"), """qplugin::hardswish(Tensor input, float output_scale, int output_zero_point) -> Tensor""")
-
-    def test_elu(self):
-        self.assertExpectedInline(schema("elu"), """qplugin::elu(Tensor self, float output_scale, int output_zero_point, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor""")
-
     def test_add_out(self):
         self.assertExpectedInline(schema("add_out"), """qplugin::add_out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out""")
 
@@ -397,24 +388,6 @@ qplugin::conv3d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPacked
 
     def test_cat_relu_out(self):
         self.assertExpectedInline(schema("cat_relu_out"), """qplugin::cat_relu_out(Tensor[] qx, int dim, Tensor(a!) out) -> Tensor(a!)""")
-
-    def test_leaky_relu(self):
-        self.assertExpectedInline(schema("leaky_relu"), """qplugin::leaky_relu(Tensor qx, Scalar negative_slope, bool inplace, float output_scale, int output_zero_point) -> Tensor""")
-
-    def test_sigmoid(self):
-        self.assertExpectedInline(schema("sigmoid"), """qplugin::sigmoid(Tensor qx, float output_scale, int output_zero_point) -> Tensor""")
-
-    def test_celu(self):
-        self.assertExpectedInline(schema("celu"), """qplugin::celu(Tensor self, float output_scale, int output_zero_point, Scalar alpha=1) -> Tensor""")
-
-    def test_threshold(self):
-        self.assertExpectedInline(schema("threshold"), """qplugin::threshold(Tensor qx, Scalar threshold, Scalar value) -> Tensor qy""")
-
-    def test_clamp(self):
-        self.assertExpectedInline(schema("clamp"), """qplugin::clamp(Tensor qx, Scalar? min=None, Scalar? max=None) -> Tensor qy""")
-
-    def test_softmax(self):
-        self.assertExpectedInline(schema("softmax"), """qplugin::softmax(Tensor qx, int dim, float output_scale, int output_zero_point) -> Tensor""")
 
     def test_add(self):
         self.assertExpectedInline(schema("add"), """\
@@ -488,24 +461,6 @@ qplugin::mul_scalar_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out""
 qplugin::mul_scalar_relu_out.Tensor(Tensor qa, Tensor b, Tensor(a!) out) -> Tensor(a!) out
 qplugin::mul_scalar_relu_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out""")
 
-    def test_hardsigmoid(self):
-        self.assertExpectedInline(schema("hardsigmoid"), """qplugin::hardsigmoid(Tensor qx, float? output_scale=None, int? output_zero_point=None) -> Tensor""")
-
-    def test_tanh(self):
-        self.assertExpectedInline(schema("tanh"), """qplugin::tanh(Tensor qx, float? output_scale=None, int? output_zero_point=None) -> Tensor""")
-
-    def test_gelu(self):
-        self.assertExpectedInline(schema("gelu"), """qplugin::gelu(Tensor qx, float? output_scale=None, int? output_zero_point=None, str approximate="none") -> Tensor""")
-
-    def test_silu(self):
-        self.assertExpectedInline(schema("silu"), """qplugin::silu(Tensor qx, float output_scale, int output_zero_point) -> Tensor""")
-
-    def test_mish(self):
-        self.assertExpectedInline(schema("mish"), """qplugin::mish(Tensor qx, float output_scale, int output_zero_point) -> Tensor""")
-
-    def test_softplus(self):
-        self.assertExpectedInline(schema("softplus"), """qplugin::softplus(Tensor qx, float output_scale, int output_zero_point, Scalar beta=1, Scalar threshold=20) -> Tensor""")
-
     def test_linear_leaky_relu(self):
         self.assertExpectedInline(schema("linear_leaky_relu"), """qplugin::linear_leaky_relu(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, float Y_scale_i, int Y_zero_point_i, float negative_slope) -> Tensor Y""")
 
@@ -543,7 +498,7 @@ def test_every_op_is_pinned():
     registered = {s.name.split("::", 1)[1] for s in torch._C._jit_get_all_schemas()
                   if s.name.startswith("qplugin::")}
     pinned = {name[len("test_"):] for name in dir(TestSchemas) if name.startswith("test_")}
-    pinned = {"_" + n if "_" + n in PRIVATE else n for n in pinned}
+    pinned = {"_" + n if "_" + n in PRIVATE else n for n in pinned} | TABLE_OPS
     assert registered == pinned, (
         f"not pinned: {sorted(registered - pinned)}; pinned but not registered: "
         f"{sorted(pinned - registered)}")
@@ -596,3 +551,12 @@ def test_overloaded_mirrors_pytorch_schemas(name):
 @pytest.mark.parametrize("name", list(EXTENSIONS))
 def test_extensions_have_one_overload(name):
     assert getattr(torch.ops.qplugin, name).overloads() == ["default"]
+
+
+@pytest.mark.parametrize("row", _activation.ROWS, ids=lambda r: r.name)
+def test_table_schemas(row):
+    """A row either mirrors a torch.ops.quantized op (test_mirrors_pytorch_schema) or pins its
+    extension schema; never both, never neither."""
+    assert (row.torch_op is None) != (row.schema is None), row.name
+    if row.schema is not None:
+        assert schema(row.op) == row.schema

@@ -5,14 +5,10 @@
 # 1..4, give byte-identical results for conv, linear, pooling, elementwise, norm and embedding
 # ops (inputs large enough that at::parallel_for splits them). The C++ loader's --threads-run is
 # tested in tests/test_cpp_loader.py. Changes with: tests/models/_models.py.
-import os
-import sys
 import threading
 
 import pytest
 import torch
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "models"))
 
 from _models import ResNetish, TransformerBlock, prepared, qplugin_convert  # noqa: E402
 from _reference import assert_bytes_equal  # noqa: E402

@@ -43,9 +43,9 @@ if [ $# -eq 0 ]; then
          tests/conv/test_conv1d_3d.py tests/conv/test_conv_fast_paths.py \
          tests/linear/test_linear_ops.py tests/linear/test_linear_gemm_edges.py \
          tests/pooling/test_max_pool.py tests/pooling/test_avg_pool.py \
-         tests/pooling/test_adaptive_pool.py tests/upsample tests/norm tests/normalization \
+         tests/pooling/test_adaptive_pool.py tests/upsample tests/batch_norm tests/normalization \
          tests/elementwise/test_binary.py tests/elementwise/test_cat.py \
-         tests/elementwise/test_unary_ext.py tests/activation tests/embedding/test_embedding_ops.py \
+         tests/activation tests/embedding/test_embedding_ops.py \
          tests/test_hostile_sizes.py
 fi
 

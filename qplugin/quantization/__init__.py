@@ -21,6 +21,7 @@ from torch import nn
 from torch.nn.utils.parametrize import type_before_parametrizations
 
 from .. import nn as qnn
+from .._tables import activation as _activation_table
 from .._ao import torch_ao
 from ..nn import intrinsic as qnni
 from . import fused as _fused
@@ -116,9 +117,6 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     DeQuantStub: qnn.DeQuantize,
     nn.BatchNorm2d: qnn.BatchNorm2d,
     nn.BatchNorm3d: qnn.BatchNorm3d,
-    nn.ELU: qnn.ELU,
-    nn.Hardswish: qnn.Hardswish,
-    nn.ReLU6: qnn.ReLU6,
     nn.LayerNorm: qnn.LayerNorm,
     nn.GroupNorm: qnn.GroupNorm,
     nn.InstanceNorm1d: qnn.InstanceNorm1d,
@@ -166,18 +164,11 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: Dict[Callable, Any] = {
     nn.ConvTranspose1d: qnn.ConvTranspose1d,
     nn.ConvTranspose2d: qnn.ConvTranspose2d,
     nn.ConvTranspose3d: qnn.ConvTranspose3d,
-    # Elementwise and activations
+    # Elementwise and activations (one entry per module row of qplugin/_tables/activation.py)
+    **{row.torch_module: getattr(qnn, row.module) for row in _activation_table.ROWS if row.module},
     qnn.FloatFunctional: qnn.QFunctional,
-    nn.LeakyReLU: qnn.LeakyReLU,
     nn.PReLU: qnn.PReLU,
-    nn.Sigmoid: qnn.Sigmoid,
-    nn.Softmax: qnn.Softmax,
     nn.Dropout: qnn.Dropout,
-    nn.SiLU: qnn.SiLU,
-    nn.GELU: qnn.GELU,
-    nn.Tanh: qnn.Tanh,
-    nn.Mish: qnn.Mish,
-    nn.Softplus: qnn.Softplus,
     # Extension: fused ConvBn*d / ConvBnReLU*d / LinearBn1d from fuse_modules in *training*
     # mode, then a static prepare (torch.ao's mapping has no entry and leaves them float, so its
     # converted model fails on the quantized input): the batch norm is folded with its running

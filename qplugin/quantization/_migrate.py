@@ -267,7 +267,7 @@ def _migrate_children(module: nn.Module, table) -> None:
 
 
 # Modules whose torch.ao state dict lacks the output qparams: PyTorch keeps them as plain
-# attributes (TORCH_ORACLE_NOTES.md), so a torch.ao checkpoint cannot carry them.
+# attributes (docs/oracle.md), so a torch.ao checkpoint cannot carry them.
 _QPARAMS_NOT_IN_TORCH_STATE_DICT = (qnn.ELU, qnn.Sigmoid, qnn.Softmax)
 
 

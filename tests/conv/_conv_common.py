@@ -1,10 +1,5 @@
 """Shared helpers of the conv tests: ISA fixture, input factory, exact float64 oracle."""
-import os
 import sys
-
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
 import warnings  # noqa: E402
 
@@ -13,22 +8,12 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import qplugin  # noqa: E402,F401
-from _reference import gemm_oracle  # noqa: E402  (tests/ is on sys.path: conftest.py)
+from _reference import assert_qclose, gemm_oracle  # noqa: E402,F401  (tests/ is on sys.path: conftest.py)
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 torch.backends.quantized.engine = "x86"
 START_ISA = torch.ops.qplugin._cpu_isa()
 ISAS = ["scalar", "avx2", "avx512vnni"]
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    got = torch.ops.qplugin._set_cpu_isa(request.param)
-    if got != request.param:
-        torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip(f"this CPU has no {request.param}")
-    yield request.param
-    torch.ops.qplugin._set_cpu_isa(START_ISA)
 
 
 def make(dim, N, Cin, Cout, S, k, groups, xzp=128, per_ch=False, wzp=0, transpose=False, seed=0):
@@ -66,10 +51,3 @@ def torch_oracle(r, ref_int, x, w, what=""):
                        w.int_repr(), what).to(torch.int32)
 
 
-def assert_close(y, ref_int, tol=1, min_equal=0.99):
-    yi = y.int_repr().to(torch.int32)
-    assert tuple(yi.shape) == tuple(ref_int.shape)
-    d = (yi - ref_int).abs()
-    assert d.numel() == 0 or d.max().item() <= tol, f"max diff {d.max().item()}"
-    if d.numel():
-        assert (d == 0).float().mean().item() >= min_equal, f"equal {(d == 0).float().mean()}"

@@ -1,14 +1,7 @@
 """conv1d / conv3d (+relu): parity with torch.ops.quantized and the exact reference, every ISA,
 unpack shapes, bad inputs (PyTorch returns an empty tensor for conv3d with a too-large kernel)."""
-import os
-import sys
-
-import os  # noqa: E402
-import sys  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
-    ISAS, START_ISA, F, assert_close, exact, isa, make, pytest, qplugin, torch, torch_oracle,
+    ISAS, START_ISA, F, assert_qclose, exact, make, pytest, qplugin, torch, torch_oracle,
     warnings)
 
 C1 = [(2, 16, 32, 50, 3, 1, 1, 1, 1), (1, 17, 34, 33, 5, 2, 2, 2, 17), (4, 8, 12, 7, 1, 1, 0, 1, 2),
@@ -29,11 +22,11 @@ def test_parity(isa, dim, case, per_ch):
         name = f"conv{dim}d" + ("_relu" if relu else "")
         y = getattr(torch.ops.qplugin, name)(x, pq, 0.05, 100)
         ref = exact(fn, x, w, b, 0.05, 100, relu, stride=s, padding=p, dilation=d, groups=g)
-        assert_close(y, ref)
+        assert_qclose(y, ref)
         if g < Cin and not per_ch:
             pt = getattr(torch.ops.quantized, f"conv{dim}d_prepack")(w, b, *args)
             r = getattr(torch.ops.quantized, name)(x, pt, 0.05, 100)
-            assert_close(y, torch_oracle(r, ref, x, w, name))
+            assert_qclose(y, torch_oracle(r, ref, x, w, name))
             assert y.stride() == r.stride()
     wu, bu = getattr(torch.ops.qplugin, f"conv{dim}d_unpack")(pq)
     assert torch.equal(wu.int_repr(), w.int_repr())

@@ -1,12 +1,7 @@
-import os
-import sys
 
-import os  # noqa: E402
-import sys  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
-    ISAS, START_ISA, F, assert_close, exact, isa, make, pytest, qplugin, torch, torch_oracle,
+    ISAS, START_ISA, F, assert_qclose, exact, make, pytest, qplugin, torch, torch_oracle,
     warnings)
 
 # (N, Cin, Cout, S, k, stride, pad, dil, groups)
@@ -35,9 +30,9 @@ def test_parity(case, xzp, per_ch):
         ref = exact(F.conv2d, x, w, b, 0.05, 100, relu, stride=s, padding=p, dilation=d,
                     groups=g)
         if not per_ch or all(z == 0 for z in w.q_per_channel_zero_points().tolist()):
-            assert_close(y, torch_oracle(r, ref, x, w, name))
+            assert_qclose(y, torch_oracle(r, ref, x, w, name))
             assert y.stride() == r.stride()
-        assert_close(y, ref)
+        assert_qclose(y, ref)
         assert y.is_contiguous(memory_format=torch.channels_last)
 
 
@@ -58,7 +53,7 @@ def test_layouts_and_weight_zp():
     ref = exact(F.conv2d, x, w, b, 0.05, 100, padding=1)
     for xi in (x, x.contiguous(memory_format=torch.channels_last), x[:, :, :, :]
                .transpose(2, 3).contiguous().transpose(2, 3)):
-        assert_close(torch.ops.qplugin.conv2d(xi, pq, 0.05, 100), ref)
+        assert_qclose(torch.ops.qplugin.conv2d(xi, pq, 0.05, 100), ref)
 
 
 def test_unpack_and_accessors():

@@ -6,12 +6,8 @@ within 1 unit of the exact float64 oracle:
 - depthwise 1x3x3 (DwConvArgs::w3): channels-last and NCHW input read in place (16-channel
   blocks with tails, widths below 4 and above 64, padding 0..2, stride_w 1 and 2, conv3d 1x3x3).
 """
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
-    START_ISA, F, assert_close, exact, pytest, qplugin, torch, warnings)
+    START_ISA, F, assert_qclose, exact, pytest, qplugin, torch, warnings)
 
 _MF = {2: torch.channels_last, 3: torch.channels_last_3d}
 
@@ -44,7 +40,7 @@ def _check(dim, x, w, b, stride, pad, dil, groups, isa="avx512vnni"):
         ys, _ = _run(dim, xx, w, b, stride, pad, dil, groups, "scalar")
         assert torch.equal(y.int_repr(), ys.int_repr()), fmt
         fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dim]
-        assert_close(y, exact(fn, xx, w, b, 0.05, 90, stride=stride, padding=pad, dilation=dil,
+        assert_qclose(y, exact(fn, xx, w, b, 0.05, 90, stride=stride, padding=pad, dilation=dil,
                               groups=groups))
 
 
@@ -125,7 +121,7 @@ def test_depthwise_3x3_saturating_outputs(relu, out_zp):
         assert torch.equal(y.int_repr(), ys.int_repr()), fmt
         codes = y.int_repr()
         assert (codes == 0).any() and (codes == 255).any() or out_zp in (0, 255) or relu, fmt
-        assert_close(y, exact(F.conv2d, xx, w, b, 0.004, out_zp, relu=relu, stride=[1, 1],
+        assert_qclose(y, exact(F.conv2d, xx, w, b, 0.004, out_zp, relu=relu, stride=[1, 1],
                               padding=[1, 1], dilation=[1, 1], groups=48))
 
 

@@ -1,15 +1,8 @@
 """qplugin.nn Conv*/ConvTranspose*/intrinsic ConvReLU* modules and functional conv*: from_float via
 torch.ao prepare/convert (incl. fused ConvReLU, ConvBn folded), state_dict round trip, deepcopy,
 TorchScript save/load, padding_mode extension vs the float reference, repr/_get_name, schemas."""
-import os
-import sys
-
-import os  # noqa: E402
-import sys  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
-    ISAS, START_ISA, F, assert_close, exact, isa, make, pytest, qplugin, torch, warnings)
+    ISAS, START_ISA, F, assert_qclose, exact, make, pytest, qplugin, torch, warnings)
 import copy  # noqa: E402
 import io  # noqa: E402
 
@@ -41,7 +34,7 @@ def test_from_float_matches_torch_ao(dim):
     xq = torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)
     # torch.ao's module where it is a valid oracle here, else the exact reference (its AVX2
     # kernels saturate on wide-range activations: tests/_reference.py gemm_oracle).
-    assert_close(q(xq), module_oracle(t, xq).int())
+    assert_qclose(q(xq), module_oracle(t, xq).int())
     assert q._get_name() == f"QuantizedConv{dim}d"
     # state_dict loads into both directions
     t2 = getattr(nnq, f"Conv{dim}d")(6, 8, 3, padding=1, stride=2)
@@ -75,7 +68,7 @@ def test_fused_relu_and_bn():
     xq = torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)
     # torch.ao's module where it is a valid oracle here, else the exact reference (its AVX2
     # kernels saturate on wide-range activations: tests/_reference.py gemm_oracle).
-    assert_close(q(xq), module_oracle(t, xq).int())
+    assert_qclose(q(xq), module_oracle(t, xq).int())
     assert q._get_name() == "QuantizedConvReLU2d"
 
 
@@ -90,7 +83,7 @@ def test_conv_transpose_module(dim):
     x = torch.quantize_per_tensor(torch.rand(1, 4, *([5] * dim)), 0.02, 3, torch.quint8)
     ref = exact(getattr(F, f"conv_transpose{dim}d"), x, w, b, 0.05, 100, stride=2, padding=1,
                 output_padding=1)
-    assert_close(m(x), ref)
+    assert_qclose(m(x), ref)
     m2 = getattr(qconv, f"ConvTranspose{dim}d")(4, 6, 3, stride=2, padding=1, output_padding=1)
     m2.load_state_dict(m.state_dict())
     assert torch.equal(m2(x).int_repr(), m(x).int_repr())
@@ -103,7 +96,7 @@ def test_padding_modes(mode):
     xf = F.pad(x.dequantize().double(), [2, 2, 2, 2], mode=mode)
     ref = exact(F.conv2d, torch.quantize_per_tensor(xf.float(), 0.02, 128, torch.quint8), w, b,
                 0.05, 100)
-    assert_close(y, ref)
+    assert_qclose(y, ref)
     m = qconv.Conv2d(4, 6, 3, padding=2, padding_mode=mode)
     m.set_weight_bias(w, b)
     m.scale, m.zero_point = 0.05, 100
@@ -119,16 +112,16 @@ def test_functional_doc_examples():
     qf = torch.quantize_per_tensor(filters, s, zp, torch.qint8)
     qi = torch.quantize_per_tensor(inputs, s, zp, torch.quint8)
     import torch.ao.nn.quantized.functional as tqF
-    assert_close(conv1d(qi, qf, bias, padding=1, scale=s, zero_point=zp),
+    assert_qclose(conv1d(qi, qf, bias, padding=1, scale=s, zero_point=zp),
                  tqF.conv1d(qi, qf, bias, padding=1, scale=s, zero_point=zp).int_repr().int())
     qf = torch.quantize_per_tensor(torch.randn(8, 4, 3, 3), s, zp, torch.qint8)
     qi = torch.quantize_per_tensor(torch.randn(1, 4, 5, 5), s, zp, torch.quint8)
     b = torch.randn(8)
-    assert_close(conv2d(qi, qf, b, padding=1, scale=s, zero_point=zp),
+    assert_qclose(conv2d(qi, qf, b, padding=1, scale=s, zero_point=zp),
                  tqF.conv2d(qi, qf, b, padding=1, scale=s, zero_point=zp).int_repr().int())
     qf = torch.quantize_per_tensor(torch.randn(8, 4, 3, 3, 3), s, zp, torch.qint8)
     qi = torch.quantize_per_tensor(torch.randn(1, 4, 5, 5, 5), s, zp, torch.quint8)
-    assert_close(conv3d(qi, qf, b, padding=1, scale=s, zero_point=zp),
+    assert_qclose(conv3d(qi, qf, b, padding=1, scale=s, zero_point=zp),
                  tqF.conv3d(qi, qf, b, padding=1, scale=s, zero_point=zp).int_repr().int())
     with pytest.raises(ValueError, match="quint8 input"):
         conv2d(qi.dequantize()[..., 0], qf, b)

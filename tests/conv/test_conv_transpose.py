@@ -1,15 +1,8 @@
 """conv_transpose1d/2d/3d: against the exact float64 reference only (PyTorch x86 quantized
 conv_transpose is wrong when in != out channels and, with fbgemm, for kernel == stride == 2 —
-TORCH_ORACLE_NOTES.md), plus PyTorch parity in its correct configuration (equal channels, k3)."""
-import os
-import sys
-
-import os  # noqa: E402
-import sys  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+docs/oracle.md), plus PyTorch parity in its correct configuration (equal channels, k3)."""
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
-    ISAS, START_ISA, F, assert_close, exact, isa, make, pytest, qplugin, torch, torch_oracle,
+    ISAS, START_ISA, F, assert_qclose, exact, make, pytest, qplugin, torch, torch_oracle,
     warnings)
 
 # (dim, N, Cin, Cout, S, k, stride, pad, out_pad, dil, groups)
@@ -29,8 +22,8 @@ def test_exact(isa, case, per_ch):
     assert pq.transpose() and pq.output_padding() == ([0, op] if dim == 1 else [op] * dim)
     y = getattr(torch.ops.qplugin, f"conv_transpose{dim}d")(x, pq, 0.05, 100)
     fn = getattr(F, f"conv_transpose{dim}d")
-    assert_close(y, exact(fn, x, w, b, 0.05, 100, stride=s, padding=p, output_padding=op,
-                          groups=g, dilation=d), tol=1, min_equal=0.99)
+    assert_qclose(y, exact(fn, x, w, b, 0.05, 100, stride=s, padding=p, output_padding=op,
+                          groups=g, dilation=d), max_diff=1, min_identical=0.99)
     wu, _ = getattr(torch.ops.qplugin, f"conv_transpose{dim}d_unpack")(pq)
     assert torch.equal(wu.int_repr(), w.int_repr())
 
@@ -38,7 +31,7 @@ def test_exact(isa, case, per_ch):
 def test_vs_torch_where_torch_is_right():
     # Activation codes within 0..127 (xzp=0): PyTorch's FBGEMM AVX2 kernels (a CPU without
     # AVX-512, or FBGEMM_ENABLE_INSTRUCTIONS=AVX2) saturate u8 x s8 pair sums on full-range
-    # inputs (TORCH_ORACLE_NOTES.md); this range keeps them exact.
+    # inputs (docs/oracle.md); this range keeps them exact.
     x, w, b = make(2, 1, 16, 16, 10, 3, 1, xzp=0, transpose=True)
     args = ([2, 2], [1, 1], [1, 1], [1, 1], 1)
     y = torch.ops.qplugin.conv_transpose2d(
@@ -46,8 +39,8 @@ def test_vs_torch_where_torch_is_right():
     r = torch.ops.quantized.conv_transpose2d(
         x, torch.ops.quantized.conv_transpose2d_prepack(w, b, *args), 0.05, 100)
     ref = exact(F.conv_transpose2d, x, w, b, 0.05, 100, stride=2, padding=1, output_padding=1)
-    assert_close(y, ref)
-    assert_close(y, torch_oracle(r, ref, x, w, "conv_transpose2d"))
+    assert_qclose(y, ref)
+    assert_qclose(y, torch_oracle(r, ref, x, w, "conv_transpose2d"))
 
 
 def _crop_reference(dim, x, w, b, s, p, op, d, g, osc, ozp):
@@ -84,18 +77,18 @@ def test_output_padding_at_least_stride(isa, case):
     pq = getattr(torch.ops.qplugin, f"conv_transpose{dim}d_prepack")(w, b, *args)
     y = getattr(torch.ops.qplugin, f"conv_transpose{dim}d")(x, pq, 0.05, 100)
     ref = _crop_reference(dim, x, w, b, s, p, op, d, g, 0.05, 100)
-    assert_close(y, ref, tol=1, min_equal=0.99)
+    assert_qclose(y, ref, max_diff=1, min_identical=0.99)
     if dim == 2 and Cin == Cout and g == 1:  # PyTorch is right here (x86, equal channels)
         # Codes within 0..127 (xzp=0) for PyTorch: its FBGEMM AVX2 kernels saturate on
-        # full-range inputs (TORCH_ORACLE_NOTES.md).
+        # full-range inputs (docs/oracle.md).
         x, w, b = make(dim, 2, Cin, Cout, S, k, g, xzp=0, transpose=True)
         y = torch.ops.qplugin.conv_transpose2d(
             x, torch.ops.qplugin.conv_transpose2d_prepack(w, b, *args), 0.05, 100)
         r = torch.ops.quantized.conv_transpose2d(
             x, torch.ops.quantized.conv_transpose2d_prepack(w, b, *args), 0.05, 100)
-        assert_close(y, r.int_repr().int())
+        assert_qclose(y, r.int_repr().int())
         # The oracle agrees with PyTorch: the crop reference is PyTorch's math.
-        assert_close(r, _crop_reference(dim, x, w, b, s, p, op, d, g, 0.05, 100))
+        assert_qclose(r, _crop_reference(dim, x, w, b, s, p, op, d, g, 0.05, 100))
 
 
 def test_output_padding_module():

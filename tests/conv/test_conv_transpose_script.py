@@ -1,9 +1,6 @@
 # ConvTranspose1d/2d/3d modules: TorchScript script + save + load give identical bytes.
 import io
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _conv_common import pytest, torch  # noqa: E402,F401  (tests/conv/_conv_common.py)
 
 import qplugin.nn as qnn  # noqa: E402

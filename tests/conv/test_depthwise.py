@@ -1,15 +1,8 @@
 """Depthwise conv (groups == C_in, channel multipliers): exact float64 reference (PyTorch x86
 depthwise is wrong for some inputs: e.g. C=144 or weight zero point 5 gives errors up to 12 units,
 reproduced in this file), PyTorch parity on small-range inputs, every ISA byte-identical."""
-import os
-import sys
-
-import os  # noqa: E402
-import sys  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
-    ISAS, START_ISA, F, assert_close, exact, isa, make, pytest, qplugin, torch, warnings)
+    ISAS, START_ISA, F, assert_qclose, exact, make, pytest, qplugin, torch, warnings)
 
 # (N, C, mult, S, k, stride, pad, dil)
 CASES = [(1, 144, 1, 14, 3, 1, 1, 1), (2, 17, 1, 9, 3, 2, 1, 1), (1, 63, 1, 12, 5, 1, 2, 1),
@@ -24,16 +17,16 @@ def test_depthwise_exact_every_isa(isa, case, wq, xzp):
     N, C, m, S, k, s, p, d = case
     x, w, b = make(2, N, C, C * m, S, k, C, xzp=xzp, per_ch=wq == "pc", wzp=5 if wq == "pt5"
                    else 0)
+    assert S + 2 * p >= d * (k - 1) + 1, "every case has a non-empty output"
     pq = torch.ops.qplugin.conv2d_prepack(w, b, [s, s], [p, p], [d, d], C)
-    if S + 2 * p >= d * (k - 1) + 1:
-        assert "dwconv" in pq.kernel()
-        y = torch.ops.qplugin.conv2d_relu(x, pq, 0.05, 100)
-        assert_close(y, exact(F.conv2d, x, w, b, 0.05, 100, True, stride=s, padding=p,
-                              dilation=d, groups=C))
-        torch.ops.qplugin._set_cpu_isa("scalar")
-        ys = torch.ops.qplugin.conv2d_relu(
-            x, torch.ops.qplugin.conv2d_prepack(w, b, [s, s], [p, p], [d, d], C), 0.05, 100)
-        assert torch.equal(y.int_repr(), ys.int_repr())
+    assert "dwconv" in pq.kernel()
+    y = torch.ops.qplugin.conv2d_relu(x, pq, 0.05, 100)
+    assert_qclose(y, exact(F.conv2d, x, w, b, 0.05, 100, True, stride=s, padding=p,
+                          dilation=d, groups=C))
+    torch.ops.qplugin._set_cpu_isa("scalar")
+    ys = torch.ops.qplugin.conv2d_relu(
+        x, torch.ops.qplugin.conv2d_prepack(w, b, [s, s], [p, p], [d, d], C), 0.05, 100)
+    assert torch.equal(y.int_repr(), ys.int_repr())
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -49,7 +42,7 @@ def test_depthwise_vs_torch_small_range(case):
     args = ([s, s], [p, p], [d, d], C)
     y = torch.ops.qplugin.conv2d(x, torch.ops.qplugin.conv2d_prepack(w, b, *args), 0.05, 100)
     r = torch.ops.quantized.conv2d(x, torch.ops.quantized.conv2d_prepack(w, b, *args), 0.05, 100)
-    assert_close(y, r.int_repr().int())
+    assert_qclose(y, r.int_repr().int())
 
 
 def test_torch_depthwise_is_wrong_here():

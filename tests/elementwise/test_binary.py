@@ -4,20 +4,15 @@ Scalar, Scalar2, Scalar_out, the deprecated add_out/add_scalar* names).
 Oracles: the exact result (the qparams are doubles, i.e. exact dyadic rationals: the reference
 below rounds (A*sa + B*sb)/so and A*B*sa*sb/so with Python integers, half to even) -- qplugin must
 equal it everywhere; PyTorch's quantized ops (x86 engine) -- at most 1 apart (PyTorch rounds in
-float and is off by one on 5-10% of elements for add, TORCH_ORACLE_NOTES.md), and identical
+float and is off by one on 5-10% of elements for add, docs/oracle.md), and identical
 output qparams, shape and memory format.
 """
-import os
-import sys
 from fractions import Fraction
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _reference import INT_DTYPE, QRANGE  # noqa: E402,F401  (one QRANGE: tests/_sweeps.py)
 
 import qplugin  # noqa: E402,F401
 
@@ -29,19 +24,6 @@ pytestmark = [
 ]
 
 ISAS = ["scalar", "avx2", "avx512vnni"]
-QRANGE = {torch.quint8: (0, 255), torch.qint8: (-128, 127), torch.qint32: (-2**31, 2**31 - 1)}
-INT_DTYPE = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    got = torch.ops.qplugin._set_cpu_isa(request.param)
-    try:
-        if got != request.param:
-            pytest.skip(f"CPU (or QPLUGIN_CPU_ISA) does not allow {request.param}; got {got}")
-        yield got
-    finally:
-        torch.ops.qplugin._set_cpu_isa("auto")
 
 
 # ------------------------------------------------------------------------------------------

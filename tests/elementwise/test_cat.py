@@ -4,18 +4,13 @@ Oracles: PyTorch's quantized cat (x86 engine): identical where the qparams are e
 copy) and at most 1 apart otherwise (PyTorch requantizes through float); the exact requantization
 (q - zi) * si / so rounded half to even, computed with Python integers.
 """
-import os
 import re
-import sys
 from fractions import Fraction
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _reference import QRANGE  # noqa: E402,F401  (one QRANGE: tests/_sweeps.py)
 
 import qplugin  # noqa: E402,F401
 
@@ -27,18 +22,6 @@ pytestmark = [
 ]
 
 ISAS = ["scalar", "avx2", "avx512vnni"]
-QRANGE = {torch.quint8: (0, 255), torch.qint8: (-128, 127), torch.qint32: (-2**31, 2**31 - 1)}
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    got = torch.ops.qplugin._set_cpu_isa(request.param)
-    try:
-        if got != request.param:
-            pytest.skip(f"CPU (or QPLUGIN_CPU_ISA) does not allow {request.param}; got {got}")
-        yield got
-    finally:
-        torch.ops.qplugin._set_cpu_isa("auto")
 
 
 def codes(q):

@@ -5,17 +5,12 @@ PyTorch's layout), torch.save, deepcopy, TorchScript save/load.
 """
 import copy
 import io
-import os
 import re
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _reference import assert_qclose  # noqa: E402
 import torch.ao.nn.quantized as nnq  # noqa: E402
 import torch.ao.quantization as tq  # noqa: E402
 from torch import nn  # noqa: E402
@@ -46,14 +41,6 @@ def rand_q(shape, scale, zp, seed, dtype=torch.quint8):
     return torch.quantize_per_tensor(torch.randn(shape, generator=g) * 3, scale, zp, dtype)
 
 
-def assert_close(y, ref, exact=False):
-    assert y.dtype == ref.dtype and y.shape == ref.shape
-    assert y.q_scale() == ref.q_scale() and y.q_zero_point() == ref.q_zero_point()
-    d = np.abs(codes(y) - codes(ref))
-    if d.size:
-        assert d.max() <= (0 if exact else 1)
-
-
 def test_docs_examples():
     f_add = FloatFunctional()
     a, b = torch.tensor(3.0), torch.tensor(4.0)
@@ -63,7 +50,7 @@ def test_docs_examples():
     qb = torch.quantize_per_tensor(torch.tensor(4.0), 1.0, 0, torch.qint32)
     y = q_add.add(qa, qb)
     ref = nnq.QFunctional().add(qa, qb)
-    assert_close(y, ref, exact=True)
+    assert_qclose(y, ref, exact=True)
     assert y.dequantize().item() == 7.0
 
 
@@ -87,13 +74,14 @@ def test_qfunctional_ops_match_pytorch():
         m.scale, m.zero_point = 0.0783, 121
     x = rand_q((2, 8, 5, 5), 0.05, 128, 1)
     y = rand_q((2, 8, 5, 5), 0.06, 120, 2)
-    assert_close(ours.add(x, y), theirs.add(x, y))
-    assert_close(ours.add_relu(x, y), theirs.add_relu(x, y))
-    assert_close(ours.mul(x, y), theirs.mul(x, y))
-    assert_close(ours.cat([x, y], 1), theirs.cat([x, y], 1))
-    assert_close(ours.add_scalar(x, 0.7), theirs.add_scalar(x, 0.7))
-    assert_close(ours.mul_scalar(x, -1.5), theirs.mul_scalar(x, -1.5), exact=True)
-    assert_close(ours.cat([x, x], dim=0), theirs.cat([x, x], dim=0), exact=True)
+    # Within one unit, no share bound: PyTorch's add rounds in float, off on 5-10% (docs/oracle.md).
+    assert_qclose(ours.add(x, y), theirs.add(x, y), min_identical=0.0)
+    assert_qclose(ours.add_relu(x, y), theirs.add_relu(x, y), min_identical=0.0)
+    assert_qclose(ours.mul(x, y), theirs.mul(x, y), min_identical=0.0)
+    assert_qclose(ours.cat([x, y], 1), theirs.cat([x, y], 1), min_identical=0.0)
+    assert_qclose(ours.add_scalar(x, 0.7), theirs.add_scalar(x, 0.7), min_identical=0.0)
+    assert_qclose(ours.mul_scalar(x, -1.5), theirs.mul_scalar(x, -1.5), exact=True)
+    assert_qclose(ours.cat([x, x], dim=0), theirs.cat([x, x], dim=0), exact=True)
     a = rand_q((4, 6), 0.05, 128, 3)
     b = rand_q((6, 5), 0.05, 128, 4)
     r = ours.matmul(a, b)
@@ -209,16 +197,3 @@ def test_other_pytorch_doc_examples_agree():
     assert torch.equal(qt.int_repr(), ref.int_repr())
     assert qt.q_scale() == ref.q_scale() and qt.q_zero_point() == ref.q_zero_point()
     assert torch.equal(qnn.DeQuantize()(qt), nnq.DeQuantize()(ref))
-
-
-def test_ops_wrappers_script():
-    from qplugin import _ops_elementwise as ops
-    x = rand_q((2, 3, 4), 0.05, 128, 30)
-    y = rand_q((3, 1), 0.04, 120, 31)
-    for fn, args in [(ops.add, (x, y, 0.1, 128)), (ops.mul_relu, (x, y, 0.1, 128)),
-                     (ops.cat, ([x, x], 1)), (ops.add_scalar, (x, 0.5)),
-                     (ops.silu, (x, 0.02, 9)), (ops.gelu, (x,)), (ops.clamp, (x, -0.5, 0.5)),
-                     (ops.softmax, (x, 2, 1 / 256, 0))]:
-        assert torch.equal(torch.jit.script(fn)(*args).int_repr(), fn(*args).int_repr())
-    out = torch._empty_affine_quantized((2, 3, 4), scale=0.1, zero_point=128, dtype=torch.quint8)
-    assert ops.add_out(x, y, out) is out

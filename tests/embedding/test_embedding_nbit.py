@@ -6,7 +6,7 @@
 # tables, empty bags, index dtypes) are in test_embedding_ops.py. Changes with:
 # csrc/ops/cpu/embedding_kernel.cpp, csrc/kernels/embedding/embedding_generic_impl.h.
 #
-# PyTorch 2.13's embedding-bag ops ignore `mode` (TORCH_ORACLE_NOTES.md): mean and max are tested
+# PyTorch 2.13's embedding-bag ops ignore `mode` (docs/oracle.md): mean and max are tested
 # against F.embedding_bag on the decoded table only.
 import numpy as np
 import pytest

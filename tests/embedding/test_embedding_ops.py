@@ -3,7 +3,7 @@
 # ISA, int32/int64 indices and offsets, include_last_offset, per_sample_weights, pruned tables,
 # empty bags and dims 1..300; plus every bad input. Changes with: csrc/ops/cpu/embedding_kernel.cpp.
 #
-# PyTorch 2.13 bug (reproduced, TORCH_ORACLE_NOTES.md): torch.ops.quantized.embedding_bag_*
+# PyTorch 2.13 bug (reproduced, docs/oracle.md): torch.ops.quantized.embedding_bag_*
 # ignore `mode` (mean and max return the sum; unknown modes are accepted), so mean and max are
 # tested against torch.nn.functional.embedding_bag on the dequantized table, never against
 # torch.ops.quantized. Its 2-D-indices path also drops the last bag when include_last_offset=True
@@ -181,7 +181,7 @@ def test_empty_bags_and_empty_inputs(bits):
 def test_first_offset_past_zero(bits):
     # torch.ops.quantized accepts offsets[0] > 0; its 8-bit op reads bag b as
     # indices[offsets[b]:offsets[b+1]] (the indices before offsets[0] belong to no bag), its 4-bit
-    # op returns something else (garbage, TORCH_ORACLE_NOTES.md). qplugin reads the 8-bit op's
+    # op returns something else (garbage, docs/oracle.md). qplugin reads the 8-bit op's
     # bags for both tables; F.embedding_bag would reject the offsets.
     t = prepack(_weights(10, 8, 2), bits)
     idx, off = torch.tensor([1, 2, 3, 4]), torch.tensor([1, 2])

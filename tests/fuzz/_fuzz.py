@@ -6,7 +6,7 @@
 # tests/_reference.py, every tests/fuzz/test_fuzz_*.py.
 #
 # The oracle is deliberately not PyTorch's quantized ops: their AVX2 kernels saturate int16 pair
-# sums (TORCH_ORACLE_NOTES.md; FBGEMM_ENABLE_INSTRUCTIONS=AVX2 reproduces it here), and the fuzz
+# sums (docs/oracle.md; FBGEMM_ENABLE_INSTRUCTIONS=AVX2 reproduces it here), and the fuzz
 # draws exactly the full-range inputs where that shows.
 import math
 import os

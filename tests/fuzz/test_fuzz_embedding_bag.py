@@ -4,15 +4,10 @@
 # embedding bag on the independently decoded table (float32 rounding tolerance of
 # tests/embedding/_emb_common.assert_bag_close) and the scalar kernels (bit-identical) on every ISA.
 # Changes with: tests/fuzz/_fuzz.py, csrc/ops/cpu/embedding_*, csrc/kernels/embedding/*.
-import os
-import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "embedding"))
 
 from _emb_common import prepack, rowwise  # noqa: E402
 from _fuzz import LONG, Case, cases, check_float  # noqa: E402

@@ -5,7 +5,7 @@ Oracles: (1) the exact reference: float64 linear on the dequantized codes, the a
 float64, quantized with the output qparams (round half to even) -> bit for bit; (2) PyTorch's
 ops of the same name (onednn engine, the only one that has them) on reduce_range activations
 (codes 0..127) and symmetric weights, where it is exact on AVX2 and AVX-512 machines alike
-(TORCH_ORACLE_NOTES.md: full-range activations saturate its AVX2 u8 x s8 kernels) -> within 1.
+(docs/oracle.md: full-range activations saturate its AVX2 u8 x s8 kernels) -> within 1.
 Every ISA (the op is ISA-independent: same bytes).
 """
 import copy

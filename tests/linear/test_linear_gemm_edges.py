@@ -9,7 +9,6 @@ import sys
 import textwrap
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, ROOT)
 
 import warnings  # noqa: E402
 
@@ -24,16 +23,6 @@ torch.backends.quantized.engine = "x86"
 ISAS = ["scalar", "avx2", "avx512vnni"]
 # The ISA at session start (QPLUGIN_CPU_ISA may cap it): restored after every ISA-forcing test.
 START_ISA = torch.ops.qplugin._cpu_isa()
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    got = torch.ops.qplugin._set_cpu_isa(request.param)
-    if got != request.param:
-        torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip(f"this CPU has no {request.param}")
-    yield request.param
-    torch.ops.qplugin._set_cpu_isa(START_ISA)
 
 
 def _operands(M, K, N, seed, w_zp):

@@ -7,10 +7,8 @@ import copy
 import io
 import os
 import pickle
-import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, ROOT)
 
 import warnings  # noqa: E402
 
@@ -24,7 +22,7 @@ import qplugin  # noqa: E402,F401
 from qplugin.nn._functional_linear import linear as qF_linear  # noqa: E402
 from qplugin.nn.intrinsic.modules.linear_relu import LinearReLU  # noqa: E402
 from qplugin.nn.modules.linear import Linear  # noqa: E402
-from _reference import module_oracle  # noqa: E402
+from _reference import assert_qclose, module_oracle  # noqa: E402
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -46,31 +44,6 @@ MAPPING = {
     torch.ao.quantization.QuantStub: nnq.Quantize,
     torch.ao.quantization.DeQuantStub: nnq.DeQuantize,
 }
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    got = torch.ops.qplugin._set_cpu_isa(request.param)
-    if got != request.param:
-        torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip(f"this CPU has no {request.param}")
-    yield request.param
-    torch.ops.qplugin._set_cpu_isa(START_ISA)
-
-
-def assert_codes_close1(got, want, min_equal=0.99):
-    assert got.shape == want.shape
-    d = (got.int() - want.int()).abs()
-    assert d.numel() == 0 or d.max().item() <= 1, f"max |diff| {d.max().item()}"
-    assert d.numel() == 0 or (d == 0).double().mean().item() >= min_equal
-
-
-def assert_close1(got, want, min_equal=0.99):
-    assert got.shape == want.shape
-    assert got.q_scale() == want.q_scale() and got.q_zero_point() == want.q_zero_point()
-    d = (got.int_repr().int() - want.int_repr().int()).abs()
-    assert d.max().item() <= 1
-    assert (d == 0).double().mean().item() >= min_equal
 
 
 class Net(torch.nn.Module):
@@ -126,7 +99,7 @@ def _compare_converted(prepared):
         got = a(qx)
         want = module_oracle(b, qx, name)
         assert got.q_scale() == b.scale and got.q_zero_point() == b.zero_point
-        assert_codes_close1(got.int_repr(), want)
+        assert_qclose(got.int_repr(), want)
         qx = b(qx)
     return ours, ref
 
@@ -204,10 +177,10 @@ def test_from_reference(isa):
     ours = Linear.from_reference(ref, 0.05, 128)
     theirs = nnq.Linear.from_reference(ref, 0.05, 128)
     x = torch.quantize_per_tensor(_x(shape=(7, 30)), 0.03, 120, torch.quint8)
-    assert_close1(ours(x), theirs(x))
+    assert_qclose(ours(x), theirs(x))
     fused_ref = torch.nn.Sequential(ref, torch.nn.ReLU())
     ours_r = LinearReLU.from_reference(fused_ref, 0.05, 128)
-    assert_close1(ours_r(x), torch.ao.nn.intrinsic.quantized.LinearReLU.from_reference(
+    assert_qclose(ours_r(x), torch.ao.nn.intrinsic.quantized.LinearReLU.from_reference(
         fused_ref, 0.05, 128)(x))
 
 
@@ -269,7 +242,7 @@ def test_state_dict_is_interchangeable_with_torch_ao():
     m = _module()
     ao = nnq.Linear(1, 1)
     ao.load_state_dict(m.state_dict())
-    assert_close1(ao(_qx()), m(_qx()))
+    assert_qclose(ao(_qx()), m(_qx()))
     back = Linear(1, 1)
     back.load_state_dict(ao.state_dict())
     assert torch.equal(back(_qx()).int_repr(), m(_qx()).int_repr())
@@ -362,7 +335,7 @@ def test_functional_linear(isa):
     y0 = qF_linear(x, m.weight())  # output qparams default to the input's
     assert y0.q_scale() == x.q_scale() and y0.q_zero_point() == x.q_zero_point()
     ref = torch.ao.nn.quantized.functional.linear(x, m.weight(), None)
-    assert_close1(y0, ref)
+    assert_qclose(y0, ref)
 
 
 # ---------------------------------------------------------------------------------------------

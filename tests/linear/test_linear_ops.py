@@ -4,18 +4,13 @@ Oracles: (1) an exact integer reference (accumulators in int64) requantized with
 formula -> must match bit for bit; (2) the same accumulators requantized exactly in float64 and
 (3) torch.ops.quantized.linear (x86 engine) -> within 1, >= 99% identical. Every ISA.
 """
-import os
-import sys
-
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-
 import warnings  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import qplugin  # noqa: E402,F401
-from _reference import gemm_oracle  # noqa: E402
+from _reference import assert_qclose, gemm_oracle, isas_to_compare  # noqa: E402
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 torch.backends.quantized.engine = "x86"
@@ -23,16 +18,6 @@ torch.backends.quantized.engine = "x86"
 ISAS = ["scalar", "avx2", "avx512vnni"]
 # The ISA at session start (QPLUGIN_CPU_ISA may cap it): restored after every ISA-forcing test.
 START_ISA = torch.ops.qplugin._cpu_isa()
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    got = torch.ops.qplugin._set_cpu_isa(request.param)
-    if got != request.param:
-        torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip(f"this CPU has no {request.param}")
-    yield request.param
-    torch.ops.qplugin._set_cpu_isa(START_ISA)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,16 +77,6 @@ def ref_f64(x, w, b, scale, zp, relu=False):
     return q.to(torch.uint8).reshape(*x.shape[:-1], w.shape[0])
 
 
-def assert_close1(got, want, min_equal=0.99, what=""):
-    d = (got.int() - want.int()).abs()
-    if d.numel() == 0:
-        return
-    eq = (d == 0).double().mean().item()
-    assert d.max().item() <= 1 and eq >= min_equal, (
-        f"{what}: max |diff| {d.max().item()} at {divmod(int(d.argmax()), d.shape[-1])}, "
-        f"identical {eq:.4f}")
-
-
 def make(M, K, N, *, scheme="per_channel", w_zp=0, x_zp=128, bias=True, seed=0, x_scale=None,
          lead=None, full_range=False):
     g = torch.Generator().manual_seed(seed)
@@ -153,7 +128,7 @@ def check(x, w, b, scale=None, zp=None, relu=False, torch_oracle=True, what=""):
     got = y.int_repr()
     assert torch.equal(got, ref_f32(x, w, b, scale, zp, relu)), f"{what}: not bit-exact"
     exact = ref_f64(x, w, b, scale, zp, relu)
-    assert_close1(got, exact, what=what + " vs float64")
+    assert_qclose(got, exact, msg=what + " vs float64")
     if torch_oracle:
         # PyTorch where it is a valid oracle for this case; its AVX2 kernels saturate on
         # full-range inputs (gemm_oracle in tests/_reference.py), then the exact reference.
@@ -161,7 +136,7 @@ def check(x, w, b, scale=None, zp=None, relu=False, torch_oracle=True, what=""):
         top = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
         want = gemm_oracle(top(x, tp, scale, zp).int_repr(), exact, x.int_repr(), w.int_repr(),
                            what)
-        assert_close1(got, want, what=what + " vs torch (or exact where torch saturates)")
+        assert_qclose(got, want, msg=what + " vs torch (or exact where torch saturates)")
     return y
 
 
@@ -266,7 +241,7 @@ def test_large_k(isa):
 
 def test_zero_in_features_gives_bias(isa):
     """K = 0: the empty sum is 0, so y = quantize(bias) (zero point without a bias). PyTorch's
-    quantized linear returns uninitialized memory here (TORCH_ORACLE_NOTES.md), so the oracle
+    quantized linear returns uninitialized memory here (docs/oracle.md), so the oracle
     is the float op: F.linear on an empty inner dimension returns the bias."""
     w = torch._make_per_tensor_quantized_tensor(torch.zeros(6, 0, dtype=torch.int8), 0.1, 0)
     b = torch.tensor([0.0, 1.0, -1.0, 2.5, 100.0, -100.0])
@@ -299,9 +274,8 @@ def test_every_isa_gives_identical_bytes():
     x, w, b = make(37, 203, 141, scheme="per_channel", w_zp="random", x_zp=77, seed=21)
     scale, zp = out_qparams(x, w, b)
     outs = {}
-    for name in ISAS:
-        if torch.ops.qplugin._set_cpu_isa(name) != name:
-            continue
+    for name in isas_to_compare():
+        torch.ops.qplugin._set_cpu_isa(name)
         p = torch.ops.qplugin.linear_prepack(w, b)
         assert p.kernel().endswith("__" + name)
         outs[name] = torch.ops.qplugin.linear_relu(x, p, scale, zp).int_repr()

@@ -107,7 +107,7 @@ CASES = {
     "ConvReLU3d": (lambda: _with_weights(nniq.ConvReLU3d(3, 4, 2), _qw((4, 3, 2, 2, 2))),
                    lambda: _q((1, 3, 4, 4, 4)), qnni.ConvReLU3d, None),
     # Equal in/out channels, stride 1: PyTorch's x86 conv_transpose is garbage otherwise
-    # (TORCH_ORACLE_NOTES.md); the hyperparameter copy is checked through state_dict below.
+    # (docs/oracle.md); the hyperparameter copy is checked through state_dict below.
     "ConvTranspose1d": (
         lambda: _with_weights(nnq.ConvTranspose1d(4, 4, 3, padding=1), _qw((4, 4, 3), axis=1,
                                                                           per_channel=False)),
@@ -237,7 +237,7 @@ def test_module_migration(name):
         assert int(diff.max()) <= 1, f"{name}: max diff {int(diff.max())}"
         if name.startswith("QFunctional"):
             # PyTorch's add/mul round differently from the exact result on a few % of elements
-            # (TORCH_ORACLE_NOTES.md; tests/elementwise checks our ops against the exact
+            # (docs/oracle.md; tests/elementwise checks our ops against the exact
             # result). Here: the migrated module computes exactly what the qplugin op does with
             # the torch.ao module's qparams.
             op = name.split("_")[1]

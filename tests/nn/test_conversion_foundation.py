@@ -3,15 +3,10 @@ same structure and outputs (within 1 unit, >= 99% identical) as torch.ao.quantiz
 hooks/qconfig/observer handling, TorchScript of the converted model.
 """
 import copy
-import os
 import sys
 
 import pytest
 import torch
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
 
 import torch.ao.nn.intrinsic.quantized as nniq  # noqa: E402
 import torch.ao.nn.quantized as nnq  # noqa: E402

@@ -4,15 +4,9 @@
 # GroupNorm's num_channels as metadata (weight/bias checked against the input at forward time).
 # Changes with: qplugin/nn/modules/*.py, qplugin/nn/intrinsic/modules/*.py.
 import inspect
-import os
-import sys
 
 import pytest
 import torch
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
 
 import torch.ao.nn.intrinsic.quantized as nniq  # noqa: E402
 import torch.ao.nn.quantized as nnq  # noqa: E402

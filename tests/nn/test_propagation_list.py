@@ -1,9 +1,5 @@
 # qplugin.quantization.get_default_qconfig_propagation_list: prepare observes the activations
 # PyTorch never quantized, so convert can swap them for qplugin modules.
-import os
-import sys
-
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402

@@ -1,20 +1,15 @@
 """torch.ops.qplugin.group_norm against torch.ops.quantized.group_norm (x86 engine) and the exact
 float64 reference (dequantize in float64, F.group_norm, quantize round half to even): within 1
 unit and >= 99% identical, both memory formats, on every ISA, byte-identical across ISAs.
-Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/norm/*.
+Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/normalization/*.
 """
-import os
 import re
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _norm_testutil import (assert_q, available_isas, exact, isa, one_thread,  # noqa: E402,F401
+from _normalization_testutil import (assert_q, isas_to_compare, exact, one_thread,  # noqa: E402,F401
                             qtensor, QRANGE)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated")
@@ -69,7 +64,7 @@ def _check(x, G, w, b, s_out, zp_out, torch_too=True):
 @pytest.mark.parametrize("affine", [True, False])
 @pytest.mark.parametrize("dtype,zp_in,zp_out", QPARAMS)
 @pytest.mark.parametrize("shape,G,cl", SHAPES)
-def test_matches_torch_and_exact(isa, shape, G, cl, dtype, zp_in, zp_out, affine):
+def test_matches_torch_and_exact(shape, G, cl, dtype, zp_in, zp_out, affine):
     x = qtensor(shape, dtype, scale=0.04, zero_point=zp_in, seed=G + zp_in, channels_last=cl)
     w, b = _affine(affine, shape[1])
     _check(x, G, w, b, 0.03, zp_out)
@@ -77,7 +72,7 @@ def test_matches_torch_and_exact(isa, shape, G, cl, dtype, zp_in, zp_out, affine
 
 @pytest.mark.parametrize("dtype,zp_in,zp_out", [(torch.quint8, 128, 128), (torch.qint8, -3, 0)])
 @pytest.mark.parametrize("cl", [False, True])
-def test_issue_shape_256x56x56(isa, cl, dtype, zp_in, zp_out):
+def test_issue_shape_256x56x56(cl, dtype, zp_in, zp_out):
     # The issue's case: 32 groups of 8 x 56 x 56 codes, batch 1.
     x = qtensor((1, 256, 56, 56), dtype, scale=0.05, zero_point=zp_in, seed=21, std=40,
                 channels_last=cl)
@@ -98,7 +93,7 @@ def test_one_large_group_and_2d_input(isa):
 
 @pytest.mark.parametrize("cl", [False, True])
 @pytest.mark.parametrize("eps", [1e-5, 0.0])
-def test_constant_groups(isa, cl, eps):
+def test_constant_groups(cl, eps):
     # Each group constant (a different code per group): variance 0, output = quantized bias.
     N, C, G = 2, 16, 4
     codes = torch.arange(N * G, dtype=torch.float64).mul(29).remainder(256).to(torch.uint8)
@@ -113,7 +108,7 @@ def test_constant_groups(isa, cl, eps):
 
 
 def test_isas_byte_identical():
-    isas = available_isas()
+    isas = isas_to_compare()
     for shape, G, cl in SHAPES + [((1, 256, 56, 56), 32, False), ((1, 256, 56, 56), 32, True),
                                   ((1, 32, 48, 48), 1, False)]:
         for dtype, zp in ((torch.quint8, 250), (torch.qint8, -100)):

@@ -1,20 +1,15 @@
 """torch.ops.qplugin.instance_norm against torch.ops.quantized.instance_norm (x86 engine) and the
 exact float64 reference (dequantize in float64, F.instance_norm, quantize round half to even):
 within 1 unit and >= 99% identical, both memory formats, on every ISA, byte-identical across ISAs.
-Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/norm/*.
+Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/normalization/*.
 """
-import os
 import re
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _norm_testutil import (assert_q, available_isas, exact, isa, one_thread,  # noqa: E402,F401
+from _normalization_testutil import (assert_q, isas_to_compare, exact, one_thread,  # noqa: E402,F401
                             qtensor)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated")
@@ -60,13 +55,13 @@ def _check(x, w, b, s_out, zp_out):
 @pytest.mark.parametrize("affine", [True, False])
 @pytest.mark.parametrize("dtype,zp_in,zp_out", QPARAMS)
 @pytest.mark.parametrize("shape,cl", SHAPES)
-def test_matches_torch_and_exact(isa, shape, cl, dtype, zp_in, zp_out, affine):
+def test_matches_torch_and_exact(shape, cl, dtype, zp_in, zp_out, affine):
     x = qtensor(shape, dtype, scale=0.04, zero_point=zp_in, seed=shape[1] + zp_in, channels_last=cl)
     _check(x, *_affine(affine, shape[1]), 0.03, zp_out)
 
 
 @pytest.mark.parametrize("cl", [False, True])
-def test_issue_shape_64x112x112(isa, cl):
+def test_issue_shape_64x112x112(cl):
     # The issue's case: 64 planes of 112 x 112, batch 1.
     x = qtensor((1, 64, 112, 112), torch.quint8, scale=0.05, zero_point=128, seed=31, std=40,
                 channels_last=cl)
@@ -80,7 +75,7 @@ def test_one_large_plane(isa):
 
 
 @pytest.mark.parametrize("cl", [False, True])
-def test_constant_planes(isa, cl):
+def test_constant_planes(cl):
     N, C = 2, 24
     codes = torch.arange(N * C, dtype=torch.float64).mul(37).remainder(256).sub(128)
     codes = codes.to(torch.int8).view(N, C, 1, 1).expand(N, C, 33, 33).contiguous()
@@ -95,7 +90,7 @@ def test_constant_planes(isa, cl):
 
 
 def test_isas_byte_identical():
-    isas = available_isas()
+    isas = isas_to_compare()
     for shape, cl in SHAPES + [((1, 64, 112, 112), False), ((1, 64, 112, 112), True)]:
         for dtype, zp in ((torch.quint8, 3), (torch.qint8, 100)):
             x = qtensor(shape, dtype, scale=0.05, zero_point=zp, seed=7, std=60, channels_last=cl)

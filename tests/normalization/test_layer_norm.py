@@ -1,21 +1,15 @@
 """torch.ops.qplugin.layer_norm against torch.ops.quantized.layer_norm (x86 engine) and the exact
 float64 reference (dequantize in float64, F.layer_norm, quantize round half to even): within 1
 unit and >= 99% identical, on every ISA, byte-identical across ISAs and thread counts.
-Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/norm/*.
+Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/normalization/*.
 """
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 import re  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _norm_testutil import (assert_q, available_isas, exact, isa, one_thread,  # noqa: E402,F401
+from _normalization_testutil import (assert_q, isas_to_compare, exact, one_thread,  # noqa: E402,F401
                             qtensor, QRANGE)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated")
@@ -53,7 +47,7 @@ def _exact_ln(x, nshape, w, b, eps, scale, zp):
 @pytest.mark.parametrize("affine", ["both", "none", "weight"])
 @pytest.mark.parametrize("dtype,zp_in,zp_out", QPARAMS)
 @pytest.mark.parametrize("shape,nshape", SHAPES)
-def test_matches_torch_and_exact(isa, shape, nshape, dtype, zp_in, zp_out, affine):
+def test_matches_torch_and_exact(shape, nshape, dtype, zp_in, zp_out, affine):
     x = qtensor(shape, dtype, scale=0.04, zero_point=zp_in, seed=len(shape) + zp_in)
     w, b = _affine(affine, nshape)
     s_out = 0.03
@@ -75,7 +69,7 @@ def test_long_rows_split_across_threads(isa):
 @pytest.mark.parametrize("eps", [1e-5, 0.0])
 @pytest.mark.parametrize("dtype,code", [(torch.quint8, 0), (torch.quint8, 201), (torch.qint8, -128),
                                         (torch.qint8, 77)])
-def test_constant_rows(isa, dtype, code, eps):
+def test_constant_rows(dtype, code, eps):
     # Variance 0: the normalized value is exactly 0, so the output is the quantized bias (also
     # for eps = 0, where float layer_norm gives 0/0).
     n = 768
@@ -92,7 +86,7 @@ def test_constant_rows(isa, dtype, code, eps):
 
 
 def test_isas_byte_identical():
-    isas = available_isas()
+    isas = isas_to_compare()
     cases = [((4, 768), [768], torch.quint8, 128), ((2, 3, 4096), [4096], torch.qint8, -5),
              ((5, 7), [7], torch.quint8, 0), ((2, 3, 4, 33), [4, 33], torch.qint8, 127),
              ((2, 70000), [70000], torch.quint8, 255)]

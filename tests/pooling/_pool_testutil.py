@@ -1,17 +1,12 @@
-"""Helpers of the pooling/upsample tests: quantized inputs, the exact references, comparisons and
-the ISA fixture. Self-contained (no conftest needed): each test file puts the repo root and this
-directory on sys.path.
+"""Helpers of the pooling/upsample tests: quantized inputs, the exact references, a bit-identity
+check with layout. The `isa` fixture is tests/conftest.py's; assert_qclose and QRANGE are
+tests/_reference.py's (re-exported here). tests/conftest.py puts this folder on sys.path.
 """
-import os
-import sys
 import warnings
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _reference import QRANGE, assert_qclose  # noqa: E402,F401  (one QRANGE: tests/_sweeps.py)
 
 import qplugin  # noqa: E402,F401
 
@@ -20,7 +15,6 @@ warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*")
 warnings.filterwarnings("ignore", message=".*quantized tensor.*deprecated.*")
 
 ISAS = ("scalar", "avx2", "avx512vnni")
-QRANGE = {torch.quint8: (0, 255), torch.qint8: (-128, 127), torch.qint32: (-2**31, 2**31 - 1)}
 DTYPES = (torch.quint8, torch.qint8, torch.qint32)
 
 
@@ -30,17 +24,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(prev)
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    """Runs the test with the kernels of one ISA; skips when the CPU or QPLUGIN_CPU_ISA cannot."""
-    got = torch.ops.qplugin._set_cpu_isa(request.param)
-    if got != request.param:
-        torch.ops.qplugin._set_cpu_isa("auto")
-        pytest.skip(f"ISA {request.param} not available here (capped at {got})")
-    yield got
-    torch.ops.qplugin._set_cpu_isa("auto")
 
 
 def qtensor(shape, dtype=torch.quint8, scale=0.05, zero_point=None, seed=0, channels_last=False,
@@ -81,15 +64,3 @@ def assert_same(y, ref, layout=True):
     torch.testing.assert_close(y.int_repr(), ref.int_repr(), rtol=0, atol=0)
 
 
-def assert_within1(y_codes, ref_codes, min_same=0.99):
-    """At most 1 unit apart and at least min_same of the elements identical."""
-    a = y_codes.to(torch.int64)
-    b = ref_codes.to(torch.int64)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    if a.numel() == 0:
-        return
-    d = (a - b).abs()
-    worst = int(d.argmax())
-    same = (d == 0).double().mean().item()
-    assert d.max().item() <= 1, f"max diff {d.max().item()} at flat index {worst}"
-    assert same >= min_same, f"only {same:.4f} identical (need {min_same})"

@@ -2,19 +2,14 @@
 even, input qparams), and within 1 unit / >= 99% identical to PyTorch where PyTorch is right.
 PyTorch's quantized average pooling rounds in float with the zero point folded differently: with
 count_include_pad=False or a nonzero-mean int8 input it differs from the exact value on up to ~6%
-of elements (by 1), so those comparisons use the exact reference only (TORCH_ORACLE_NOTES.md)."""
-import os
+of elements (by 1), so those comparisons use the exact reference only (docs/oracle.md)."""
 import re
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _pool_testutil import (DTYPES, QRANGE, assert_same, assert_within1, codes_minus_zp, isa,  # noqa
+from _pool_testutil import (DTYPES, QRANGE, assert_same, assert_qclose, codes_minus_zp,  # noqa
                             one_thread, qtensor, requant_codes)
 from qplugin.nn import _functional_pool as qF  # noqa: E402
 
@@ -35,7 +30,7 @@ def exact_avg(x, nd, k, s, p, c, cip, dov):
 @pytest.mark.parametrize("cfg", CONFIGS)
 @pytest.mark.parametrize("cl", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_avg_pool2d(isa, cfg, cl, dtype):
+def test_avg_pool2d(cfg, cl, dtype):
     k, s, p, c, cip, dov = cfg
     x = qtensor((2, 21, 13, 15), dtype, channels_last=cl, seed=len(str(cfg)))
     y = qF.avg_pool2d(x, k, s, p, c, cip, dov)
@@ -45,24 +40,24 @@ def test_avg_pool2d(isa, cfg, cl, dtype):
     assert torch.equal(y.int_repr().long(), exact_avg(x, 2, k, s, p, c, cip, dov))
     # PyTorch agrees with the exact value on >= 99% for quint8; for qint8/qint32 (and
     # count_include_pad=False) its float rounding is off by one on up to ~25%: within 1 only.
-    assert_within1(y.int_repr(), ref.int_repr(), min_same=0.99 if cip and dtype == torch.quint8
+    assert_qclose(y.int_repr(), ref.int_repr(), min_identical=0.99 if cip and dtype == torch.quint8
                    else 0.0)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS[:4])
 @pytest.mark.parametrize("cl", [False, True])
-def test_avg_pool3d(isa, cfg, cl):
+def test_avg_pool3d(cfg, cl):
     k, s, p, c, cip, dov = cfg
     x = qtensor((2, 5, 6, 7, 9), channels_last=cl)
     y = qF.avg_pool3d(x, k, s, p, c, cip, dov)
     ref = F.avg_pool3d(x, k, s if s is not None else k, p, c, cip, dov)
     assert y.shape == ref.shape and y.stride() == ref.stride()  # channels_last_3d, as PyTorch's
     assert torch.equal(y.int_repr().long(), exact_avg(x, 3, k, s, p, c, cip, dov))
-    assert_within1(y.int_repr(), ref.int_repr(), min_same=0.99 if cip else 0.0)
+    assert_qclose(y.int_repr(), ref.int_repr(), min_identical=0.99 if cip else 0.0)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS[:5])
-def test_avg_pool1d_extension(isa, cfg):
+def test_avg_pool1d_extension(cfg):
     k, s, p, c, cip, _ = cfg
     k, s, p = [v[-1] if isinstance(v, tuple) else v for v in (k, s, p)]
     x = qtensor((3, 6, 29))

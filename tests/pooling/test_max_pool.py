@@ -1,17 +1,13 @@
 """max_pool1d/2d/3d: bit-identical to PyTorch (quantized::max_pool1d/2d, aten::max_pool3d on
 quantized tensors) over kernel/stride/padding/dilation/ceil_mode, layouts, dtypes and ISAs."""
-import os
 import re
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _pool_testutil import DTYPES, assert_same, isa, one_thread, qtensor  # noqa: E402,F401
+from _reference import isas_to_compare  # noqa: E402
+from _pool_testutil import DTYPES, assert_same, one_thread, qtensor  # noqa: E402,F401
 from qplugin.nn import _functional_pool as qF  # noqa: E402
 
 CONFIGS = [  # kernel, stride, padding, dilation, ceil_mode
@@ -24,7 +20,7 @@ CONFIGS = [  # kernel, stride, padding, dilation, ceil_mode
 @pytest.mark.parametrize("cfg", CONFIGS)
 @pytest.mark.parametrize("cl", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_max_pool2d_matches_torch(isa, cfg, cl, dtype):
+def test_max_pool2d_matches_torch(cfg, cl, dtype):
     k, s, p, d, c = cfg
     x = qtensor((2, 19, 13, 17), dtype, channels_last=cl, seed=hash(cfg) % 1000)
     y = qF.max_pool2d(x, k, s, p, d, c)
@@ -33,7 +29,7 @@ def test_max_pool2d_matches_torch(isa, cfg, cl, dtype):
 
 
 @pytest.mark.parametrize("cfg", CONFIGS[:4])
-def test_max_pool2d_op_schema_form(isa, cfg):
+def test_max_pool2d_op_schema_form(cfg):
     k, s, p, d, c = cfg
     x = qtensor((1, 8, 11, 11))
     kk = [k, k] if isinstance(k, int) else list(k)
@@ -54,7 +50,7 @@ def test_max_pool2d_unbatched_and_strided(isa):
 
 @pytest.mark.parametrize("cfg", CONFIGS[:5])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_max_pool1d_matches_torch(isa, cfg, dtype):
+def test_max_pool1d_matches_torch(cfg, dtype):
     k, s, p, d, c = cfg
     k, s, p, d = [v[-1] if isinstance(v, tuple) else v for v in (k, s, p, d)]
     x = qtensor((3, 10, 37), dtype)
@@ -68,7 +64,7 @@ def test_max_pool1d_matches_torch(isa, cfg, dtype):
 @pytest.mark.parametrize("cl", [False, True])
 @pytest.mark.parametrize("cfg", [(2, None, 0, 1, False), (3, 2, 1, 1, True),
                                  ((1, 3, 2), (1, 2, 2), (0, 1, 1), (1, 1, 2), False)])
-def test_max_pool3d_matches_torch(isa, cl, cfg):
+def test_max_pool3d_matches_torch(cl, cfg):
     k, s, p, d, c = cfg
     x = qtensor((2, 6, 5, 9, 8), channels_last=cl)
     y = qF.max_pool3d(x, k, s, p, d, c)
@@ -83,9 +79,8 @@ def test_isas_byte_identical():
     x = qtensor((2, 67, 33, 29), seed=3)
     xc = x.contiguous(memory_format=torch.channels_last)
     outs = {}
-    for name in ("scalar", "avx2", "avx512vnni"):
-        if torch.ops.qplugin._set_cpu_isa(name) != name:
-            continue
+    for name in isas_to_compare():
+        torch.ops.qplugin._set_cpu_isa(name)
         outs[name] = [qF.max_pool2d(t, 3, 2, 1, 1, True).int_repr() for t in (x, xc)]
     torch.ops.qplugin._set_cpu_isa("auto")
     for v in outs.values():

@@ -4,10 +4,6 @@ Changes with: qplugin/nn/modules/pooling.py, qplugin/quantization/__init__.py.
 """
 import copy
 import io
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -3,18 +3,16 @@
 float op on dequantized input, size/scale rules, deprecation warnings, errors, every ISA."""
 import os
 import re
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pooling"))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _pool_testutil import DTYPES, assert_same, assert_within1, isa, one_thread, qtensor  # noqa
-from qplugin.nn import _functional_pool as qF  # noqa: E402
+from _reference import isas_to_compare  # noqa: E402
+from _pool_testutil import DTYPES, assert_same, assert_qclose, one_thread, qtensor  # noqa
+from qplugin.nn import _functional_upsample as qF  # noqa: E402
 from _reference import torch_is_valid_oracle  # noqa: E402
 from _sweeps import QRANGE  # noqa: E402
 
@@ -146,12 +144,12 @@ def test_bilinear_matches_torch(isa, kw, align_corners, cl, dtype):
     assert torch.equal(y.int_repr().to(torch.int64), want)
     # (2) PyTorch where it is a valid oracle: torch 2.13 rounds raw codes, not codes relative to
     # the zero point, and is off on ties when zp is odd (qint8 here); 2.14 is valid throughout.
-    assert_within1(y.int_repr(), torch_or_exact(ref, want), 0.99)
+    assert_qclose(y.int_repr(), torch_or_exact(ref, want), min_identical=0.99)
     # (3) The real-number result (float64 weights: moves the ties float32 weights make): within
     # 1, >= 90% identical. (The float32 op on dequantized input is no reference here: the
     # product (q - zp) * scale in float32 breaks exact ties at random.)
-    assert_within1(y.int_repr(), exact_linear(x, mode="bilinear", align_corners=align_corners,
-                                              **kw), 0.9)
+    assert_qclose(y.int_repr(), exact_linear(x, mode="bilinear", align_corners=align_corners,
+                                              **kw), min_identical=0.9)
 
 
 def test_bilinear_qint32_within1():
@@ -159,8 +157,8 @@ def test_bilinear_qint32_within1():
     y = qF.interpolate(x, scale_factor=2, mode="bilinear")
     ref = F.interpolate(x, scale_factor=2, mode="bilinear")
     exact = exact_linear(x, scale_factor=2, mode="bilinear")
-    assert_within1(y.int_repr(), exact, 0.95)
-    assert_within1(y.int_repr(), torch_or_exact(ref, exact), 0.95)
+    assert_qclose(y.int_repr(), exact, min_identical=0.95)
+    assert_qclose(y.int_repr(), torch_or_exact(ref, exact), min_identical=0.95)
 
 
 @pytest.mark.parametrize("align_corners", [False, True])
@@ -168,24 +166,23 @@ def test_linear_and_trilinear_extensions(isa, align_corners):
     x = qtensor((2, 5, 17))
     for kw in (dict(scale_factor=2), dict(scale_factor=0.6), dict(size=29)):
         y = qF.interpolate(x, mode="linear", align_corners=align_corners, **kw)
-        assert_within1(y.int_repr(), float_ref(x, mode="linear", align_corners=align_corners,
-                                               **kw).int_repr(), 0.9)
+        assert_qclose(y.int_repr(), float_ref(x, mode="linear", align_corners=align_corners,
+                                               **kw).int_repr(), min_identical=0.9)
     for cl in (False, True):
         x = qtensor((2, 4, 5, 6, 7), channels_last=cl)
         for kw in (dict(scale_factor=2), dict(size=(3, 9, 4))):
             y = qF.interpolate(x, mode="trilinear", align_corners=align_corners, **kw)
-            assert_within1(y.int_repr(), float_ref(x, mode="trilinear",
+            assert_qclose(y.int_repr(), float_ref(x, mode="trilinear",
                                                    align_corners=align_corners, **kw).int_repr(),
-                           0.9)
+                           min_identical=0.9)
 
 
 def test_isas_byte_identical():
     x = qtensor((2, 37, 21, 19), torch.qint8, seed=9)
     variants = [x, x.contiguous(memory_format=torch.channels_last), x[:, :, ::2]]
     outs = {}
-    for name in ("scalar", "avx2", "avx512vnni"):
-        if torch.ops.qplugin._set_cpu_isa(name) != name:
-            continue
+    for name in isas_to_compare():
+        torch.ops.qplugin._set_cpu_isa(name)
         outs[name] = [f(t).int_repr() for t in variants for f in (
             lambda t: qF.interpolate(t, scale_factor=1.7, mode="bilinear"),
             lambda t: qF.interpolate(t, size=(40, 9), mode="bilinear", align_corners=True),
@@ -203,7 +200,7 @@ def test_deprecated_forms():
     assert_same(y, F.interpolate(x, scale_factor=2))
     with pytest.warns(UserWarning, match="upsample_bilinear is deprecated"):
         y = qF.upsample_bilinear(x, size=(9, 8))
-    assert_within1(y.int_repr(), F.interpolate(x, size=(9, 8), mode="bilinear",
+    assert_qclose(y.int_repr(), F.interpolate(x, size=(9, 8), mode="bilinear",
                                                align_corners=True).int_repr())
     with pytest.warns(UserWarning, match="upsample_nearest is deprecated"):
         y = qF.upsample_nearest(x, size=7)

@@ -11,7 +11,7 @@ Prints a markdown table: median times (calls interleaved round by round), qplugi
 (the issue's bar: <= 1.15 per case, geometric mean <= 1.0, both input memory formats) and
 qplugin GOPS (2 * MACs / time) against the int8 peak (465 GOPS per core by default).
 Note: torch.ops.quantized.conv_transpose2d (x86) gives wrong results when in != out channels
-(TORCH_ORACLE_NOTES.md); it is timed anyway.
+(docs/oracle.md); it is timed anyway.
 """
 import argparse
 import math

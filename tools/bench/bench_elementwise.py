@@ -1,6 +1,7 @@
 """Benchmark of the elementwise ops (issue 6): add/add_relu/mul on 1x256x56x56, cat of two
-2x128x28x28 on dim 1, sigmoid/leaky_relu/silu (and the other new activations) on 1x64x112x112,
-both memory formats, against torch.ops.quantized and the fp32 torch op.
+2x128x28x28 on dim 1, every activation of qplugin/_tables/activation.py (relu6, hardswish, elu:
+tools/bench.py) on 1x64x112x112, both memory formats, against torch.ops.quantized and the fp32
+torch op.
 
     python tools/bench/bench_elementwise.py              # 1 and 2 threads, markdown table
     python tools/bench/bench_elementwise.py --threads 1
@@ -25,7 +26,6 @@ for p in (_ROOT, _TOOLS):
         sys.path.insert(0, p)
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 from torch.ao.quantization import MinMaxObserver  # noqa: E402
 
 import qplugin  # noqa: E402,F401
@@ -47,6 +47,41 @@ def _q(t, cl, dtype=torch.quint8):
 
 def _fmt(shape, cl):
     return "x".join(map(str, shape)) + (" CL" if cl else "")
+
+
+# tools/bench.py's act_cases times these (the foundation activations).
+_IN_BENCH_PY = {"relu6", "hardswish", "elu"}
+
+
+def activation_cases(x, xf, label):
+    """One case per op of qplugin/_tables/activation.py (its first test case's arguments; SCALE/ZP
+    become the qparams a calibrated model would carry), against torch.ops.quantized.<torch_op>
+    or PyTorch's aten op on a quantized tensor or, failing both, the fp32 op twice. A new row gets its bench case here without an edit."""
+    from qplugin._tables import activation as table
+    out, seen = [], set(_IN_BENCH_PY)
+    for row in table.ROWS:
+        if row.op in seen:
+            continue
+        seen.add(row.op)
+        case = row.cases[0]
+        ref = row.reference(xf, *case.ref_args, **case.ref_kwargs)
+        s, z = _qparams(ref)
+        args = [s if a is table.SCALE else z if a is table.ZP else a for a in case.args]
+        qop = getattr(torch.ops.qplugin, row.op)
+        if row.torch_op is not None:
+            top = getattr(torch.ops.quantized, row.torch_op)
+            name, tfn = f"{row.op} {label}", (lambda x=x, top=top, args=args: top(x, *args))
+        elif row.torch_on_quantized is not None and not args:
+            name = f"{row.op} {label} (vs torch's aten {row.op} on quantized)"
+            tfn = lambda x=x, f=row.torch_on_quantized: f(x)  # noqa: E731
+        else:
+            name = f"{row.op} {label} (no torch quantized op: fp32 twice)"
+            tfn = (lambda xf=xf, row=row, case=case:
+                   row.reference(xf, *case.ref_args, **case.ref_kwargs))
+        out.append((name, lambda x=x, qop=qop, args=args: qop(x, *args), tfn,
+                    lambda xf=xf, row=row, case=case:
+                    row.reference(xf, *case.ref_args, **case.ref_kwargs), 2 * x.numel()))
+    return out
 
 
 def cases():
@@ -110,40 +145,7 @@ def cases():
     for cl in (False, True):
         xf = torch.randn(shape, generator=g) * 2
         x, xf = _q(xf, cl)
-        n = 2 * x.numel()
-        s_l, z_l = _qparams(F.leaky_relu(xf, 0.1))
-        s_s, z_s = _qparams(F.silu(xf))
-        s_g, z_g = _qparams(F.gelu(xf))
-        s_m, z_m = _qparams(F.mish(xf))
-        out += [
-            (f"sigmoid {_fmt(shape, cl)}",
-             lambda x=x: torch.ops.qplugin.sigmoid(x, 1 / 256, 0),
-             lambda x=x: torch.ops.quantized.sigmoid(x, 1 / 256, 0),
-             lambda xf=xf: torch.sigmoid(xf), n),
-            (f"leaky_relu {_fmt(shape, cl)}",
-             lambda x=x: torch.ops.qplugin.leaky_relu(x, 0.1, False, s_l, z_l),
-             lambda x=x: torch.ops.quantized.leaky_relu(x, 0.1, False, s_l, z_l),
-             lambda xf=xf: F.leaky_relu(xf, 0.1), n),
-            (f"silu {_fmt(shape, cl)} (no torch quantized op: fp32 twice)",
-             lambda x=x: torch.ops.qplugin.silu(x, s_s, z_s),
-             lambda xf=xf: F.silu(xf), lambda xf=xf: F.silu(xf), n),
-            (f"gelu {_fmt(shape, cl)} (vs torch's aten gelu on quantized)",
-             lambda x=x: torch.ops.qplugin.gelu(x, s_g, z_g),
-             lambda x=x: F.gelu(x), lambda xf=xf: F.gelu(xf), n),
-            (f"tanh {_fmt(shape, cl)} (vs torch.tanh on quantized)",
-             lambda x=x: torch.ops.qplugin.tanh(x),
-             lambda x=x: torch.tanh(x), lambda xf=xf: torch.tanh(xf), n),
-            (f"mish {_fmt(shape, cl)} (no torch quantized op: fp32 twice)",
-             lambda x=x: torch.ops.qplugin.mish(x, s_m, z_m),
-             lambda xf=xf: F.mish(xf), lambda xf=xf: F.mish(xf), n),
-            (f"hardsigmoid {_fmt(shape, cl)} (vs F.hardsigmoid on quantized)",
-             lambda x=x: torch.ops.qplugin.hardsigmoid(x),
-             lambda x=x: F.hardsigmoid(x), lambda xf=xf: F.hardsigmoid(xf), n),
-            (f"clamp {_fmt(shape, cl)}",
-             lambda x=x: torch.ops.qplugin.clamp(x, -1.0, 1.0),
-             lambda x=x: torch.ops.quantized.clamp(x, -1.0, 1.0),
-             lambda xf=xf: torch.clamp(xf, -1.0, 1.0), n),
-        ]
+        out += activation_cases(x, xf, _fmt(shape, cl))
     return out
 
 

@@ -1,6 +1,6 @@
 """Quantized batch norm modules (≙ torch.ao.nn.quantized.BatchNorm2d/3d) on
 torch.ops.qplugin.batch_norm2d/3d. The fused BN+ReLU subclasses live in
-qplugin/nn/intrinsic/modules/bn_relu.py. Changes with: qplugin/ops.py, tests/fixtures/.
+qplugin/nn/intrinsic/modules/bn_relu.py. Changes with: tests/fixtures/.
 """
 from typing import Any, Dict, List
 
@@ -66,12 +66,6 @@ class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
 
-    def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, local_metadata,
-                              strict: bool, missing_keys: List[str], unexpected_keys: List[str],
-                              error_msgs: List[str]) -> None:
-        self._load_qparams(state_dict, prefix, error_msgs)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
-                                      unexpected_keys, error_msgs)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):

@@ -1,8 +1,8 @@
 """Quantized normalization modules (≙ torch.ao.nn.quantized.LayerNorm, GroupNorm,
 InstanceNorm1d/2d/3d) running torch.ops.qplugin.layer_norm / group_norm / instance_norm.
 
-Changes with: csrc/ops/normalization.cpp (the ops), qplugin/nn/_functional_norm.py,
-tests/normalization/test_norm_modules.py (reprs, state dicts, fixtures).
+Changes with: csrc/ops/normalization.cpp (the ops), qplugin/nn/_functional_normalization.py,
+tests/normalization/test_normalization_modules.py (reprs, state dicts, fixtures).
 
 Same constructor signatures, attributes, from_float and from_reference as torch.ao's; the classes
 subclass the float modules as torch.ao's do. Differences, all extensions:

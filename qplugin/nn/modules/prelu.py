@@ -84,7 +84,7 @@ class PReLU(_QParamsMixin, torch.nn.Module):
     def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, local_metadata,
                               strict: bool, missing_keys: List[str], unexpected_keys: List[str],
                               error_msgs: List[str]) -> None:
-        self._load_qparams(state_dict, prefix, error_msgs)
+        # scale/zero_point: _QParamsMixin._load_from_state_dict (reached through super() below)
         key = prefix + "weight"
         if key in state_dict:
             w = state_dict.pop(key)

@@ -188,3 +188,28 @@ class _QParamsMixin:
             except (TypeError, ValueError) as e:
                 error_msgs.append(f"While loading {key!r}: {e}")
                 state_dict[key] = current.detach().clone()
+
+    # Every subclass's state-dict loading (its layout is drawn above its _save_to_state_dict):
+    # the qparams first (any one-element scale/zero_point, or none), then torch.nn's loading.
+    def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, local_metadata,
+                              strict: bool, missing_keys: List[str], unexpected_keys: List[str],
+                              error_msgs: List[str]) -> None:
+        self._load_qparams(state_dict, prefix, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+
+class _FromFloat:
+    """from_float for the stateless modules: the float module's configuration, any qconfig or
+    observer ignored (none is attached by torch.ao.quantization.prepare: pools keep the input's
+    qparams)."""
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """A module with `mod`'s configuration (`mod`: exactly cls._FLOAT_MODULE, with or without
+        qconfig). `use_precomputed_fake_quant` is accepted for torch.ao compatibility."""
+        _check_float_module(f"qplugin.nn.{cls.__name__}.from_float", mod, (cls._FLOAT_MODULE,))
+        return cls(**{k: getattr(mod, k) for k in cls._CONFIG})
+
+    def _get_name(self):
+        return type(self).__name__

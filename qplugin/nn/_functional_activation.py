@@ -1,29 +1,21 @@
-r"""Functional forms of the elementwise activations (≙ torch.ao.nn.quantized.functional: same
-names, arguments, defaults and output qparams) on torch.ops.qplugin, plus the extensions PyTorch
-lacks for quantized tensors (sigmoid and tanh with chosen qparams, gelu, silu, mish, softplus,
+r"""Functional forms of the activations (≙ torch.ao.nn.quantized.functional: same names,
+arguments, defaults and output qparams) on torch.ops.qplugin, plus the extensions PyTorch lacks
+for quantized tensors (relu6, sigmoid and tanh with chosen qparams, gelu, silu, mish, softplus,
 softmax). Re-exported from qplugin.nn.functional. All functions are TorchScript-compatible.
-Changes with: csrc/ops/activation_ext.cpp, qplugin/nn/modules/activation_ext.py.
+
+The forms whose row in qplugin/_tables/activation.py says `functional="generated"` (the
+``f(input, scale, zero_point, *args)`` ops) are generated from the row by `_make_functional`
+(TorchScript-readable source, qplugin/_codegen.py); the others are written out below. Changes with: qplugin/_tables/activation.py, qplugin/nn/modules/activation.py.
 """
 from typing import List, Optional
 
 import torch
 from torch import Tensor
 
-__all__: List[str] = [
-    "hardsigmoid",
-    "hardtanh",
-    "leaky_relu",
-    "celu",
-    "threshold",
-    "clamp",
-    "sigmoid",
-    "tanh",
-    "gelu",
-    "silu",
-    "mish",
-    "softplus",
-    "softmax",
-]
+from .._codegen import compile_function
+from .._tables import activation as _table
+
+__all__: List[str] = []  # filled at the bottom: the rows' forms, generated or written here
 
 # Non-quantized input: ValueError here, as PyTorch's functional; every other check (dtype,
 # qscheme, qparams) is the op's ("qplugin::<op>: expected ...").
@@ -33,6 +25,54 @@ def _not_quantized(name: str) -> str:
     return ("qplugin.nn.functional." + name + ": expected a quantized input tensor (torch.quint8,"
             " torch.qint8 or torch.qint32), got a non-quantized tensor; quantize it first"
             " (torch.quantize_per_tensor or qplugin.nn.Quantize)")
+
+
+def _make_functional(row: _table.Activation):
+    """``<name>(input, scale, zero_point, *args)`` of a `functional="generated"` row (args: the
+    row's module arguments passed to the op, same names and defaults), as TorchScript-readable
+    source (qplugin/_codegen.py)."""
+    args = [a for a in row.module_args if a.to_op]
+    params = "".join(f", {a.name}: {a.annotation} = {a.default!r}" for a in args)
+    call = "".join(f", {a.name}" for a in args)
+    source = (f"def {row.name}(input: Tensor, scale: float, zero_point: int{params}) -> Tensor:\n"
+              f"    if not input.is_quantized:\n"
+              f"        raise ValueError({_not_quantized(row.name)!r})\n"
+              f"    return torch.ops.qplugin.{row.op}(input, scale, zero_point{call})\n")
+    fn = compile_function(source, row.name, f"qplugin/_tables/activation.py row {row.name}",
+                          {"torch": torch, "Tensor": Tensor}, __name__)
+    mirror = "an extension" if row.extension else (
+        f"≙ :func:`torch.ao.nn.quantized.functional.{row.name}`")
+    arg_doc = "".join(f"\n        {a.name}: Default: ``{a.default!r}``" for a in args)
+    fn.__doc__ = (
+        f"Quantized :func:`~torch.nn.functional.{row.name}`: {row.summary}; {mirror}.\n\n"
+        "    Args:\n        input: quantized input (torch.quint8, torch.qint8 or torch.qint32)\n"
+        f"        scale, zero_point: output qparams{arg_doc}\n\n"
+        "    Returns:\n        The quantized output, same shape and dtype as the input.\n\n"
+        "    Generated from its row in qplugin/_tables/activation.py.\n    ")
+    return fn
+
+
+for _row in _table.ROWS:
+    if _row.functional == "generated":
+        globals()[_row.name] = _make_functional(_row)
+del _row
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    r"""Quantized :func:`~torch.nn.functional.relu6`: ``min(max(q, zero_point), q(6))``, keeping
+    the input's qparams. A qplugin extension (torch.ao.nn.quantized.functional has no relu6;
+    PyTorch users call ``torch.ops.quantized.relu6`` or ``torch.nn.functional.relu6``).
+
+    Args:
+        input: quantized input (torch.quint8, torch.qint8 or torch.qint32)
+        inplace: write the result into ``input`` and return it. Default: ``False``
+
+    Returns:
+        The quantized output with the input's shape, dtype, scale and zero point.
+    """
+    if not input.is_quantized:
+        raise ValueError(_not_quantized("relu6"))
+    return torch.ops.qplugin.relu6(input, inplace)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
@@ -171,33 +211,13 @@ def gelu(input: Tensor, scale: Optional[float] = None, zero_point: Optional[int]
     return torch.ops.qplugin.gelu(input, scale, zero_point, approximate)
 
 
-def silu(input: Tensor, scale: float, zero_point: int) -> Tensor:
-    r"""Quantized :func:`~torch.nn.functional.silu` ``x * sigmoid(x)`` (PyTorch has none for
-    quantized tensors, its issue 73507). Extension."""
-    if not input.is_quantized:
-        raise ValueError(_not_quantized("silu"))
-    return torch.ops.qplugin.silu(input, scale, zero_point)
-
-
-def mish(input: Tensor, scale: float, zero_point: int) -> Tensor:
-    r"""Quantized :func:`~torch.nn.functional.mish` ``x * tanh(softplus(x))``. Extension."""
-    if not input.is_quantized:
-        raise ValueError(_not_quantized("mish"))
-    return torch.ops.qplugin.mish(input, scale, zero_point)
-
-
-def softplus(input: Tensor, scale: float, zero_point: int, beta: float = 1.0,
-             threshold: float = 20.0) -> Tensor:
-    r"""Quantized :func:`~torch.nn.functional.softplus` ``log(1 + exp(beta x)) / beta`` (linear
-    above ``threshold``). Extension."""
-    if not input.is_quantized:
-        raise ValueError(_not_quantized("softplus"))
-    return torch.ops.qplugin.softplus(input, scale, zero_point, beta, threshold)
-
-
 def softmax(input: Tensor, dim: int, scale: float, zero_point: int) -> Tensor:
     r"""Quantized :func:`~torch.nn.functional.softmax` over ``dim`` (≙
     ``torch.ops.quantized.softmax``), contiguous output."""
     if not input.is_quantized:
         raise ValueError(_not_quantized("softmax"))
     return torch.ops.qplugin.softmax(input, dim, scale, zero_point)
+
+
+# One form per row (tests/test_architecture.py names the recipe step a row without one misses).
+__all__ += [row.name for row in _table.ROWS if row.name in globals()]

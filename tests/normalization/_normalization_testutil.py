@@ -1,17 +1,13 @@
 """Helpers of the normalization tests (tests/normalization/test_*.py): quantized inputs drawn in
-code space, the exact float64 reference, the within-1 comparison and the ISA fixture.
-Self-contained (no conftest): each test file puts the repo root and this directory on sys.path.
+code space, the exact float64 reference, a qparams-checking front of _reference.assert_qclose.
+The `isa` fixture is tests/conftest.py's; tests/conftest.py puts this folder on sys.path.
 """
-import os
-import sys
 import warnings
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _reference import INT_DTYPE, QRANGE  # noqa: E402,F401  (one QRANGE: tests/_sweeps.py)
+from _reference import assert_qclose, isas_to_compare  # noqa: F401  (byte-identity tests)
 
 import qplugin  # noqa: E402,F401
 
@@ -20,8 +16,6 @@ warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*deprecated.*")
 warnings.filterwarnings("ignore", message=".*quantized tensor.*deprecated.*")
 
 ISAS = ("scalar", "avx2", "avx512vnni")
-QRANGE = {torch.quint8: (0, 255), torch.qint8: (-128, 127), torch.qint32: (-2**31, 2**31 - 1)}
-INT_DTYPE = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
 
 
 @pytest.fixture(autouse=True)
@@ -32,26 +26,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(prev)
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    """Runs the test with the kernels of one ISA; skips when the CPU or QPLUGIN_CPU_ISA cannot."""
-    got = torch.ops.qplugin._set_cpu_isa(request.param)
-    if got != request.param:
-        torch.ops.qplugin._set_cpu_isa("auto")
-        pytest.skip(f"ISA {request.param} not available here (capped at {got})")
-    yield got
-    torch.ops.qplugin._set_cpu_isa("auto")
-
-
-def available_isas():
-    out = []
-    for name in ISAS:
-        if torch.ops.qplugin._set_cpu_isa(name) == name:
-            out.append(name)
-    torch.ops.qplugin._set_cpu_isa("auto")
-    return out
 
 
 def qtensor(shape, dtype=torch.quint8, scale=0.05, zero_point=128, seed=0, mean=None, std=30.0,
@@ -84,22 +58,12 @@ def exact(fn, q, scale, zero_point):
 
 
 def assert_q(actual, expected, scale, zero_point, *, max_diff=1, min_identical=0.99, what=""):
-    """actual: quantized tensor; expected: quantized tensor or int codes. At most max_diff apart
-    and at least min_identical of the elements identical; reports the worst index."""
+    """actual has qparams (scale, zero_point) and agrees with expected (a quantized tensor or int
+    codes) as _reference.assert_qclose says."""
     assert actual.q_scale() == scale and actual.q_zero_point() == zero_point, (
         f"{what}: qparams ({actual.q_scale()}, {actual.q_zero_point()}) != ({scale}, {zero_point})")
-    e = expected.int_repr() if expected.is_quantized else expected
-    a = actual.int_repr().to(torch.int64)
-    assert a.shape == e.shape, f"{what}: shape {tuple(a.shape)} != {tuple(e.shape)}"
-    if a.numel() == 0:
-        return
-    d = (a - e.to(torch.int64)).abs()
-    worst = int(d.max())
-    share = float((d == 0).to(torch.float64).mean())
-    idx = tuple(int(i) for i in torch.unravel_index(torch.argmax(d), d.shape))
-    assert worst <= max_diff and share >= min_identical, (
-        f"{what}: max |diff| {worst} at {idx} (got {int(a[idx])}, expected {int(e[idx])}), "
-        f"{share:.4%} identical (need <= {max_diff} and >= {min_identical:.0%})")
+    assert_qclose(actual, expected.int_repr() if expected.is_quantized else expected, max_diff,
+                  min_identical, msg=what)
 
 
 def identical_share(a, b):

@@ -1,4 +1,4 @@
-"""Tests of the activation modules of qplugin/nn/modules/activation_ext.py (LeakyReLU, Sigmoid,
+"""Tests of the activation modules of qplugin/nn/modules/activation.py (LeakyReLU, Sigmoid,
 Softmax, Dropout ≙ torch.ao.nn.quantized; SiLU, GELU, Tanh, Mish, Softplus: extensions):
 forward = the op, parity with PyTorch's modules, from_float through torch.ao.quantization.prepare
 and qplugin.quantization.convert, state_dict (and PyTorch's layouts), pinned reprs, TorchScript
@@ -6,16 +6,11 @@ save/load, deepcopy and torch.save.
 """
 import copy
 import io
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _reference import assert_qclose  # noqa: E402
 import torch.ao.nn.quantized as nnq  # noqa: E402
 import torch.ao.quantization as tq  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -23,7 +18,7 @@ from torch import nn  # noqa: E402
 
 import qplugin  # noqa: E402,F401
 import qplugin.quantization as qquant  # noqa: E402
-from qplugin.nn.modules import activation_ext as qa  # noqa: E402
+from qplugin.nn.modules import activation as qa  # noqa: E402
 
 torch.backends.quantized.engine = "x86"
 
@@ -50,13 +45,6 @@ def codes(q):
 def rand_q(shape, scale=0.05, zp=120, seed=0, dtype=torch.quint8):
     g = torch.Generator().manual_seed(seed)
     return torch.quantize_per_tensor(torch.randn(shape, generator=g) * 3, scale, zp, dtype)
-
-
-def close(y, ref, share=0.01):
-    assert y.shape == ref.shape and y.dtype == ref.dtype
-    assert y.q_scale() == ref.q_scale() and y.q_zero_point() == ref.q_zero_point()
-    d = np.abs(codes(y) - codes(ref))
-    assert d.max() <= 1 and (d != 0).mean() <= share
 
 
 def modules():
@@ -122,14 +110,14 @@ def test_forward_repr_state_dict_script(name):
 def test_parity_with_pytorch_modules():
     x = rand_q((2, 8, 5, 5), seed=2)
     # nnq.LeakyReLU keeps its scale in a float32 buffer (0.03 -> 0.029999999329...).
-    close(qa.LeakyReLU(float(torch.tensor(0.03)), 7, 0.2)(x), nnq.LeakyReLU(0.03, 7, 0.2)(x),
-          share=0.05)
-    close(qa.Sigmoid(1 / 256, 0)(x), nnq.Sigmoid(1 / 256, 0)(x))
-    close(qa.Softmax(1, 1 / 256, 0)(x), nnq.Softmax(1, 1 / 256, 0)(x))
+    assert_qclose(qa.LeakyReLU(float(torch.tensor(0.03)), 7, 0.2)(x),
+                  nnq.LeakyReLU(0.03, 7, 0.2)(x), min_identical=0.95)
+    assert_qclose(qa.Sigmoid(1 / 256, 0)(x), nnq.Sigmoid(1 / 256, 0)(x))
+    assert_qclose(qa.Softmax(1, 1 / 256, 0)(x), nnq.Softmax(1, 1 / 256, 0)(x))
     assert qa.Dropout(0.5)(x) is x and nnq.Dropout(0.5)(x) is x
     # Softmax without dim: PyTorch's legacy choice (dim 1 for 4-D), with its warning.
     with pytest.warns(UserWarning):
-        close(qa.Softmax(None, 1 / 256, 0)(x), nnq.Softmax(None, 1 / 256, 0)(x))
+        assert_qclose(qa.Softmax(None, 1 / 256, 0)(x), nnq.Softmax(None, 1 / 256, 0)(x))
 
 
 def test_pytorch_state_dicts_load():

@@ -1,6 +1,6 @@
 # Tests of the batch-norm ops: quantized_batch_norm (≙ torch.quantized_batch_norm) and
 # batch_norm{,1d,2d,3d}{,_relu} (≙ torch.ops.quantized.*), against PyTorch (x86 engine) and the
-# exact float64 reference, under every ISA. Kernels: csrc/ops/quantized_cpu/norm_kernel.cpp.
+# exact float64 reference, under every ISA. Kernels: csrc/ops/quantized_cpu/batch_norm_kernel.cpp.
 import re
 
 import pytest

@@ -1,34 +1,32 @@
-"""Tests of the foundation qplugin.nn modules (Quantize, DeQuantize, ReLU6, Hardswish, ELU,
-BatchNorm2d/3d, intrinsic.BNReLU2d/3d), qplugin.nn.functional and the qplugin.ops wrappers:
-oracle = torch.ao.nn.quantized on the x86 engine; from_float through torch.ao prepare;
-state_dict / fixtures (tests/fixtures/make_fixtures.py); TorchScript; pickling; bad input.
+"""The contract every stateful-or-not qplugin.nn module of the first families keeps, across
+families (Quantize, DeQuantize; ReLU6, Hardswish, ELU; BatchNorm2d/3d, intrinsic.BNReLU2d/3d):
+numerics against torch.ao.nn.quantized (x86 engine), from_float through torch.ao prepare against
+torch.ao convert, pinned reprs, state_dict layouts and torch.ao's, the checkpoints of
+tests/fixtures (make_fixtures.py), TorchScript, pickling, bad input. Family specifics:
+tests/activation/test_activation_foundation.py, tests/batch_norm/test_batch_norm_modules.py.
 """
 import copy
 import io
 import os
-import re
-import sys
 import warnings
 
+import expecttest
 import pytest
 import torch
+import torch.ao.nn.intrinsic as nni
+import torch.ao.nn.intrinsic.quantized as nniq
+import torch.ao.nn.quantized as nnq
+import torch.ao.quantization as tq
+from torch import nn
+
+from qplugin import nn as qnn
+from qplugin.nn import intrinsic as qnni
+from _reference import assert_qclose
+from _module_cases import (DTYPES, MODULES, QUANTIZED_INPUT_MODULES, _dtype_id, _fresh,
+                           _observed, _qparams, _randomize_bn, assert_same_output, qinput,
+                           with_codes_of)
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-import expecttest  # noqa: E402
-import torch.ao.nn.intrinsic as nni  # noqa: E402
-import torch.ao.nn.intrinsic.quantized as nniq  # noqa: E402
-import torch.ao.nn.quantized as nnq  # noqa: E402
-import torch.ao.nn.quantized.functional as tqF  # noqa: E402
-import torch.ao.quantization as tq  # noqa: E402
-from torch import nn  # noqa: E402
-
-import qplugin  # noqa: E402
-from qplugin import nn as qnn  # noqa: E402
-from qplugin.nn import functional as qF  # noqa: E402
-from qplugin.nn import intrinsic as qnni  # noqa: E402
 
 FIXTURES = os.path.join(_ROOT, "tests", "fixtures")
 
@@ -46,134 +44,6 @@ def x86_engine():
     torch.backends.quantized.engine = "x86"
     yield
     torch.backends.quantized.engine = old
-
-
-# --------------------------------------------------------------------------------------------
-# helpers
-
-
-def assert_qclose(actual, expected, exact=False):
-    """Same dtype/shape/qparams; int_repr at most 1 apart with >= 99% identical (or identical)."""
-    assert actual.is_quantized and expected.is_quantized
-    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    assert actual.q_scale() == expected.q_scale(), (actual.q_scale(), expected.q_scale())
-    assert actual.q_zero_point() == expected.q_zero_point(), (
-        actual.q_zero_point(), expected.q_zero_point())
-    d = (actual.int_repr().long() - expected.int_repr().long()).abs()
-    if d.numel() == 0:
-        return
-    worst = int(d.argmax())
-    share = float((d != 0).double().mean())
-    msg = (f"max |diff| {int(d.max())} at flat index {worst} (got"
-           f" {int(actual.int_repr().flatten()[worst])}, expected"
-           f" {int(expected.int_repr().flatten()[worst])}); mismatch share {share:.4%}")
-    if exact:
-        assert int(d.max()) == 0, msg
-    else:
-        assert int(d.max()) <= 1 and share <= 0.01, msg
-
-
-def assert_same_output(a, b):
-    if a.is_quantized:
-        assert_qclose(a, b, exact=True)
-        assert a.stride() == b.stride()
-    else:
-        assert a.dtype == b.dtype and torch.equal(a, b)
-
-
-def qinput(shape, dtype=torch.quint8, scale=0.0437, zero_point=None, seed=0):
-    """A quantized tensor whose codes are uniform over the dtype's range ([-3000, 3000] for
-    qint32): every code appears about equally often, so one input code on a rounding boundary
-    (where PyTorch's float32 math and qplugin's double math may differ by 1) weighs 1/256 of the
-    elements -- not the share of a crowded code of a gaussian input.
-
-    Test scales are "generic" (0.0437, 0.0271, ...): with round decimal pairs such as 0.05 in and
-    0.03 out, hardswish hits many exact .5 ties in real arithmetic, which float32 (PyTorch) and
-    double (qplugin) break differently -- about 1.3% of the codes then differ by 1."""
-    g = torch.Generator().manual_seed(seed)
-    if zero_point is None:
-        zero_point = {torch.quint8: 120, torch.qint8: -5, torch.qint32: 17}[dtype]
-    lo, hi, int_dtype = {torch.quint8: (0, 255, torch.uint8), torch.qint8: (-128, 127, torch.int8),
-                         torch.qint32: (-3000, 3000, torch.int32)}[dtype]
-    codes = torch.randint(lo, hi + 1, shape, generator=g).to(int_dtype)
-    return torch._make_per_tensor_quantized_tensor(codes, scale, zero_point)
-
-
-def with_codes_of(x, seed=0):
-    """qinput with the shape, dtype and qparams of the quantized tensor x."""
-    return qinput(tuple(x.shape), x.dtype, x.q_scale(), x.q_zero_point(), seed)
-
-
-def _randomize_bn(m, seed):
-    g = torch.Generator().manual_seed(seed)
-    c = m.num_features
-    with torch.no_grad():
-        m.weight.copy_(torch.rand(c, generator=g) + 0.5)
-        m.bias.copy_(torch.randn(c, generator=g))
-        m.running_mean.copy_(torch.randn(c, generator=g))
-        m.running_var.copy_(torch.rand(c, generator=g) + 0.5)
-    return m
-
-
-def _out_zp(dtype):
-    return {torch.quint8: 110, torch.qint8: 4, torch.qint32: -40}[dtype]
-
-
-# Every module: (qplugin class, torch.ao class, build(dtype) -> (qplugin module, torch module,
-# input), exact?). The torch module gets the same state (and qparams) as the qplugin one.
-def _build_quantize(dtype):
-    zp = _out_zp(dtype)
-    x = torch.randn(4, 3, 64, generator=torch.Generator().manual_seed(1)) * 3
-    return qnn.Quantize(0.05, zp, dtype), nnq.Quantize(0.05, zp, dtype), x
-
-
-def _build_dequantize(dtype):
-    return qnn.DeQuantize(), nnq.DeQuantize(), qinput((4, 3, 64), dtype)
-
-
-def _build_relu6(dtype):
-    return qnn.ReLU6(), nnq.ReLU6(), qinput((4, 3, 8, 8), dtype)
-
-
-def _build_hardswish(dtype):
-    zp = _out_zp(dtype)
-    return qnn.Hardswish(0.0271, zp), nnq.Hardswish(0.0271, zp), qinput((4, 3, 8, 8), dtype)
-
-
-def _build_elu(dtype):
-    zp = _out_zp(dtype)
-    return qnn.ELU(0.0271, zp, 0.8), nnq.ELU(0.0271, zp, 0.8), qinput((4, 3, 8, 8), dtype)
-
-
-def _bn_builder(qcls, tcls, shape):
-    def build(dtype):
-        t = _randomize_bn(tcls(3), seed=7)
-        t.scale = torch.tensor(0.0413)
-        t.zero_point = torch.tensor(_out_zp(dtype))
-        q = qcls(3)
-        q.load_state_dict(t.state_dict())
-        return q, t, qinput(shape, dtype)
-    return build
-
-
-MODULES = {
-    "Quantize": (_build_quantize, True),
-    "DeQuantize": (_build_dequantize, True),
-    "ReLU6": (_build_relu6, True),
-    "Hardswish": (_build_hardswish, False),
-    "ELU": (_build_elu, False),
-    "BatchNorm2d": (_bn_builder(qnn.BatchNorm2d, nnq.BatchNorm2d, (4, 3, 8, 8)), False),
-    "BatchNorm3d": (_bn_builder(qnn.BatchNorm3d, nnq.BatchNorm3d, (2, 3, 4, 4, 8)), False),
-    "BNReLU2d": (_bn_builder(qnni.BNReLU2d, nniq.BNReLU2d, (4, 3, 8, 8)), False),
-    "BNReLU3d": (_bn_builder(qnni.BNReLU3d, nniq.BNReLU3d, (2, 3, 4, 4, 8)), False),
-}
-QUANTIZED_INPUT_MODULES = [n for n in MODULES if n != "Quantize"]
-DTYPES = [torch.quint8, torch.qint8, torch.qint32]
-
-
-def _dtype_id(d):
-    return str(d).replace("torch.", "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,16 +75,6 @@ def test_matches_torch_ao_channels_last(name):
     # Output memory format follows PyTorch's (channels-last for batch norm, kept for
     # relu6/hardswish, contiguous for elu).
     assert yq.stride() == yt.stride()
-
-
-def test_relu6_inplace_matches_torch_ao():
-    x = qinput((4, 3, 8, 8))
-    xq, xt = x.clone(), x.clone()
-    yq = qnn.ReLU6(inplace=True)(xq)
-    yt = nnq.ReLU6(inplace=True)(xt)
-    assert yq.data_ptr() == xq.data_ptr()
-    assert_qclose(yq, yt, exact=True)
-    assert_qclose(xq, xt, exact=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -292,13 +152,6 @@ FROM_FLOAT_CASES = [
 ]
 
 
-def _qparams(m):
-    """(scale, zero_point) as Python numbers whatever their storage (buffer, [1] buffer, float)."""
-    if not hasattr(m, "scale"):
-        return None
-    return float(m.scale), int(m.zero_point)
-
-
 @pytest.mark.parametrize("model,name,qcls,tcls", FROM_FLOAT_CASES,
                          ids=[f"{c[0]}-{c[2].__name__}" for c in FROM_FLOAT_CASES])
 def test_from_float_matches_torch_convert(prepared_models, model, name, qcls, tcls):
@@ -342,36 +195,6 @@ def test_from_float_use_precomputed_fake_quant_accepted(prepared_models):
     assert _qparams(q) == _qparams(converted.hardswish)
 
 
-def test_from_float_shares_bn_parameters(prepared_models):
-    prepared, _, _ = prepared_models["2d"]
-    q = qnn.BatchNorm2d.from_float(prepared.bn)
-    assert q.weight is prepared.bn.weight and q.running_var is prepared.bn.running_var
-    # qparams are stored 0-d whatever the observer returns ([1]-shaped float32 / int32)
-    assert q.scale.shape == () and q.scale.dtype == torch.float32
-    assert q.zero_point.shape == () and q.zero_point.dtype == torch.int64
-
-
-def test_from_reference_matches_torch():
-    t_bn = _randomize_bn(nn.BatchNorm2d(3), seed=5)
-    scale, zp = torch.tensor(0.04), torch.tensor(100)
-    q = qnn.BatchNorm2d.from_reference(t_bn, scale, zp)
-    r = nnq.BatchNorm2d.from_reference(t_bn, scale, zp)
-    x = qinput((4, 3, 8, 8))
-    assert_qclose(q(x), r(x))
-    fused = nni.BNReLU2d(_randomize_bn(nn.BatchNorm2d(3), seed=6), nn.ReLU())
-    q = qnni.BNReLU2d.from_reference(fused, scale, zp)
-    r = nniq.BNReLU2d.from_reference(fused, scale, zp)
-    assert_qclose(q(x), r(x))
-    # Python numbers work too (PyTorch's BatchNorm from_reference needs tensors).
-    q = qnn.BatchNorm3d.from_reference(_randomize_bn(nn.BatchNorm3d(3), seed=8), 0.04, 100)
-    assert _qparams(q) == (pytest.approx(0.04), 100)
-    for qcls, tcls, fcls in ((qnn.Hardswish, nnq.Hardswish, nn.Hardswish),
-                             (qnn.ELU, nnq.ELU, lambda: nn.ELU(0.5))):
-        f = fcls()
-        q, r = qcls.from_reference(f, 0.0271, 7), tcls.from_reference(f, 0.0271, 7)
-        assert_qclose(q(x), r(x))
-
-
 # --------------------------------------------------------------------------------------------
 # reprs (pinned)
 
@@ -413,21 +236,6 @@ QuantizedBNReLU3d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_runn
 # state_dict
 
 
-def _fresh(name):
-    """A module of the same class as MODULES[name]'s, with other constructor qparams."""
-    return {
-        "Quantize": lambda: qnn.Quantize(1.0, 0, torch.quint8),
-        "DeQuantize": qnn.DeQuantize,
-        "ReLU6": qnn.ReLU6,
-        "Hardswish": lambda: qnn.Hardswish(1.0, 0),
-        "ELU": lambda: qnn.ELU(1.0, 0, 0.8),
-        "BatchNorm2d": lambda: qnn.BatchNorm2d(3),
-        "BatchNorm3d": lambda: qnn.BatchNorm3d(3),
-        "BNReLU2d": lambda: qnni.BNReLU2d(3),
-        "BNReLU3d": lambda: qnni.BNReLU3d(3),
-    }[name]()
-
-
 @pytest.mark.parametrize("name", list(MODULES))
 def test_state_dict_round_trip(name):
     q, _, x = MODULES[name][0](torch.quint8)
@@ -463,12 +271,6 @@ def test_state_dict_layouts():
     assert layout(qnn.DeQuantize()) == {} and layout(qnn.ReLU6()) == {}
 
 
-def test_elu_keeps_scale_exactly():
-    # PyTorch's ELU keeps the Python float; qplugin's float64 buffer keeps it too.
-    y = qnn.ELU(0.1, 3)(qinput((4,)))
-    assert y.q_scale() == 0.1 == nnq.ELU(0.1, 3)(qinput((4,))).q_scale()
-
-
 @pytest.mark.parametrize("name", ["Quantize", "Hardswish", "ELU", "BatchNorm2d", "BatchNorm3d",
                                   "BNReLU2d", "BNReLU3d"])
 def test_load_torch_ao_state_dict(name):
@@ -494,16 +296,6 @@ def test_load_torch_ao_state_dict(name):
         fresh.load_state_dict(sd)
         assert _qparams(fresh) == (0.125, 9)
         assert fresh.scale.shape == () and fresh.zero_point.dtype == torch.int64
-
-
-def test_load_torch_ao_hardswish_with_float_zero_point():
-    # PyTorch's Hardswish applies its dtype argument to zero_point too (a float64 zero_point).
-    t = nnq.Hardswish(0.0271, 9, dtype=torch.float64)
-    assert t.zero_point.dtype == torch.float64
-    m = qnn.Hardswish(1.0, 0)
-    m.load_state_dict(t.state_dict())
-    assert _qparams(m) == (float(torch.tensor(0.0271)), 9)
-    assert m.zero_point.dtype == torch.int64 and m.scale.dtype == torch.float32
 
 
 def test_load_state_dict_without_qparams_keeps_constructor_values():
@@ -609,15 +401,6 @@ def test_torchscript_save_load(name, tmp_path):
         assert _qparams(loaded) == _qparams(q)
 
 
-def test_torchscript_relu6_inplace():
-    scripted = torch.jit.script(qnn.ReLU6(inplace=True))
-    x = qinput((2, 3, 4))
-    x2 = x.clone()
-    y = scripted(x2)
-    assert y.data_ptr() == x2.data_ptr()
-    assert_qclose(y, nnq.ReLU6()(x), exact=True)
-
-
 @pytest.mark.parametrize("name", list(MODULES))
 def test_torch_save_load_and_deepcopy(name):
     q, _, x = MODULES[name][0](torch.quint8)
@@ -716,17 +499,6 @@ def test_constructor_rejects_bad_arguments(make, exc, pattern):
         make()
 
 
-def _observed(mod, example):
-    """mod with a calibrated output observer, as prepare leaves it."""
-    mod.eval()
-    mod.qconfig = tq.default_qconfig
-    wrapper = nn.Sequential(mod)
-    wrapper.qconfig = tq.default_qconfig
-    prepared = tq.prepare(wrapper)
-    prepared(example)
-    return prepared[0]
-
-
 def test_from_float_rejects_wrong_modules():
     x4 = torch.randn(2, 3, 4, 4)
     fused = _observed(nni.BNReLU2d(nn.BatchNorm2d(3), nn.ReLU()), x4)
@@ -763,93 +535,32 @@ def test_from_float_rejects_wrong_modules():
         qnni.BNReLU2d.from_reference(nn.BatchNorm2d(3), 0.1, 0)
 
 
-def test_from_float_affine_false_batch_norm():
-    """A float BatchNorm without weight/bias converts (the op treats None as 1/0; PyTorch's
-    quantized batch norm op rejects None)."""
-    x = torch.randn(2, 3, 4, 4)
-    obs = _observed(_randomize_bn_stats(nn.BatchNorm2d(3, affine=False)), x)
-    q = qnn.BatchNorm2d.from_float(obs)
-    assert q.weight is None and q.bias is None
-    xq = torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)
-    ref = torch.quantize_per_tensor(
-        torch.nn.functional.batch_norm(xq.dequantize(), obs.running_mean, obs.running_var,
-                                       eps=obs.eps), float(q.scale), int(q.zero_point),
-        torch.quint8)
-    assert_qclose(q(xq), ref)
-    assert_same_output(torch.jit.script(q)(xq), q(xq))
-
-
-def _randomize_bn_stats(m):
-    with torch.no_grad():
-        m.running_mean.uniform_(-1, 1)
-        m.running_var.uniform_(0.5, 2)
-    return m
-
-
 # --------------------------------------------------------------------------------------------
-# functional and ops wrappers
+# the ops against torch.ops.quantized; public names
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=_dtype_id)
-def test_functional_matches_torch_ao(dtype):
-    x = qinput((4, 3, 8, 8), dtype)
-    zp = _out_zp(dtype)
-    assert_qclose(qF.hardswish(x, 0.0271, zp), tqF.hardswish(x, 0.0271, zp))
-    assert_qclose(qF.elu(x, 0.0271, zp, 0.6), tqF.elu(x, 0.0271, zp, 0.6))
-    assert_qclose(qF.elu(x, 0.0271, zp), tqF.elu(x, 0.0271, zp))
-    # relu6 is an extension: the oracle is torch.ops.quantized.relu6 (what nnq.ReLU6 calls).
-    assert_qclose(qF.relu6(x), nnq.ReLU6()(x), exact=True)
-    x2 = x.clone()
-    assert qF.relu6(x2, inplace=True).data_ptr() == x2.data_ptr()
-
-
-def test_functional_rejects_float_input_and_scripts():
-    xf = torch.randn(3)
-    for fn, args in ((qF.hardswish, (0.1, 0)), (qF.elu, (0.1, 0)), (qF.relu6, ())):
-        name = fn.__name__
-        with pytest.raises(ValueError, match=rf"qplugin.nn.functional.{name}: expected a"
-                                             r" quantized input tensor \(torch.quint8,"
-                                             r" torch.qint8 or torch.qint32\), got a"
-                                             r" non-quantized tensor"):
-            fn(xf, *args)
-        scripted = torch.jit.script(fn)
-        x = qinput((2, 5))
-        assert_same_output(scripted(x, *args), fn(x, *args))
-        with pytest.raises(torch.jit.Error, match=rf"qplugin.nn.functional.{name}: expected"):
-            scripted(xf, *args)
-
-
-def test_ops_wrappers():
+def test_ops_match_torch():
     x = qinput((4, 3, 8, 8))
     w, b = torch.rand(3) + 0.5, torch.randn(3)
     mean, var = torch.randn(3), torch.rand(3) + 0.5
     for name in ("quantized_batch_norm", "batch_norm", "batch_norm2d", "batch_norm_relu",
                  "batch_norm2d_relu"):
-        fn = getattr(qplugin.ops, name)
-        got = fn(x, w, b, mean, var, 1e-5, 0.0413, 100)
-        assert_same_output(got, getattr(torch.ops.qplugin, name)(x, w, b, mean, var, 1e-5,
-                                                                 0.0413, 100))
+        got = getattr(torch.ops.qplugin, name)(x, w, b, mean, var, 1e-5, 0.0413, 100)
         ref = (torch.quantized_batch_norm if name == "quantized_batch_norm"
                else getattr(torch.ops.quantized, name))(x, w, b, mean, var, 1e-5, 0.0413, 100)
         assert_qclose(got, ref)
     x3, x5 = qinput((4, 3, 64)), qinput((2, 3, 4, 4, 8))
     for name, xx in (("batch_norm1d", x3), ("batch_norm1d_relu", x3), ("batch_norm3d", x5),
                      ("batch_norm3d_relu", x5)):
-        got = getattr(qplugin.ops, name)(xx, w, b, mean, var, 1e-5, 0.0413, 100)
+        got = getattr(torch.ops.qplugin, name)(xx, w, b, mean, var, 1e-5, 0.0413, 100)
         assert_qclose(got, getattr(torch.ops.quantized, name)(xx, w, b, mean, var, 1e-5, 0.0413,
                                                               100))
-    assert_qclose(qplugin.ops.relu6(x), torch.ops.quantized.relu6(x), exact=True)
-    assert_qclose(qplugin.ops.hardswish(x, 0.0271, 7), torch.ops.quantized.hardswish(x, 0.0271, 7))
-    assert_qclose(qplugin.ops.elu(x, 0.0271, 7, 0.5), torch.ops.quantized.elu(x, 0.0271, 7, 0.5))
-    assert_qclose(qplugin.ops.elu(x, 0.0271, 7, 0.5, 1.5, 0.75),
+    qp = torch.ops.qplugin
+    assert_qclose(qp.relu6(x), torch.ops.quantized.relu6(x), exact=True)
+    assert_qclose(qp.hardswish(x, 0.0271, 7), torch.ops.quantized.hardswish(x, 0.0271, 7))
+    assert_qclose(qp.elu(x, 0.0271, 7, 0.5), torch.ops.quantized.elu(x, 0.0271, 7, 0.5))
+    assert_qclose(qp.elu(x, 0.0271, 7, 0.5, 1.5, 0.75),
                   torch.ops.quantized.elu(x, 0.0271, 7, 0.5, 1.5, 0.75))
-    assert qplugin.ops.cpu_isa() in ("scalar", "avx2", "avx512vnni")
-    assert qplugin.ops.cpu_isa() == qplugin.cpu_isa()
-    for name in qplugin.ops.__all__:
-        fn = getattr(qplugin.ops, name)
-        assert "Returns:" in fn.__doc__, name
-        assert name == "cpu_isa" or "Args:" in fn.__doc__, name
-        torch.jit.script(fn)  # every wrapper is TorchScript-compatible
 
 
 def test_public_names():

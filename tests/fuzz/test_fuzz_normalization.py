@@ -2,7 +2,7 @@
 # layouts, dtypes, affine or not, eps, extreme zero points and tiny/huge scales, against the exact
 # float64 reference (within 1 unit, >= 99% identical) and the scalar kernels (byte-identical) on
 # every ISA. Changes with: tests/fuzz/_fuzz.py, csrc/ops/quantized_cpu/normalization_kernel.cpp,
-# csrc/kernels/norm/*.
+# csrc/kernels/normalization/*.
 import pytest
 import torch
 

@@ -1,6 +1,8 @@
 """Tests of the activations beyond relu6/hardswish/elu: torch.ops.qplugin.{leaky_relu, sigmoid,
 hardsigmoid, celu, threshold, clamp, softmax, tanh, gelu, silu, mish, softplus} and their
-functional forms (qplugin/nn/_functional_elementwise.py, re-exported by qplugin.nn.functional).
+functional forms (qplugin/nn/_functional_activation.py, re-exported by qplugin.nn.functional),
+beyond what the table-driven tests/activation/test_table.py checks for every row (exactness on
+every code, PyTorch parity, empty and non-quantized inputs).
 
 Oracles: the float64 op on the dequantized input, quantized with the output qparams (round half
 to even) -- the kernels compute exactly this, so all codes must match; PyTorch's quantized ops
@@ -8,21 +10,17 @@ or aten ops on quantized tensors where they exist (x86 engine) -- at most 1 apar
 identical, same output qparams and memory format. SiLU, Mish, Softplus (and GELU/Tanh with
 chosen qparams) have no PyTorch quantized op: the float op is their only oracle.
 """
-import os
-import sys
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _reference import INT_DTYPE, QRANGE  # noqa: E402,F401  (one QRANGE: tests/_sweeps.py)
 import torch.nn.functional as F  # noqa: E402
 import torch.ao.nn.quantized.functional as tqF  # noqa: E402
 
 import qplugin  # noqa: E402,F401
-from qplugin.nn import _functional_elementwise as qF  # noqa: E402
+from qplugin._tables import activation as table  # noqa: E402
+from qplugin.nn import _functional_activation as qF  # noqa: E402
+from _reference import assert_qequal, table_call, table_reference  # noqa: E402
 
 torch.backends.quantized.engine = "x86"
 
@@ -32,20 +30,7 @@ pytestmark = [
 ]
 
 ISAS = ["scalar", "avx2", "avx512vnni"]
-QRANGE = {torch.quint8: (0, 255), torch.qint8: (-128, 127), torch.qint32: (-2**31, 2**31 - 1)}
-INT_DTYPE = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
 ZP = {torch.quint8: 120, torch.qint8: -7, torch.qint32: 11}
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    got = torch.ops.qplugin._set_cpu_isa(request.param)
-    try:
-        if got != request.param:
-            pytest.skip(f"CPU (or QPLUGIN_CPU_ISA) does not allow {request.param}; got {got}")
-        yield got
-    finally:
-        torch.ops.qplugin._set_cpu_isa("auto")
 
 
 def codes(q):
@@ -78,95 +63,6 @@ def ref_quantize(v, scale, zp, dtype):
 
 def deq64(x):
     return (x.int_repr().to(torch.float64) - x.q_zero_point()) * x.q_scale()
-
-
-# name -> (qplugin call, float64 function, PyTorch call or None, output qparams or None (input's))
-def _cases():
-    sig = lambda v: torch.sigmoid(v)  # noqa: E731
-    return {
-        "leaky_relu": (lambda x: torch.ops.qplugin.leaky_relu(x, 0.1, False, 0.03, 7),
-                       lambda v: F.leaky_relu(v, 0.1),
-                       lambda x: torch.ops.quantized.leaky_relu(x, 0.1, False, 0.03, 7), (0.03, 7)),
-        "sigmoid": (lambda x: torch.ops.qplugin.sigmoid(x, *_fixed("sigmoid", x)), sig,
-                    lambda x: torch.ops.quantized.sigmoid(x, *_fixed("sigmoid", x)), None),
-        "hardsigmoid": (lambda x: torch.ops.qplugin.hardsigmoid(x), F.hardsigmoid,
-                        lambda x: F.hardsigmoid(x), None),
-        "celu": (lambda x: torch.ops.qplugin.celu(x, 0.03, 7, 1.5), lambda v: F.celu(v, 1.5),
-                 lambda x: torch.ops.quantized.celu(x, 0.03, 7, 1.5), (0.03, 7)),
-        "threshold": (lambda x: torch.ops.qplugin.threshold(x, 0.13, -0.5),
-                      lambda v: F.threshold(v, 0.13, -0.5),
-                      lambda x: torch.ops.quantized.threshold(x, 0.13, -0.5), None),
-        "clamp": (lambda x: torch.ops.qplugin.clamp(x, -0.52, 0.77),
-                  lambda v: torch.clamp(v, -0.52, 0.77),
-                  lambda x: torch.ops.quantized.clamp(x, -0.52, 0.77), None),
-        "tanh": (lambda x: torch.ops.qplugin.tanh(x), torch.tanh, lambda x: torch.tanh(x), None),
-        "gelu": (lambda x: torch.ops.qplugin.gelu(x, 0.02, 9), F.gelu, None, (0.02, 9)),
-        "gelu_tanh": (lambda x: torch.ops.qplugin.gelu(x, 0.02, 9, "tanh"),
-                      lambda v: F.gelu(v, approximate="tanh"), None, (0.02, 9)),
-        "silu": (lambda x: torch.ops.qplugin.silu(x, 0.02, 9), F.silu, None, (0.02, 9)),
-        "mish": (lambda x: torch.ops.qplugin.mish(x, 0.02, 9), F.mish, None, (0.02, 9)),
-        "softplus": (lambda x: torch.ops.qplugin.softplus(x, 0.02, 9, 2.0, 3.0),
-                     lambda v: F.softplus(v, 2.0, 3.0), None, (0.02, 9)),
-    }
-
-
-CASES = _cases()
-FIXED = {  # PyTorch's fixed output qparams of sigmoid/hardsigmoid ([0, 1]) and tanh ([-1, 1])
-    "sigmoid": {torch.quint8: (1 / 256, 0), torch.qint8: (1 / 256, -128),
-                torch.qint32: (2**-32, 0)},
-    "hardsigmoid": {torch.quint8: (1 / 256, 0), torch.qint8: (1 / 256, -128),
-                    torch.qint32: (2**-32, 0)},
-    "tanh": {torch.quint8: (2 / 256, 128), torch.qint8: (2 / 256, 0), torch.qint32: (2**-31, 0)},
-}
-
-
-def _fixed(name, x):
-    return FIXED[name].get(x.dtype, (1 / 256, 0))
-
-
-def expected_qparams(name, x):
-    qp = CASES[name][3]
-    if qp is not None:
-        return qp
-    if name in FIXED:
-        return FIXED[name][x.dtype]
-    return x.q_scale(), x.q_zero_point()
-
-
-@pytest.mark.parametrize("name", list(CASES))
-@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8, torch.qint32])
-def test_exact_against_float64(isa, name, dtype):
-    ours, f, _, _ = CASES[name]
-    x = all_codes(dtype, 0.05, ZP[dtype])
-    y = ours(x)
-    scale, zp = expected_qparams(name, x)
-    if dtype == torch.qint32 and name in FIXED:
-        zp = FIXED[name][dtype][1]
-    assert y.q_scale() == scale and y.q_zero_point() == zp and y.dtype == dtype
-    ref = ref_quantize(f(deq64(x)), scale, zp, dtype)
-    assert np.array_equal(codes(y), ref), np.flatnonzero(codes(y) != ref)[:10]
-
-
-@pytest.mark.parametrize("name", [n for n in CASES if CASES[n][2] is not None])
-@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8, torch.qint32])
-@pytest.mark.parametrize("cl", [False, True])
-def test_against_pytorch(isa, name, dtype, cl):
-    ours, _, theirs, _ = CASES[name]
-    x = rand_q((2, 16, 7, 9), 0.05, ZP[dtype], dtype, 1, cl)
-    y, ref = ours(x), theirs(x)
-    assert y.dtype == ref.dtype and y.shape == ref.shape
-    assert y.q_scale() == ref.q_scale() and y.q_zero_point() == ref.q_zero_point()
-    assert y.stride() == ref.stride(), (y.stride(), ref.stride())
-    d = np.abs(codes(y) - codes(ref))
-    if dtype == torch.qint32 and name in FIXED:
-        # PyTorch computes these in float32 onto a 2^-31/2^-32 grid: off by up to ~2^8 codes.
-        assert d.max() <= 512
-        return
-    assert d.max() <= 1, d.max()
-    if (d != 0).mean() > 0.01:
-        # PyTorch rounds in float; where it differs on more than 1% qplugin must be exact.
-        exact = ref_quantize(CASES[name][1](deq64(x)), y.q_scale(), y.q_zero_point(), dtype)
-        assert np.array_equal(codes(y), exact)
 
 
 def test_gelu_default_qparams_are_the_inputs():
@@ -204,23 +100,19 @@ def test_softmax(isa, dim, cl):
 
 @pytest.mark.parametrize("name", ["sigmoid", "leaky_relu", "silu", "gelu", "clamp"])
 def test_channels_last_kept_and_strided_input(isa, name):
-    ours, f, _, _ = CASES[name]
+    row = table.BY_NAME[name]
+    case = row.cases[0]
     x = rand_q((2, 16, 7, 9), 0.05, 120, torch.quint8, 5, cl=True)
-    y = ours(x)
+    y = table_call(row, case, x)
     assert y.is_contiguous(memory_format=torch.channels_last)
     xs = rand_q((2, 16, 7, 18), 0.05, 120, torch.quint8, 6)[..., ::2]
-    y = ours(xs)
-    scale, zp = expected_qparams(name, xs)
-    assert np.array_equal(codes(y), ref_quantize(f(deq64(xs)), scale, zp, torch.quint8))
+    assert_qequal(table_call(row, case, xs), table_reference(row, case, xs))
 
 
 def test_celu_contiguous_output_and_empty():
     x = rand_q((2, 16, 7, 9), 0.05, 120, torch.quint8, 7, cl=True)
     y = torch.ops.qplugin.celu(x, 0.03, 7)
-    assert y.is_contiguous()
-    e = rand_q((0, 3), 0.05, 120, torch.quint8, 8)
-    for name, (ours, _, _, _) in CASES.items():
-        assert ours(e).shape == (0, 3)
+    assert y.is_contiguous()  # empty inputs: tests/activation/test_table.py
 
 
 def test_leaky_relu_inplace():
@@ -236,10 +128,7 @@ def test_leaky_relu_inplace():
 
 
 def test_errors():
-    x = rand_q((2, 3), 0.05, 120, torch.quint8, 10)
-    for name, (ours, _, _, _) in CASES.items():
-        with pytest.raises(RuntimeError, match=r"qplugin::\w+: expected input to be a quantized"):
-            ours(torch.randn(2, 3))
+    x = rand_q((2, 3), 0.05, 120, torch.quint8, 10)  # non-quantized input: test_table.py
     with pytest.raises(RuntimeError, match=r"qplugin::silu: expected a finite, positive"):
         torch.ops.qplugin.silu(x, 0.0, 0)
     with pytest.raises(RuntimeError, match=r"qplugin::sigmoid: expected a finite, positive"):

@@ -4,15 +4,12 @@ state_dict / torch.save / copy / TorchScript round trips, the versioned checkpoi
 reprs and clear errors.
 
 Regenerate the fixture (only when adding a state-dict version):
-    python tests/normalization/test_norm_modules.py --write-fixture
+    python tests/normalization/test_normalization_modules.py --write-fixture
 """
 import copy
 import io
 import os
 import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import expecttest  # noqa: E402
 import pytest  # noqa: E402
@@ -22,8 +19,8 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.ao.quantization import DeQuantStub, QuantStub  # noqa: E402
 
-from _norm_testutil import assert_q, exact, one_thread, qtensor  # noqa: E402,F401
-from qplugin.nn import _functional_norm as qF  # noqa: E402
+from _normalization_testutil import assert_q, exact, one_thread, qtensor  # noqa: E402,F401
+from qplugin.nn import _functional_normalization as qF  # noqa: E402
 from qplugin.nn.modules import normalization as qnn  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated")
