@@ -55,6 +55,7 @@ from .modules.activation_ext import (  # noqa: F401
     Tanh,
 )
 from . import intrinsic  # noqa: F401,E402  (after .modules: its classes derive from them)
+from . import dynamic  # noqa: F401,E402  (qplugin.nn.dynamic: dynamic quantization, #17)
 
 __all__ = [
     "AdaptiveAvgPool1d",
@@ -103,4 +104,5 @@ __all__ = [
     "Tanh",
     "functional",
     "intrinsic",
+    "dynamic",
 ]
