@@ -83,3 +83,68 @@ def quantize_dynamic(model: nn.Module, qconfig_spec=None, dtype=torch.qint8, map
     propagate_qconfig_(model, qconfig_spec)
     convert(model, mapping, inplace=True)
     return model
+
+
+# ---------------------------------------------------------------------------------------------
+# Migration of torch.ao dynamic models (from_torch_ao's table, qplugin/quantization/_migrate.py):
+# the weights are read with the torch.ao modules' own weight() / bias() / _weight_bias(), i.e.
+# PyTorch's unpack (a memory copy; no PyTorch kernel runs on the migrated model).
+
+
+def _migrate_linear(qcls):
+    def build(t):
+        dtype = t._packed_params.dtype
+        w, b = t._weight_bias()
+        q = qcls(t.in_features, t.out_features, b is not None, dtype=dtype)
+        q.set_weight_bias(w, b)
+        q.version = getattr(t, "version", 4)
+        return q
+    return build
+
+
+def _migrate_rnn(qcls):
+    def build(t):
+        q = qcls(t.input_size, t.hidden_size, t.num_layers, t.bias, t.batch_first, t.dropout,
+                 t.bidirectional, dtype=t.dtype)
+        wb = t._weight_bias()
+        D = 2 if t.bidirectional else 1
+        for layer in range(t.num_layers):
+            for d in range(D):
+                sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
+                q._all_weight_values[layer * D + d].set(
+                    wb["weight"]["weight_ih" + sfx], wb["bias"]["bias_ih" + sfx],
+                    wb["weight"]["weight_hh" + sfx], wb["bias"]["bias_hh" + sfx], t.dtype)
+        return q
+    return build
+
+
+def _migrate_cell(qcls):
+    def build(t):
+        kw = {"nonlinearity": t.nonlinearity} if qcls.__name__ == "RNNCell" else {}
+        q = qcls(t.input_size, t.hidden_size, bias=t.bias, dtype=t.weight_dtype, **kw)
+        wb = t._weight_bias()
+        q._params.set(wb["weight"]["weight_ih"], wb["bias"]["bias_ih"], wb["weight"]["weight_hh"],
+                      wb["bias"]["bias_hh"], t.weight_dtype)
+        return q
+    return build
+
+
+def _register_migrations() -> None:
+    from qplugin._ao import torch_ao
+    from qplugin.nn import dynamic as qnnd
+    from ._migrate import _MIGRATIONS
+
+    nnqd = torch_ao("nn.quantized.dynamic")
+    nniqd = torch_ao("nn.intrinsic.quantized.dynamic")
+    if nnqd is None:
+        return
+    _MIGRATIONS[nnqd.Linear] = _migrate_linear(qnnd.Linear)
+    if nniqd is not None:
+        _MIGRATIONS[nniqd.LinearReLU] = _migrate_linear(qnnd.LinearReLU)
+    for name in ("LSTM", "GRU"):
+        _MIGRATIONS[getattr(nnqd, name)] = _migrate_rnn(getattr(qnnd, name))
+    for name in ("LSTMCell", "GRUCell", "RNNCell"):
+        _MIGRATIONS[getattr(nnqd, name)] = _migrate_cell(getattr(qnnd, name))
+
+
+_register_migrations()

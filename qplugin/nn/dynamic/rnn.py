@@ -78,7 +78,14 @@ class PackedParameter(torch.nn.Module):
         if prefix + "param" not in state_dict:
             missing_keys.append(prefix + "param")
             return
-        w_ih, b_ih, w_hh, b_hh = state_dict.pop(prefix + "param")
+        param = state_dict.pop(prefix + "param")
+        if isinstance(param, torch.ScriptObject):
+            # A torch.ao checkpoint: its CellParams object holds PyTorch's packed linear params
+            # ((weight, bias) each, read through their pickled state: a copy, no kernel runs).
+            packed = param.__getstate__()[0][4]
+            (w_ih, b_ih), (w_hh, b_hh) = (p.__getstate__()[0][:2] for p in packed[:2])
+        else:
+            w_ih, b_ih, w_hh, b_hh = param
         dtype = state_dict.pop(prefix + "dtype", torch.qint8 if w_ih.is_quantized
                                else torch.float16)
         self.set(w_ih, b_ih, w_hh, b_hh, dtype)
