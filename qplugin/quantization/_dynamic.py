@@ -111,9 +111,9 @@ def _migrate_rnn(qcls):
         for layer in range(t.num_layers):
             for d in range(D):
                 sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
-                q._all_weight_values[layer * D + d].set(
-                    wb["weight"]["weight_ih" + sfx], wb["bias"]["bias_ih" + sfx],
-                    wb["weight"]["weight_hh" + sfx], wb["bias"]["bias_hh" + sfx], t.dtype)
+                q.set_layer_weights(
+                    layer * D + d, wb["weight"]["weight_ih" + sfx], wb["bias"]["bias_ih" + sfx],
+                    wb["weight"]["weight_hh" + sfx], wb["bias"]["bias_hh" + sfx])
         return q
     return build
 
@@ -123,8 +123,8 @@ def _migrate_cell(qcls):
         kw = {"nonlinearity": t.nonlinearity} if qcls.__name__ == "RNNCell" else {}
         q = qcls(t.input_size, t.hidden_size, bias=t.bias, dtype=t.weight_dtype, **kw)
         wb = t._weight_bias()
-        q._params.set(wb["weight"]["weight_ih"], wb["bias"]["bias_ih"], wb["weight"]["weight_hh"],
-                      wb["bias"]["bias_hh"], t.weight_dtype)
+        q.set_weights(wb["weight"]["weight_ih"], wb["bias"]["bias_ih"], wb["weight"]["weight_hh"],
+                      wb["bias"]["bias_hh"])
         return q
     return build
 

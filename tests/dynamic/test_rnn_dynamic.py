@@ -191,3 +191,62 @@ def test_rnn_state_dict_and_save():
     buf.seek(0)
     assert torch.equal(torch.load(buf, weights_only=False)(x)[0], y)
     assert torch.equal(copy.deepcopy(q)(x)[0], y)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("dtype", [torch.qint8, torch.float16])
+def test_rnn_torchscript(mode, dtype, tmp_path):
+    f = _float(mode, input_size=8, hidden_size=10, num_layers=2, bidirectional=True,
+               batch_first=True)
+    f.qconfig = qq.default_dynamic_qconfig if dtype == torch.qint8 else qq.float16_dynamic_qconfig
+    q = getattr(qnnd, mode).from_float(f)
+    x = torch.randn(3, 5, 8)
+    y, hn = q(x)
+    # Like torch.nn.LSTM, the overloaded forward (Tensor / PackedSequence) is resolved at the
+    # call site: script the module inside a model.
+    dense, packed_model = _Dense(q), _Packed(q)
+    sm = torch.jit.script(dense)
+    assert torch.equal(sm(x), y)
+    path = str(tmp_path / "rnn.pt")
+    torch.jit.save(sm, path)
+    assert torch.equal(torch.jit.load(path)(x), y)
+    packed = pack_padded_sequence(x, torch.tensor([5, 2, 4]), batch_first=True,
+                                  enforce_sorted=False)
+    sp = torch.jit.script(packed_model)
+    torch.jit.save(sp, path)
+    assert torch.equal(torch.jit.load(path)(packed), q(packed)[0].data)
+
+
+class _Dense(torch.nn.Module):
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+class _Packed(torch.nn.Module):
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x: torch.nn.utils.rnn.PackedSequence):
+        return self.rnn(x)[0].data
+
+
+@pytest.mark.parametrize("cls", ["LSTMCell", "GRUCell", "RNNCell"])
+def test_cells_torchscript(cls, tmp_path):
+    torch.manual_seed(1)
+    f = getattr(torch.nn, cls)(10, 12).eval()
+    f.qconfig = qq.default_dynamic_qconfig
+    q = getattr(qnnd, cls).from_float(f)
+    x = torch.randn(5, 10)
+    sm = torch.jit.script(q)
+    path = str(tmp_path / "cell.pt")
+    torch.jit.save(sm, path)
+    out, ref = torch.jit.load(path)(x), q(x)
+    if cls == "LSTMCell":
+        assert torch.equal(out[0], ref[0]) and torch.equal(out[1], ref[1])
+    else:
+        assert torch.equal(out, ref)
