@@ -138,13 +138,18 @@ def _register_migrations() -> None:
     nniqd = torch_ao("nn.intrinsic.quantized.dynamic")
     if nnqd is None:
         return
-    _MIGRATIONS[nnqd.Linear] = _migrate_linear(qnnd.Linear)
+    table = {nnqd.Linear: _migrate_linear(qnnd.Linear)}
     if nniqd is not None:
-        _MIGRATIONS[nniqd.LinearReLU] = _migrate_linear(qnnd.LinearReLU)
+        table[nniqd.LinearReLU] = _migrate_linear(qnnd.LinearReLU)
     for name in ("LSTM", "GRU"):
-        _MIGRATIONS[getattr(nnqd, name)] = _migrate_rnn(getattr(qnnd, name))
+        table[getattr(nnqd, name)] = _migrate_rnn(getattr(qnnd, name))
     for name in ("LSTMCell", "GRUCell", "RNNCell"):
-        _MIGRATIONS[getattr(nnqd, name)] = _migrate_cell(getattr(qnnd, name))
+        table[getattr(nnqd, name)] = _migrate_cell(getattr(qnnd, name))
+    _MIGRATIONS.update(table)
+    DYNAMIC_MIGRATIONS.update(table)
 
 
+# The torch.ao dynamic classes from_torch_ao migrates (tested in tests/dynamic, not in
+# tests/models/test_migration.py, whose cases take quantized inputs).
+DYNAMIC_MIGRATIONS: Dict[Callable, Any] = {}
 _register_migrations()
