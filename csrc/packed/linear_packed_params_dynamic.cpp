@@ -14,8 +14,12 @@ void LinearPackedParams::gemm_f32(const uint8_t* a, int64_t lda, int64_t M, floa
                                   int64_t ldo) const {
   if (M <= 0 || N_ <= 0) return;
   // Per-call vectors, O(N): the input's qparams change with every call.
-  std::vector<float> mult(static_cast<size_t>(N_)), bias(static_cast<size_t>(N_), 0.0f);
-  std::vector<int32_t> col_offsets(static_cast<size_t>(N_));
+  // Per-thread buffers: the RNN ops call this once per time step (no allocation per call).
+  thread_local std::vector<float> mult, bias;
+  thread_local std::vector<int32_t> col_offsets;
+  mult.resize(static_cast<size_t>(N_));
+  bias.assign(static_cast<size_t>(N_), 0.0f);
+  col_offsets.resize(static_cast<size_t>(N_));
   const float* b = bias_.has_value() ? bias_->data_ptr<float>() : nullptr;
   for (int64_t n = 0; n < N_; ++n) {
     // fbgemm's ReQuantizeForFloat multiplier: A_scale * B_scale[n] in float32.

@@ -108,6 +108,7 @@ std::vector<at::Tensor> rnn_layer(const char* op, const at::Tensor& x,
   linear_dynamic_into(op, xc.data_ptr<float>(), p.rows, *w_ih, reduce_range, /*relu=*/false,
                       ig.data_ptr<float>(), G, scratch);
   at::Tensor hg_buf = at::empty({p.B, G}, opts);
+  at::Tensor tanh_buf = Lstm ? at::empty({p.B, H}, opts) : at::Tensor();
   at::Tensor out2 = out.view({p.rows, H});
   for (int64_t s = 0; s < p.T; ++s) {
     const int64_t t = reverse ? p.T - 1 - s : s;
@@ -125,8 +126,12 @@ std::vector<at::Tensor> rnn_layer(const char* op, const at::Tensor& x,
       at::Tensor in_g = ch[0].sigmoid_(), f_g = ch[1].sigmoid_(), c_g = ch[2].tanh_(),
                  o_g = ch[3].sigmoid_();
       at::Tensor cb = c.narrow(0, 0, bs);
-      cb.copy_(f_g.mul_(cb).add_(in_g.mul_(c_g)));
-      at::mul_out(hb, o_g, cb.tanh());
+      f_g.mul_(cb);
+      in_g.mul_(c_g);
+      at::add_out(cb, f_g, in_g);
+      at::Tensor tb = tanh_buf.narrow(0, 0, bs);
+      at::tanh_out(tb, cb);
+      at::mul_out(hb, o_g, tb);
     } else {
       // PyTorch: r = sigmoid(hh_r + ih_r); z = sigmoid(hh_z + ih_z);
       // n = tanh(ih_n + r * hh_n); h' = (h - n) * z + n.
