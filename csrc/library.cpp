@@ -5,6 +5,7 @@
 
 #include "packed/conv_packed_params.h"
 #include "packed/embedding_packed_params.h"
+#include "packed/linear_fp16_packed_params.h"
 #include "packed/linear_packed_params.h"
 #include "register.h"
 
@@ -63,6 +64,17 @@ TORCH_LIBRARY(qplugin, m) {
            })
       .def("kernel",
            [](const c10::intrusive_ptr<LinearPackedParams>& self) { return self->kernel_name(); });
+  // LinearPackedParamsFp16 (dynamic fp16 linear, #17): pickled as a versioned, unpacked state
+  // (linear_fp16_packed_params.h).
+  using qplugin::LinearPackedParamsFp16;
+  using PF = c10::intrusive_ptr<LinearPackedParamsFp16>;
+  m.class_<LinearPackedParamsFp16>("LinearPackedParamsFp16")
+      .def_pickle([](const PF& self) -> LinearPackedParamsFp16::State { return self->getstate(); },
+                  [](c10::IValue state) -> PF { return LinearPackedParamsFp16::setstate(state); })
+      .def("unpack", [](const PF& self) { return self->unpack(); })
+      .def("bias", [](const PF& self) { return self->bias(); })
+      .def("in_features", [](const PF& self) { return self->in_features(); })
+      .def("out_features", [](const PF& self) { return self->out_features(); });
   register_conv_class<qplugin::Conv2dPackedParams>(m, "Conv2dPackedParams");
   register_conv_class<qplugin::Conv3dPackedParams>(m, "Conv3dPackedParams");
   // EmbeddingPackedParams: PyTorch's EmbeddingPackedParamsBase methods (bit_rate, version, unpack)

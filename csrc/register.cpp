@@ -16,12 +16,16 @@
   X(ops_elementwise) \
   X(ops_embedding) \
   X(cpu_embedding_kernel) \
+  X(cpu_linear_dynamic_kernel) \
+  X(cpu_rnn_dynamic_kernel) \
   X(ops_linear) \
+  X(ops_linear_dynamic) \
   X(ops_matmul) \
   X(ops_misc) \
   X(ops_norm) \
   X(ops_normalization) \
   X(ops_pooling) \
+  X(ops_rnn_dynamic) \
   X(quantized_cpu_activation_ext_kernel) \
   X(quantized_cpu_activation_kernel) \
   X(quantized_cpu_binary_kernel) \

@@ -12,6 +12,7 @@ _library_path = _loader.load()
 
 from . import nn  # noqa: E402
 from . import quantization  # noqa: E402
+from . import _meta_dynamic  # noqa: E402,F401  (fake kernels of the dynamic ops, #17)
 
 
 def cpu_isa() -> str:

@@ -23,8 +23,9 @@ def schema(name):
 
 def _norm(text):
     """Packed-param class names differ by namespace only: quantized::LinearPackedParamsBase is
-    qplugin::LinearPackedParams."""
-    return re.sub(r"__torch__\.torch\.classes\.\w+\.(\w+?)(?:Base)?\b", r"PACKED:\1", text)
+    qplugin::LinearPackedParams (and, for the fp16 ops, qplugin::LinearPackedParamsFp16)."""
+    return re.sub(r"__torch__\.torch\.classes\.\w+\.(\w+?)(?:Fp16)?(?:Base)?\b", r"PACKED:\1",
+                  text)
 
 
 # op -> the PyTorch op it mirrors.
@@ -96,6 +97,12 @@ MIRRORS = {
     "conv_transpose3d_prepack": torch.ops.quantized.conv_transpose3d_prepack,
     "conv_transpose3d_unpack": torch.ops.quantized.conv_transpose3d_unpack,
     "linear": torch.ops.quantized.linear,
+    "linear_dynamic": torch.ops.quantized.linear_dynamic,
+    "linear_relu_dynamic": torch.ops.quantized.linear_relu_dynamic,
+    "linear_dynamic_fp16": torch.ops.quantized.linear_dynamic_fp16,
+    "linear_relu_dynamic_fp16": torch.ops.quantized.linear_relu_dynamic_fp16,
+    "linear_prepack_fp16": torch.ops.quantized.linear_prepack_fp16,
+    "linear_unpack_fp16": torch.ops.quantized.linear_unpack_fp16,
     "linear_prepack": torch.ops.quantized.linear_prepack,
     "linear_relu": torch.ops.quantized.linear_relu,
     "linear_leaky_relu": torch.ops.quantized.linear_leaky_relu,
@@ -131,7 +138,7 @@ OVERLOADED_MIRRORS = {
     "mul_scalar_relu_out": torch.ops.quantized.mul_scalar_relu_out,
 }
 # Extensions: no PyTorch counterpart in torch.ops.quantized (docs/deviations.md).
-EXTENSIONS = ("adaptive_max_pool2d",)
+EXTENSIONS = ("adaptive_max_pool2d", "quantized_lstm_layer_dynamic", "quantized_gru_layer_dynamic")
 # The activation family: its rows pin the extensions' schemas and name the mirrored torch op
 # (qplugin/_tables/activation.py); test_table_schemas checks them.
 MIRRORS.update({row.op: getattr(torch.ops.quantized, row.torch_op) for row in _activation.ROWS
@@ -268,6 +275,30 @@ qplugin::conv3d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPacked
 
     def test_linear_relu(self):
         self.assertExpectedInline(schema("linear_relu"), """qplugin::linear_relu(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, float Y_scale_i, int Y_zero_point_i) -> Tensor Y""")
+
+    def test_linear_dynamic(self):
+        self.assertExpectedInline(schema("linear_dynamic"), """qplugin::linear_dynamic(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, bool reduce_range=False) -> Tensor Y""")
+
+    def test_linear_relu_dynamic(self):
+        self.assertExpectedInline(schema("linear_relu_dynamic"), """qplugin::linear_relu_dynamic(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, bool reduce_range=False) -> Tensor Y""")
+
+    def test_linear_dynamic_fp16(self):
+        self.assertExpectedInline(schema("linear_dynamic_fp16"), """qplugin::linear_dynamic_fp16(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 W_prepack) -> Tensor Y""")
+
+    def test_linear_relu_dynamic_fp16(self):
+        self.assertExpectedInline(schema("linear_relu_dynamic_fp16"), """qplugin::linear_relu_dynamic_fp16(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 W_prepack) -> Tensor Y""")
+
+    def test_linear_prepack_fp16(self):
+        self.assertExpectedInline(schema("linear_prepack_fp16"), """qplugin::linear_prepack_fp16(Tensor W, Tensor? B=None) -> __torch__.torch.classes.qplugin.LinearPackedParamsFp16 W_prepack""")
+
+    def test_linear_unpack_fp16(self):
+        self.assertExpectedInline(schema("linear_unpack_fp16"), """qplugin::linear_unpack_fp16(__torch__.torch.classes.qplugin.LinearPackedParamsFp16 W_prepack) -> (Tensor W_origin, Tensor? B_origin)""")
+
+    def test_quantized_lstm_layer_dynamic(self):
+        self.assertExpectedInline(schema("quantized_lstm_layer_dynamic"), """qplugin::quantized_lstm_layer_dynamic(Tensor input, Tensor? batch_sizes, Tensor h0, Tensor c0, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, bool reverse=False, bool reduce_range=True) -> (Tensor output, Tensor h_n, Tensor c_n)""")
+
+    def test_quantized_gru_layer_dynamic(self):
+        self.assertExpectedInline(schema("quantized_gru_layer_dynamic"), """qplugin::quantized_gru_layer_dynamic(Tensor input, Tensor? batch_sizes, Tensor h0, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, bool reverse=False, bool reduce_range=True) -> (Tensor output, Tensor h_n)""")
 
     def test_linear_unpack(self):
         self.assertExpectedInline(schema("linear_unpack"), """qplugin::linear_unpack(__torch__.torch.classes.qplugin.LinearPackedParams W_prepack) -> (Tensor W_origin, Tensor? B_origin)""")

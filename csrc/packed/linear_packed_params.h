@@ -37,6 +37,14 @@ struct LinearPackedParams : torch::CustomClassHolder {
   template <bool ReluFused>
   at::Tensor apply(const at::Tensor& x, double output_scale, int64_t output_zero_point) const;
 
+  // Float-output GEMM over the packed weight (linear_packed_params_dynamic.cpp; the dynamic ops):
+  //   out[m][n] = float(sum_k (a[m][k] - a_zp) * (W[n][k] - w_zp[n])) * (a_scale * s_w[n])
+  //               + bias[n]                       (exact int32 sum; then max(0, .) when relu)
+  // a: M x K u8 codes, row stride lda; out: M x N float32, row stride ldo (elements).
+  // a_7bit: every byte of a is <= 127 (lets the AVX2 kernel skip its scan).
+  void gemm_f32(const uint8_t* a, int64_t lda, int64_t M, float a_scale, int32_t a_zp,
+                bool relu, bool a_7bit, float* out, int64_t ldo) const;
+
   // The weight (bit-exact: same int8 values, scales, zero points and qscheme) and bias.
   std::tuple<at::Tensor, c10::optional<at::Tensor>> unpack() const;
 

@@ -24,6 +24,7 @@ from .modules.conv import (  # noqa: F401
 from .modules.functional_modules import FloatFunctional, QFunctional  # noqa: F401
 from .modules.embedding_ops import Embedding, EmbeddingBag  # noqa: F401
 from . import intrinsic  # noqa: F401,E402  (after .modules: its classes derive from them)
+from . import dynamic  # noqa: F401,E402  (qplugin.nn.dynamic: dynamic quantization, #17)
 
 __all__ = list(_modules.__all__) + [
     "Conv1d",
@@ -45,4 +46,5 @@ __all__ = list(_modules.__all__) + [
     "QFunctional",
     "functional",
     "intrinsic",
+    "dynamic",
 ]

@@ -429,3 +429,11 @@ def _remove_qconfig(module: nn.Module) -> None:
     for hooks, pre in ((module._forward_pre_hooks, True), (module._forward_hooks, False)):
         for handle_id in [h for h, fn in hooks.items() if _is_observer_hook(fn, pre)]:
             hooks.pop(handle_id)
+
+# Dynamic quantization (#17): quantize_dynamic and its mapping live in _dynamic.py.
+from ._dynamic import (  # noqa: E402
+    DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS, get_default_dynamic_quant_module_mappings,
+    quantize_dynamic)
+
+__all__ += ["DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS", "get_default_dynamic_quant_module_mappings",
+            "quantize_dynamic"]

@@ -38,6 +38,15 @@ struct QGemmEpilogue {
   // 1 when the caller has checked that every byte of A is <= 127 (kernels with a 7-bit fast path,
   // QGemmKernels::a_7bit_fast, then skip their own per-tile scan); 0: not known.
   int32_t a_7bit = 0;
+  // Output mode. 0: requantized u8 (above). 1: float32 output, no requantization (dynamic
+  // linear; also the real-valued result that ops applying a nonlinearity before quantizing need):
+  //   y = float(acc) * mult[n] + bias_q[n]     float32: one multiply, one add, no FMA
+  // with mult[n] = s_a * s_w[n] and bias_q[n] = the real bias (fbgemm's ReQuantizeForFloat order),
+  // then, when f32_relu, y = (0 > y ? 0 : y) (MAXPS(0, y): a NaN stays NaN, as torch.relu).
+  // `c` then points at float storage and `ldc` is the row stride in BYTES (so the drivers'
+  // row offsets `c + m * ldc` stay valid); lo, hi and out_zp are ignored.
+  int32_t out_f32 = 0;
+  int32_t f32_relu = 0;
 };
 
 // A kernel and the packing of B it reads, chosen together (STYLE.md section 5).

@@ -84,6 +84,21 @@ inline uint8_t requant_one(int32_t raw, int64_t m, int64_t n, const QGemmEpilogu
   return static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(v)) + e.out_zp);
 }
 
+// Float-output epilogue of one element (QGemmEpilogue::out_f32): stores into row m of the float
+// output `c` (ldc in bytes), column n.
+inline void store_f32_one(int32_t raw, int64_t m, int64_t n, const QGemmEpilogue& e, uint8_t* c,
+                          int64_t ldc) {
+  int32_t acc = wrap_sub(raw, e.col_offsets[n]);
+  if (e.row_sums != nullptr) {
+    const int32_t zw = e.w_zp != nullptr ? e.w_zp[n] : e.w_zp_scalar;
+    acc = wrap_sub(acc, wrap_mul(zw, e.row_sums[m]));
+  }
+  float v = static_cast<float>(acc) * e.mult[n];
+  v = v + e.bias_q[n];
+  if (e.f32_relu) v = 0.0f > v ? 0.0f : v;
+  std::memcpy(c + m * ldc + n * static_cast<int64_t>(sizeof(float)), &v, sizeof(float));
+}
+
 }  // namespace generic
 }  // namespace QPLUGIN_ISA_NS
 }  // namespace gemm

@@ -134,6 +134,7 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
   const int last = static_cast<int>(width - 16 * (NV - 1));  // 1..16 columns in the last vector
   const __mmask16 last_mask = static_cast<__mmask16>(last >= 16 ? 0xFFFFu : (1u << last) - 1u);
   const bool has_rs = e.row_sums != nullptr;
+  const bool f32 = e.out_f32 != 0, f32_relu = e.f32_relu != 0;
 #define QP_EPI_COL(j)                                                                       \
   if constexpr (NV > j) {                                                                   \
     const __mmask16 mk = j == NV - 1 ? last_mask : static_cast<__mmask16>(0xFFFF);          \
@@ -155,12 +156,18 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
     if (has_rs) {                                                                           \
       v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zw, _mm512_set1_epi32(e.row_sums[m + i]))); \
     }                                                                                       \
-    __m512 f = _mm512_add_ps(_mm512_cvtepi32_ps(v), bq);                                    \
-    f = _mm512_mul_ps(f, mult);                                                             \
-    f = _mm512_max_ps(f, lo);                                                               \
-    f = _mm512_min_ps(f, hi);                                                               \
-    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), out_zp);                      \
-    _mm_mask_storeu_epi8(c + (m + i) * ldc + nj, mk, _mm512_cvtepi32_epi8(q));              \
+    if (f32) { /* float output (qgemm.h, out_f32): y = acc * mult + bias */                \
+      __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), mult), bq);             \
+      if (f32_relu) f = _mm512_max_ps(_mm512_setzero_ps(), f);                              \
+      _mm512_mask_storeu_ps(reinterpret_cast<float*>(c + (m + i) * ldc) + nj, mk, f);       \
+    } else {                                                                                \
+      __m512 f = _mm512_add_ps(_mm512_cvtepi32_ps(v), bq);                                  \
+      f = _mm512_mul_ps(f, mult);                                                           \
+      f = _mm512_max_ps(f, lo);                                                             \
+      f = _mm512_min_ps(f, hi);                                                             \
+      const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), out_zp);                    \
+      _mm_mask_storeu_epi8(c + (m + i) * ldc + nj, mk, _mm512_cvtepi32_epi8(q));            \
+    }                                                                                       \
   }
   QP_EPI_COL(0) QP_EPI_COL(1) QP_EPI_COL(2) QP_EPI_COL(3)
 #undef QP_EPI_ROW

@@ -108,6 +108,19 @@ inline void store_tile(const __m256i* acc, int64_t width, int64_t m, int64_t n,
     zw = e.w_zp != nullptr ? _mm256_maskload_epi32(e.w_zp + n, mk)
                            : _mm256_set1_epi32(e.w_zp_scalar);
   }
+  if (e.out_f32) {  // float output (qgemm.h): y = acc * mult + bias, optional relu
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      __m256i v = _mm256_sub_epi32(acc[i], coff);
+      if (e.row_sums != nullptr) {
+        v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(e.row_sums[m + i])));
+      }
+      __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), mult), bq);
+      if (e.f32_relu) f = _mm256_max_ps(_mm256_setzero_ps(), f);
+      _mm256_maskstore_ps(reinterpret_cast<float*>(c + (m + i) * ldc) + n, mk, f);
+    }
+    return;
+  }
   const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
   const __m256i out_zp = _mm256_set1_epi32(e.out_zp);
   const __m128i pack_idx =

@@ -1,0 +1,84 @@
+// AVX2 activation quantization of the dynamic ops (quant_act.h): 8 floats per vector, VFMADD, then
+// the same clamp and round-half-even conversion as the scalar reference (identical bytes).
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "kernels/dynamic/quant_act.h"
+
+namespace qplugin {
+namespace kernels {
+namespace dynamic {
+namespace avx2 {
+namespace {
+
+void minmax(const float* x, int64_t n, float* mn, float* mx, float* nonfinite_sum) {
+  __m256 lo = _mm256_set1_ps(x[0]), hi = lo, s = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    lo = _mm256_min_ps(lo, v);
+    hi = _mm256_max_ps(hi, v);
+    s = _mm256_add_ps(s, _mm256_sub_ps(v, v));
+  }
+  alignas(32) float l[8], h[8], t[8];
+  _mm256_store_ps(l, lo);
+  _mm256_store_ps(h, hi);
+  _mm256_store_ps(t, s);
+  float rl = l[0], rh = h[0], rs = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    rl = l[j] < rl ? l[j] : rl;
+    rh = h[j] > rh ? h[j] : rh;
+    rs += t[j];
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    rl = v < rl ? v : rl;
+    rh = v > rh ? v : rh;
+    rs += v - v;
+  }
+  *mn = rl;
+  *mx = rh;
+  *nonfinite_sum = rs;
+}
+
+inline __m256i quant8(const float* x, __m256 inv, __m256 zp, __m256 zero, __m256 top) {
+  __m256 t = _mm256_fmadd_ps(_mm256_loadu_ps(x), inv, zp);
+  t = _mm256_min_ps(_mm256_max_ps(t, zero), top);
+  return _mm256_cvtps_epi32(t);
+}
+
+void quantize(const float* x, int64_t n, float inv_scale, float zp, float top, uint8_t* q) {
+  const __m256 inv = _mm256_set1_ps(inv_scale), z = _mm256_set1_ps(zp);
+  const __m256 zero = _mm256_setzero_ps(), vtop = _mm256_set1_ps(top);
+  const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i a = quant8(x + i, inv, z, zero, vtop);
+    const __m256i b = quant8(x + i + 8, inv, z, zero, vtop);
+    const __m256i c = quant8(x + i + 16, inv, z, zero, vtop);
+    const __m256i d = quant8(x + i + 24, inv, z, zero, vtop);
+    // Values are in [0, 255]: the saturating packs are exact; the permute undoes their lane order.
+    const __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
+    const __m256i abcd = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), perm);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), abcd);
+  }
+  for (; i < n; ++i) {
+    float t = std::fma(x[i], inv_scale, zp);
+    t = t > 0.0f ? t : 0.0f;
+    t = t < top ? t : top;
+    q[i] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(t)));
+  }
+}
+
+}  // namespace
+
+const QuantActKernels& quant_act_table() {
+  static const QuantActKernels t{Isa::kAvx2, &minmax, &quantize};
+  return t;
+}
+
+}  // namespace avx2
+}  // namespace dynamic
+}  // namespace kernels
+}  // namespace qplugin

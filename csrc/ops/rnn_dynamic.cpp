@@ -1,0 +1,25 @@
+// Schemas of the dynamic RNN layer ops (qplugin extension; the loop that torch.quantized_lstm /
+// torch.quantized_gru run per layer and direction, on qplugin's packed int8 weights). The module
+// (qplugin/nn/dynamic/rnn.py) stacks layers and directions, handles batch_first, hx and
+// PackedSequence. Kernels: ops/cpu/rnn_dynamic_kernel.cpp; fake kernels: qplugin/_meta_dynamic.py.
+#include <torch/library.h>
+
+#include "register.h"
+
+TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+  // input: [T, B, I] (batch_sizes None) or PackedSequence data [sum(batch_sizes), I];
+  // h0/c0: [B, H] (B = batch_sizes[0] when packed). Gates: linear_dynamic(x, W_ih) +
+  // linear_dynamic(h, W_hh) (biases inside the packed weights), the input projection computed for
+  // all steps at once (as PyTorch's CPU path). Returns the outputs and the last h (and c).
+  m.def("quantized_lstm_layer_dynamic(Tensor input, Tensor? batch_sizes, Tensor h0, Tensor c0, "
+        "__torch__.torch.classes.qplugin.LinearPackedParams w_ih, "
+        "__torch__.torch.classes.qplugin.LinearPackedParams w_hh, bool reverse=False, "
+        "bool reduce_range=True) -> (Tensor output, Tensor h_n, Tensor c_n)");
+  m.def("quantized_gru_layer_dynamic(Tensor input, Tensor? batch_sizes, Tensor h0, "
+        "__torch__.torch.classes.qplugin.LinearPackedParams w_ih, "
+        "__torch__.torch.classes.qplugin.LinearPackedParams w_hh, bool reverse=False, "
+        "bool reduce_range=True) -> (Tensor output, Tensor h_n)");
+}
+
+// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
+QPLUGIN_REGISTRATION_ANCHOR(ops_rnn_dynamic)

@@ -1,0 +1,44 @@
+// LinearPackedParamsFp16 (torchbind class qplugin.LinearPackedParamsFp16): a Linear weight stored
+// as float16 (saturated to +-65504 like PyTorch's linear_prepack_fp16) and its fp32 bias, for
+// linear_dynamic_fp16. The products are computed in fp32: the fp16 weight converted to fp32 is
+// cached at prepack and the GEMM is ATen's fp32 linear (as fast as the float model; PyTorch's
+// fbgemm fp16 GEMM converts on the fly and is not faster on AVX-512 machines).
+// Changes with: linear_fp16_packed_params.cpp, ops/linear_dynamic.cpp (class registration,
+// schemas), ops/cpu/linear_dynamic_kernel.cpp, qplugin/nn/dynamic/linear.py.
+//
+// Pickled state (repacked on load):
+//   version 1: (1, weight: float32 [out, in] holding fp16 values, bias: float32 [out] or None)
+#pragma once
+#include <ATen/ATen.h>
+#include <torch/custom_class.h>
+
+#include <tuple>
+
+namespace qplugin {
+
+struct LinearPackedParamsFp16 : torch::CustomClassHolder {
+  using State = std::tuple<int64_t, at::Tensor, c10::optional<at::Tensor>>;
+  static constexpr int64_t kStateVersion = 1;
+
+  static c10::intrusive_ptr<LinearPackedParamsFp16> prepack(const at::Tensor& weight,
+                                                             const c10::optional<at::Tensor>& bias,
+                                                             const char* op);
+  // y = x @ W^T + b (fp32 products of fp16-rounded weights), max(0, y) when ReluFused.
+  template <bool ReluFused>
+  at::Tensor apply(const at::Tensor& x) const;
+  // The fp16-rounded weight as float32 [out, in] (a copy) and the bias.
+  std::tuple<at::Tensor, c10::optional<at::Tensor>> unpack() const;
+  State getstate() const;
+  static c10::intrusive_ptr<LinearPackedParamsFp16> setstate(const c10::IValue& state);
+
+  int64_t in_features() const { return w_half_.size(1); }
+  int64_t out_features() const { return w_half_.size(0); }
+  c10::optional<at::Tensor> bias() const { return bias_; }
+
+ private:
+  at::Tensor w_half_;   // float16 [out, in], contiguous
+  at::Tensor w_float_;  // float32 [out, in]: w_half_ converted (the compute copy)
+  c10::optional<at::Tensor> bias_;
+};
+
+}  // namespace qplugin

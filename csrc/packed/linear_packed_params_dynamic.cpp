@@ -1,0 +1,50 @@
+// LinearPackedParams::gemm_f32: the packed int8 GEMM with a float-output epilogue
+// (kernels/gemm/qgemm.h, QGemmEpilogue::out_f32), used by the dynamic linear ops
+// (ops/cpu/linear_dynamic_kernel.cpp) and meant for ops that need the real-valued result before a
+// nonlinearity. Changes with: linear_packed_params.h, kernels/gemm/qgemm.h.
+#include <vector>
+
+#include "ops/quantized_cpu/qgemm_parallel.h"
+#include "packed/linear_packed_params.h"
+
+namespace qplugin {
+
+void LinearPackedParams::gemm_f32(const uint8_t* a, int64_t lda, int64_t M, float a_scale,
+                                  int32_t a_zp, bool relu, bool a_7bit, float* out,
+                                  int64_t ldo) const {
+  if (M <= 0 || N_ <= 0) return;
+  // Per-call vectors, O(N): the input's qparams change with every call.
+  // Per-thread buffers: the RNN ops call this once per time step (no allocation per call).
+  thread_local std::vector<float> mult, bias;
+  thread_local std::vector<int32_t> col_offsets;
+  mult.resize(static_cast<size_t>(N_));
+  bias.assign(static_cast<size_t>(N_), 0.0f);
+  col_offsets.resize(static_cast<size_t>(N_));
+  const float* b = bias_.has_value() ? bias_->data_ptr<float>() : nullptr;
+  for (int64_t n = 0; n < N_; ++n) {
+    // fbgemm's ReQuantizeForFloat multiplier: A_scale * B_scale[n] in float32.
+    mult[n] = a_scale * (per_channel_ ? w_scale_f_[n] : w_scale_f_[0]);
+    if (b != nullptr) bias[n] = b[n];
+    // col_offsets[n] = a_zp * colsum[n] - K * a_zp * w_zp[n], wrapped to int32 like the GEMM.
+    const int64_t zw = per_channel_ ? w_zp_i32_[n] : w_zp_;
+    const int64_t v = static_cast<int64_t>(a_zp) * col_sums_[n] - K_ * a_zp * zw;
+    col_offsets[n] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+  }
+  kernels::gemm::QGemmEpilogue e{col_offsets.data(),
+                                 per_channel_ ? w_zp_i32_.data() : nullptr,
+                                 static_cast<int32_t>(w_zp_),
+                                 /*row_sums=*/nullptr,
+                                 bias.data(),
+                                 mult.data(),
+                                 /*lo=*/0.0f,
+                                 /*hi=*/0.0f,
+                                 /*out_zp=*/0};
+  e.a_7bit = a_7bit ? 1 : 0;
+  e.out_f32 = 1;
+  e.f32_relu = relu ? 1 : 0;
+  ops::qgemm_parallel(*kernels_, a, lda, M, K_, packed_.data_ptr<int8_t>(), N_, e, any_w_zp_,
+                      reinterpret_cast<uint8_t*>(out),
+                      /*ldc=*/ldo * static_cast<int64_t>(sizeof(float)));
+}
+
+}  // namespace qplugin

@@ -1,0 +1,7 @@
+"""qplugin.nn.dynamic: dynamically quantized modules (≙ torch.ao.nn.quantized.dynamic): float
+input and output, weights quantized once, activations quantized per call."""
+from .linear import Linear, LinearPackedParams, LinearPackedParamsFp16, LinearReLU  # noqa: F401
+from .rnn import GRU, LSTM, GRUCell, LSTMCell, RNNCell  # noqa: F401
+
+__all__ = ["Linear", "LinearPackedParams", "LinearPackedParamsFp16", "LinearReLU", "LSTM", "GRU",
+           "LSTMCell", "GRUCell", "RNNCell"]

@@ -1,0 +1,70 @@
+"""Exact references for the dynamic ops (tests/dynamic): PyTorch's dynamic activation qparams
+(quant_utils::ChooseQuantizationParams, preserve_sparsity off), the fbgemm quantization
+q = round_half_even(clamp(fma(x, 1/scale, zp), 0, top)) and the exact int64 GEMM with the float32
+epilogue y = float32(acc) * float32(s_a * s_w[n]) + bias[n]. Independent of torch.ao."""
+import numpy as np
+import torch
+
+
+def choose_qparams(mn, mx, reduce_range):
+    """(scale as float64, zero point) for the dynamic input (min/max already float32)."""
+    qmin, qmax = (0, 127) if reduce_range else (0, 255)
+    mn = min(np.float32(mn), np.float32(0.0))
+    mx = max(np.float32(mx), np.float32(0.0))
+    scale = (float(mx) - float(mn)) / (qmax - qmin)
+    if np.float32(scale) == 0 or np.isinf(np.float32(1.0) / np.float32(scale)):
+        scale = 0.1
+    small = float(np.float32(6.1e-5))
+    if scale < small:
+        org = np.float32(scale)
+        scale = small
+        if mn == 0:
+            mx = np.float32(small * (qmax - qmin))
+        elif mx == 0:
+            mn = np.float32(-small * (qmax - qmin))
+        else:
+            amp = np.float32(np.float32(small) / org)
+            mn, mx = np.float32(mn * amp), np.float32(mx * amp)
+    zmin = qmin - float(mn) / scale
+    zmax = qmax - float(mx) / scale
+    emin = abs(qmin) - abs(float(mn) / scale)
+    emax = abs(qmax) - abs(float(mx) / scale)
+    z = zmin if emin < emax else zmax
+    zp = qmin if z < qmin else qmax if z > qmax else int(np.rint(z))
+    return scale, zp
+
+
+def quantize_codes(x, scale, zp, top):
+    """u8 codes of float32 x: fma in float64 (x * inv is exact there; the sum is rounded once to
+    float32 except in double-rounding corner cases far rarer than the tests' sizes), clamp,
+    round half to even."""
+    inv = np.float32(1.0) / np.float32(scale)
+    t = (x.double().numpy() * float(inv) + float(zp)).astype(np.float32)
+    t = np.minimum(np.maximum(t, np.float32(0)), np.float32(top))
+    return torch.from_numpy(np.rint(t).astype(np.int64))
+
+
+def linear_dynamic_exact(x, qweight, bias, reduce_range, relu=False):
+    """float32 output of linear_dynamic computed exactly (int64 GEMM) from the definition."""
+    x2 = x.reshape(-1, x.shape[-1]).float()
+    if x2.numel():
+        mn, mx = float(x2.min()), float(x2.max())
+    else:
+        mn = mx = 0.0
+    scale, zp = choose_qparams(mn, mx, reduce_range)
+    q = quantize_codes(x2, scale, zp, 127 if reduce_range else 255)
+    wq = qweight.int_repr().to(torch.int64)
+    if qweight.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
+        ws = qweight.q_per_channel_scales().to(torch.float32)
+        wz = qweight.q_per_channel_zero_points().to(torch.int64)
+    else:
+        ws = torch.full([wq.shape[0]], qweight.q_scale(), dtype=torch.float32)
+        wz = torch.full([wq.shape[0]], qweight.q_zero_point(), dtype=torch.int64)
+    acc = (q - zp) @ (wq - wz[:, None]).t()
+    mult = torch.tensor(np.float32(scale), dtype=torch.float32) * ws
+    y = acc.to(torch.float32) * mult
+    if bias is not None:
+        y = y + bias.float()
+    if relu:
+        y = torch.relu(y)
+    return y.reshape(*x.shape[:-1], wq.shape[0])

@@ -1,0 +1,54 @@
+# from_torch_ao / load_state_dict for torch.ao dynamic models (quantize_dynamic'ed): the same
+# weights, the same outputs up to per-call quantization, no torch.ao module left.
+import pytest
+import torch
+from torch import nn
+
+import qplugin.quantization as qq
+from qplugin.nn import dynamic as qnnd
+
+tq = pytest.importorskip("torch.ao.quantization")
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(12, 16, num_layers=2, bidirectional=True)
+        self.gru = nn.GRU(32, 8)
+        self.cell = nn.LSTMCell(8, 8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = self.gru(self.lstm(x)[0])[0]
+        h, _ = self.cell(y[-1])
+        return self.fc(h)
+
+
+@pytest.mark.parametrize("dtype", [torch.qint8, torch.float16])
+def test_from_torch_ao_dynamic(dtype):
+    torch.manual_seed(0)
+    m = Net().eval()
+    ao = tq.quantize_dynamic(m, dtype=dtype)
+    q = qq.from_torch_ao(ao)
+    assert isinstance(q.lstm, qnnd.LSTM) and isinstance(q.gru, qnnd.GRU)
+    assert isinstance(q.cell, qnnd.LSTMCell) and isinstance(q.fc, qnnd.Linear)
+    assert not any(type(s).__module__.startswith("torch.ao") for s in q.modules())
+    x = torch.randn(6, 3, 12)
+    y, ya = q(x), ao(x)
+    assert ((y - ya).norm() / ya.norm()).item() < 1e-2
+    direct = qq.quantize_dynamic(m, dtype=dtype)
+    for k, v in direct.lstm.get_weight().items():
+        w = q.lstm.get_weight()[k]
+        assert torch.equal(v.int_repr() if v.is_quantized else v,
+                           w.int_repr() if w.is_quantized else w), k
+
+
+@pytest.mark.parametrize("dtype", [torch.qint8, torch.float16])
+def test_load_torch_ao_rnn_state_dict(dtype):
+    torch.manual_seed(0)
+    f = nn.LSTM(6, 5, num_layers=2).eval()
+    ao = tq.quantize_dynamic(nn.Sequential(f), dtype=dtype)[0]
+    q = qnnd.LSTM(6, 5, num_layers=2, dtype=dtype)
+    q.load_state_dict(ao.state_dict())
+    x = torch.randn(4, 2, 6)
+    torch.testing.assert_close(q(x)[0], ao(x)[0], rtol=1e-2, atol=1e-2)

@@ -1,0 +1,140 @@
+# qplugin.quantization.quantize_dynamic (≙ torch.ao.quantization.quantize_dynamic): qconfig_spec
+# forms, dtypes, mapping, inplace; end to end on a small BERT-like encoder and an LSTM model
+# (outputs within 1e-2 relative of torch.ao's quantize_dynamic, and of fp32 within int8 error).
+import math
+
+import pytest
+import torch
+from torch import nn
+
+import qplugin.quantization as qq
+from qplugin.nn import dynamic as qnnd
+
+
+def _ao():
+    try:
+        import torch.ao.quantization as tq
+        torch.ops.quantized.linear_prepack
+        return tq
+    except Exception:
+        return None
+
+
+class Attention(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.h = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x):
+        B, T, D = x.shape
+        q = self.q(x).view(B, T, self.h, D // self.h).transpose(1, 2)
+        k = self.k(x).view(B, T, self.h, D // self.h).transpose(1, 2)
+        v = self.v(x).view(B, T, self.h, D // self.h).transpose(1, 2)
+        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D // self.h), -1)
+        return self.o((a @ v).transpose(1, 2).reshape(B, T, D))
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, ffn):
+        super().__init__()
+        self.attn = Attention(d, heads)
+        self.ln1 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, ffn)
+        self.fc2 = nn.Linear(ffn, d)
+        self.ln2 = nn.LayerNorm(d)
+
+    def forward(self, x):
+        x = self.ln1(x + self.attn(x))
+        return self.ln2(x + self.fc2(torch.nn.functional.gelu(self.fc1(x))))
+
+
+class Encoder(nn.Module):
+    def __init__(self, d=64, heads=4, ffn=256, layers=2):
+        super().__init__()
+        self.blocks = nn.Sequential(*(Block(d, heads, ffn) for _ in range(layers)))
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+
+class LSTMModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(32, 48, num_layers=2)
+        self.fc = nn.Linear(48, 10)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0])
+
+
+def _rel(a, b):
+    return ((a - b).norm() / b.norm()).item()
+
+
+def test_swaps_and_keeps():
+    torch.manual_seed(0)
+    m = Encoder().eval()
+    q = qq.quantize_dynamic(m)
+    assert isinstance(q.head, qnnd.Linear) and isinstance(q.blocks[0].fc1, qnnd.Linear)
+    assert isinstance(q.blocks[0].ln1, nn.LayerNorm)
+    assert isinstance(m.head, nn.Linear), "not inplace: the original is unchanged"
+    q16 = qq.quantize_dynamic(m, dtype=torch.float16)
+    assert q16.head._packed_params.dtype == torch.float16
+    # A set of names / types.
+    qs = qq.quantize_dynamic(m, {"head"})
+    assert isinstance(qs.head, qnnd.Linear) and isinstance(qs.blocks[0].fc1, nn.Linear)
+    # A dict with a per-channel qconfig.
+    qd = qq.quantize_dynamic(m, {nn.Linear: qq.per_channel_dynamic_qconfig})
+    assert qd.head.weight().qscheme() == torch.per_channel_affine
+    # inplace.
+    m2 = Encoder().eval()
+    out = qq.quantize_dynamic(m2, inplace=True)
+    assert out is m2 and isinstance(m2.head, qnnd.Linear)
+    with pytest.raises(ValueError, match=r"quantize_dynamic: expected dtype torch.qint8 or "
+                                         r"torch.float16"):
+        qq.quantize_dynamic(m, dtype=torch.quint4x2)
+
+
+def test_mapping_and_default():
+    mapping = qq.get_default_dynamic_quant_module_mappings()
+    for cls in (nn.Linear, nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell, nn.RNNCell):
+        assert cls in mapping
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 8), nn.LSTM(8, 8)).eval()
+    q = qq.quantize_dynamic(m, mapping={nn.Linear: qnnd.Linear})
+    assert isinstance(q[0], qnnd.Linear) and isinstance(q[1], nn.LSTM)
+
+
+@pytest.mark.parametrize("dtype", [torch.qint8, torch.float16])
+def test_bert_like_end_to_end(isa, dtype):
+    torch.manual_seed(0)
+    m = Encoder().eval()
+    x = torch.randn(3, 20, 64)
+    ref = m(x)
+    q = qq.quantize_dynamic(m, dtype=dtype)
+    y = q(x)
+    assert _rel(y, ref) < (0.05 if dtype == torch.qint8 else 1e-3)
+    tq = _ao()
+    if tq is not None:
+        t = tq.quantize_dynamic(m, dtype=dtype)
+        assert _rel(y, t(x)) < 1e-2
+    sm = torch.jit.script(q)
+    assert torch.equal(sm(x), y)
+
+
+@pytest.mark.parametrize("dtype", [torch.qint8, torch.float16])
+def test_lstm_model_end_to_end(isa, dtype):
+    torch.manual_seed(0)
+    m = LSTMModel().eval()
+    x = torch.randn(15, 4, 32)
+    ref = m(x)
+    q = qq.quantize_dynamic(m, dtype=dtype)
+    assert isinstance(q.lstm, qnnd.LSTM)
+    y = q(x)
+    assert _rel(y, ref) < (0.05 if dtype == torch.qint8 else 1e-3)
+    tq = _ao()
+    if tq is not None:
+        t = tq.quantize_dynamic(m, dtype=dtype)
+        assert _rel(y, t(x)) < 1e-2

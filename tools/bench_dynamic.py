@@ -1,0 +1,202 @@
+"""Dynamic-quantization benchmark (a benchmark, not a test): fp32 torch vs torch.ao's
+quantize_dynamic vs qplugin.quantization.quantize_dynamic, same process, same inputs.
+
+    python tools/bench_dynamic.py                      # BERT-base slice, LSTM, dynamic linear;
+                                                       # batch 1/8 (BERT), 1/16 (LSTM); 1, 2 threads
+    python tools/bench_dynamic.py --only bert --threads 1 --layers 12
+    python tools/bench_dynamic.py --isa avx2           # qplugin's AVX2 tier (torch's AVX2 paths too)
+
+Models (random weights, nothing downloaded): a BERT-base encoder built from plain torch.nn
+modules (hidden 768, 12 heads, FFN 3072, GELU, post-LayerNorm; --layers, default a 2-layer slice),
+sequence 128, batch 1 and 8; an LSTM (2 layers, input 256, hidden 512), sequence 50, batch 1 and
+16. Plus the dynamic linear op at M = 1, 32, 256 for 768->3072 and 4096->4096 (qplugin's
+linear_dynamic vs torch.ops.quantized.linear_dynamic, both reduce_range=True as the modules).
+Calls of the implementations are interleaved round by round (machine noise hits all alike);
+medians. Ratio columns: qplugin / torch.ao and qplugin / fp32 (the issue-17 bars, 1 thread:
+BERT batch 8 <= 0.85 and <= 0.5, batch 1 <= 1.0; LSTM <= 1.0 and <= 0.7; linear <= 1.0).
+"""
+import argparse
+import copy
+import math
+import os
+import statistics
+import sys
+import time
+import warnings
+
+_ISA_ARG = None
+for _i, _a in enumerate(sys.argv):
+    if _a == "--isa" and _i + 1 < len(sys.argv):
+        _ISA_ARG = sys.argv[_i + 1]
+    elif _a.startswith("--isa="):
+        _ISA_ARG = _a.split("=", 1)[1]
+if _ISA_ARG and _ISA_ARG != "auto":
+    os.environ["QPLUGIN_CPU_ISA"] = _ISA_ARG
+    if _ISA_ARG == "avx2":
+        os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
+        os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+        os.environ.setdefault("FBGEMM_ENABLE_INSTRUCTIONS", "AVX2")
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import qplugin  # noqa: E402
+import qplugin.quantization as qq  # noqa: E402
+
+warnings.filterwarnings("ignore")
+
+try:
+    import torch.ao.quantization as tq
+    torch.backends.quantized.engine = "x86"
+except ImportError:  # pragma: no cover
+    tq = None
+
+
+class Attention(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.h = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x):
+        B, T, D = x.shape
+        q = self.q(x).view(B, T, self.h, D // self.h).transpose(1, 2)
+        k = self.k(x).view(B, T, self.h, D // self.h).transpose(1, 2)
+        v = self.v(x).view(B, T, self.h, D // self.h).transpose(1, 2)
+        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D // self.h), -1)
+        return self.o((a @ v).transpose(1, 2).reshape(B, T, D))
+
+
+class Block(nn.Module):
+    def __init__(self, d=768, heads=12, ffn=3072):
+        super().__init__()
+        self.attn = Attention(d, heads)
+        self.ln1 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, ffn)
+        self.fc2 = nn.Linear(ffn, d)
+        self.ln2 = nn.LayerNorm(d)
+
+    def forward(self, x):
+        x = self.ln1(x + self.attn(x))
+        return self.ln2(x + self.fc2(torch.nn.functional.gelu(self.fc1(x))))
+
+
+def bert(layers):
+    torch.manual_seed(0)
+    return nn.Sequential(*(Block() for _ in range(layers))).eval()
+
+
+class LSTMNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(256, 512, num_layers=2)
+
+    def forward(self, x):
+        return self.lstm(x)[0]
+
+
+def lstm():
+    torch.manual_seed(0)
+    return LSTMNet().eval()
+
+
+def _time(fns, min_time):
+    for f in fns:
+        f()
+        f()
+    times = [[] for _ in fns]
+    t_start = time.perf_counter()
+    while time.perf_counter() - t_start < min_time or len(times[0]) < 5:
+        for i, f in enumerate(fns):
+            t0 = time.perf_counter()
+            f()
+            times[i].append(time.perf_counter() - t0)
+    return [statistics.median(t) * 1e3 for t in times]
+
+
+def _row(name, b, t, f32, a, q, diff):
+    a_s = f"{a:.3f}" if a is not None else "n/a"
+    r_ao = f"{q / a:.2f}" if a is not None else "n/a"
+    f_s = f"{f32:.3f}" if f32 is not None else "-"
+    r_f = f"{q / f32:.2f}" if f32 is not None else "-"
+    print(f"| {name} | {b} | {t} | {f_s} | {a_s} | {q:.3f} | {r_ao} | {r_f} | {diff:.3g} |",
+          flush=True)
+
+
+def bench_model(name, fm, make_input, batches, threads, min_time):
+    ao = tq.quantize_dynamic(copy.deepcopy(fm)) if tq is not None else None
+    qp = qq.quantize_dynamic(copy.deepcopy(fm))
+    for b in batches:
+        x = make_input(b)
+        with torch.no_grad():
+            ref = qp(x)
+            diff = ((ref - ao(x)).norm() / ao(x).norm()).item() if ao is not None else float("nan")
+        for t in threads:
+            torch.set_num_threads(t)
+            fns = [lambda: fm(x), (lambda: ao(x)) if ao is not None else (lambda: None),
+                   lambda: qp(x)]
+            with torch.no_grad():
+                f32, a, q = _time(fns, min_time)
+            _row(name, b, t, f32, a if ao is not None else None, q, diff)
+
+
+def bench_linear(threads, min_time):
+    for (k, n) in ((768, 3072), (4096, 4096)):
+        g = torch.Generator().manual_seed(0)
+        w = torch.randn(n, k, generator=g) * 0.05
+        b = torch.randn(n, generator=g)
+        scales = (w.abs().amax(1) / 127).double()
+        qw = torch.quantize_per_channel(w, scales, torch.zeros(n, dtype=torch.long), 0,
+                                        torch.qint8)
+        pq = torch.ops.qplugin.linear_prepack(qw, b)
+        pt = torch.ops.quantized.linear_prepack(qw, b) if tq is not None else None
+        for m in (1, 32, 256):
+            x = torch.randn(m, k, generator=g)
+            yq = torch.ops.qplugin.linear_dynamic(x, pq, True)
+            diff = float("nan")
+            if pt is not None:
+                diff = (yq - torch.ops.quantized.linear_dynamic(x, pt, True)).abs().max().item()
+            for t in threads:
+                torch.set_num_threads(t)
+                fns = [lambda: torch.nn.functional.linear(x, w, b),
+                       (lambda: torch.ops.quantized.linear_dynamic(x, pt, True)) if pt is not None
+                       else (lambda: None),
+                       lambda: torch.ops.qplugin.linear_dynamic(x, pq, True)]
+                f32, a, q = _time(fns, min_time)
+                _row(f"linear_dynamic {m}x{k}->{n}", m, t, f32, a if pt is not None else None,
+                     q, diff)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", action="append", choices=["bert", "lstm", "linear"])
+    ap.add_argument("--threads", type=int, action="append")
+    ap.add_argument("--layers", type=int, default=2, help="BERT encoder layers (12 = full)")
+    ap.add_argument("--isa", default="auto", help="qplugin ISA tier (QPLUGIN_CPU_ISA)")
+    ap.add_argument("--min-time", type=float, default=2.0, help="seconds per case")
+    args = ap.parse_args()
+    which = args.only or ["bert", "lstm", "linear"]
+    threads = args.threads or [1, 2]
+    print(f"qplugin ISA: {qplugin.cpu_isa()}; torch {torch.__version__} CPU capability "
+          f"{torch.backends.cpu.get_cpu_capability()}")
+    print("| model | batch | threads | fp32 ms | torch.ao ms | qplugin ms | qplugin/torch.ao | "
+          "qplugin/fp32 | diff vs torch.ao (rel. norm; linear: max abs) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    if "bert" in which:
+        g = torch.Generator().manual_seed(1)
+        bench_model(f"BERT-base {args.layers}-layer, seq 128", bert(args.layers),
+                    lambda b: torch.randn(b, 128, 768, generator=g), [1, 8], threads,
+                    args.min_time)
+    if "lstm" in which:
+        g = torch.Generator().manual_seed(2)
+        bench_model("LSTM 2x512 (in 256), seq 50", lstm(),
+                    lambda b: torch.randn(50, b, 256, generator=g), [1, 16], threads,
+                    args.min_time)
+    if "linear" in which:
+        bench_linear(threads, args.min_time)
+
+
+if __name__ == "__main__":
+    main()
