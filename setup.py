@@ -33,6 +33,7 @@ SOURCE_DIRS = [
     "csrc/kernels/gemm",
     "csrc/kernels/norm",
     "csrc/kernels/pool",
+    "csrc/driver",
     "csrc/packed",
     "csrc/ops",
     "csrc/ops/cpu",

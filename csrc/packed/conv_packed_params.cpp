@@ -1,6 +1,6 @@
 // Conv packed params: validation, packing (gemm / depthwise / transposed phases), apply (the conv
 // ops: input layout, output allocation, requantization terms), unpack and the pickled state.
-// Changes with: conv_packed_params.h, ops/quantized_cpu/conv_gemm.cpp, library.cpp.
+// Changes with: conv_packed_params.h, driver/conv_gemm.cpp, library.cpp.
 #include "packed/conv_packed_params.h"
 
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/checks.h"
-#include "ops/quantized_cpu/conv_gemm.h"
+#include "driver/conv_gemm.h"
 
 namespace qplugin {
 

@@ -2,7 +2,7 @@
 // qplugin.Conv3dPackedParams; conv1d uses the 2d class with H = 1, as PyTorch does): a qint8
 // conv or transposed-conv weight packed for the kernel chosen at prepack, its config and bias.
 // Changes with: conv_packed_params.cpp (validation, packing, state), library.cpp (registration),
-// ops/conv.cpp (schemas), ops/quantized_cpu/conv_gemm.{h,cpp} (the compute),
+// ops/conv.cpp (schemas), driver/conv_gemm.{h,cpp} (the compute),
 // qplugin/nn/modules/conv.py.
 //
 // Kinds of packing (chosen at prepack, stored; apply never consults the global ISA):
@@ -70,7 +70,7 @@ struct ConvPackedParamsBase : torch::CustomClassHolder {
   bool transpose() const { return transpose_; }
   std::string kernel_name() const;
 
-  // ---- packed form, read by ops/quantized_cpu/conv_gemm.cpp ----
+  // ---- packed form, read by driver/conv_gemm.cpp ----
   struct Phase {
     // Output positions o = r + j * s (transposed) or o = j (direct) of this phase, per dim d/h/w.
     int64_t r[3];

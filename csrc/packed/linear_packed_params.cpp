@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "common/checks.h"
-#include "ops/quantized_cpu/qgemm_parallel.h"
+#include "driver/qgemm_parallel.h"
 
 namespace qplugin {
 

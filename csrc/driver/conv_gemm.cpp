@@ -2,7 +2,7 @@
 // blocks and transposed conv by output phases, all threaded with at::parallel_for.
 // Changes with: conv_gemm.h, packed/conv_packed_params.{h,cpp}, kernels/gemm/qgemm.h,
 // kernels/conv/dwconv.h.
-#include "ops/quantized_cpu/conv_gemm.h"
+#include "driver/conv_gemm.h"
 
 #include "kernels/dispatch.h"
 

@@ -1,5 +1,5 @@
 // Threaded driver of the int8 GEMM engine. See qgemm_parallel.h.
-#include "ops/quantized_cpu/qgemm_parallel.h"
+#include "driver/qgemm_parallel.h"
 
 #include <ATen/Parallel.h>
 
