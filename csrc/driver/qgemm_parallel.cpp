@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace qplugin {
-namespace ops {
+namespace driver {
 
 namespace {
 
@@ -80,5 +80,5 @@ void qgemm_parallel(const QGemmKernels& k, const uint8_t* a, int64_t lda, int64_
   });
 }
 
-}  // namespace ops
+}  // namespace driver
 }  // namespace qplugin
