@@ -1,9 +1,12 @@
 // Schemas of the activation ops (≙ torch.ops.quantized). Kernels:
 // ops/quantized_cpu/activation_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
-#include "register.h"
+#include "ops/schemas.h"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_activation(torch::Library& m) {
   // Like quantized::relu6, inplace=True writes into qx and returns it (the schema carries no
   // alias annotation, exactly as PyTorch's).
   m.def("relu6(Tensor qx, bool inplace=False) -> Tensor");
@@ -14,5 +17,5 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("prelu(Tensor qx, Tensor weight, float output_scale, int output_zero_point) -> Tensor");
 }
 
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_activation)
+}  // namespace schemas
+}  // namespace qplugin

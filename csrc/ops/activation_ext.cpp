@@ -5,9 +5,12 @@
 // Kernels: ops/quantized_cpu/activation_ext_kernel.cpp; pinned in
 // tests/elementwise/test_schemas_elementwise.py.
 #include <torch/library.h>
-#include "register.h"
+#include "ops/schemas.h"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_activation_ext(torch::Library& m) {
   m.def("leaky_relu(Tensor qx, Scalar negative_slope, bool inplace, float output_scale, "
         "int output_zero_point) -> Tensor");
   m.def("sigmoid(Tensor qx, float output_scale, int output_zero_point) -> Tensor");
@@ -27,5 +30,5 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
         "Scalar threshold=20) -> Tensor");
 }
 
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_activation_ext)
+}  // namespace schemas
+}  // namespace qplugin
