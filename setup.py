@@ -31,7 +31,7 @@ SOURCE_DIRS = [
     "csrc/kernels/elementwise",
     "csrc/kernels/embedding",
     "csrc/kernels/gemm",
-    "csrc/kernels/norm",
+    "csrc/kernels/normalization",
     "csrc/kernels/pool",
     "csrc/driver",
     "csrc/packed",

@@ -1,5 +1,5 @@
 // QuantizedCPU (and CPU, for a clear error on float input) kernels of the batch-norm ops.
-// Schemas: ops/norm.cpp. Microkernels: kernels/elementwise/* via kernels/dispatch.h.
+// Schemas: ops/batch_norm.cpp. Microkernels: kernels/elementwise/* via kernels/dispatch.h.
 // Numerics (as PyTorch's): alpha[c] = w/sqrt(var+eps) * s_in/s_out, beta[c] = (b - mean*w/
 // sqrt(var+eps))/s_out; y = zp_out + nearbyint(alpha*(x - zp_in) + beta), clamped (ReLU: >= zp_out).
 #include <ATen/ATen.h>

@@ -3,8 +3,8 @@
 // per-channel affine kernels (below): batch norm's (kernels/dispatch.h TypedKernels::affine_*)
 // subtract the input zero point in int32 and clamp NaN to lo, these fold both zero points into
 // beta and clamp NaN to hi, so the two give different bytes on non-finite parameters.
-// Changes with: norm_dispatch.cpp (table choice), norm_generic_impl.h (reference forms),
-// norm_{scalar,avx2,avx512vnni}.cpp (the kernels), ops/quantized_cpu/normalization_kernel.cpp.
+// Changes with: normalization_dispatch.cpp (table choice), normalization_generic_impl.h (reference forms),
+// normalization_{scalar,avx2,avx512vnni}.cpp (the kernels), ops/quantized_cpu/normalization_kernel.cpp.
 #pragma once
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 // Picks the normalization kernel table for the ISA in use (kernels::current_isa(), which
-// QPLUGIN_CPU_ISA and the _set_cpu_isa test hook lower). Changes with: norm_dispatch.h.
-#include "kernels/norm/norm_dispatch.h"
+// QPLUGIN_CPU_ISA and the _set_cpu_isa test hook lower). Changes with: normalization.h.
+#include "kernels/normalization/normalization.h"
 
 namespace qplugin {
 namespace kernels {

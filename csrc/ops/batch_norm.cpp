@@ -1,5 +1,5 @@
 // Schemas of the normalization ops (≙ torch.ops.quantized / aten::quantized_batch_norm).
-// Kernels: ops/quantized_cpu/norm_kernel.cpp; pinned in tests/test_schemas.py.
+// Kernels: ops/quantized_cpu/batch_norm_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
 #include "ops/schemas.h"
 
