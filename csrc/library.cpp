@@ -88,9 +88,8 @@ TORCH_LIBRARY(qplugin, m) {
   s::define_embedding(m);
   s::define_matmul(m);
   s::define_activation(m);
-  s::define_activation_ext(m);
   s::define_elementwise(m);
-  s::define_norm(m);
+  s::define_batch_norm(m);
   s::define_normalization(m);
   s::define_pooling(m);
   s::define_upsample(m);

@@ -11,14 +11,13 @@
 #define QPLUGIN_REGISTRATION_UNITS(X) \
   X(library) \
   X(cpu_embedding_kernel) \
-  X(quantized_cpu_activation_ext_kernel) \
   X(quantized_cpu_activation_kernel) \
   X(quantized_cpu_binary_kernel) \
   X(quantized_cpu_cat_kernel) \
   X(quantized_cpu_conv_kernel) \
   X(quantized_cpu_linear_kernel) \
   X(quantized_cpu_matmul_kernel) \
-  X(quantized_cpu_norm_kernel) \
+  X(quantized_cpu_batch_norm_kernel) \
   X(quantized_cpu_normalization_kernel) \
   X(quantized_cpu_pooling_kernel) \
   X(quantized_cpu_upsample_kernel)

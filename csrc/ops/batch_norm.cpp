@@ -1,4 +1,4 @@
-// Schemas of the normalization ops (≙ torch.ops.quantized / aten::quantized_batch_norm).
+// Schemas of the batch-norm ops (≙ torch.ops.quantized / aten::quantized_batch_norm).
 // Kernels: ops/quantized_cpu/batch_norm_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
 #include "ops/schemas.h"
@@ -6,7 +6,7 @@
 namespace qplugin {
 namespace schemas {
 
-void define_norm(torch::Library& m) {
+void define_batch_norm(torch::Library& m) {
   m.def("quantized_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, "
         "float eps, float output_scale, int output_zero_point) -> Tensor");
   m.def("batch_norm(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "

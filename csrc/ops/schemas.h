@@ -12,14 +12,13 @@ namespace qplugin {
 namespace schemas {
 
 void define_activation(torch::Library& m);
-void define_activation_ext(torch::Library& m);
 void define_conv(torch::Library& m);
 void define_elementwise(torch::Library& m);
 void define_embedding(torch::Library& m);
 void define_linear(torch::Library& m);
 void define_matmul(torch::Library& m);
 void define_misc(torch::Library& m);
-void define_norm(torch::Library& m);
+void define_batch_norm(torch::Library& m);
 void define_normalization(torch::Library& m);
 void define_pooling(torch::Library& m);
 void define_upsample(torch::Library& m);

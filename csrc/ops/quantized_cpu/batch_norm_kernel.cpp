@@ -309,4 +309,4 @@ TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_BN(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_BN(m) }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_norm_kernel)
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_batch_norm_kernel)
