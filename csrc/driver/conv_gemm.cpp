@@ -44,6 +44,21 @@ inline void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t n) {
   }
 }
 
+// Steps the output position (n, jd, jh, jw) to the next pixel of a P0 x P1 x P2 grid, row-major.
+inline void next_pixel(int64_t P0, int64_t P1, int64_t P2, int64_t* n, int64_t* jd, int64_t* jh,
+                       int64_t* jw) {
+  if (++*jw == P2) {
+    *jw = 0;
+    if (++*jh == P1) {
+      *jh = 0;
+      if (++*jd == P0) {
+        *jd = 0;
+        ++*n;
+      }
+    }
+  }
+}
+
 // Bytes of im2col rows a task keeps (L2-resident together with the B panels it streams).
 constexpr int64_t kIm2colBytes = 96 * 1024;
 // Below this many multiply-adds a conv runs on the calling thread.
@@ -221,16 +236,7 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
       int64_t jh = q % P1, jd = q / P1;
       for (int64_t m = m0; m < m1; ++m) {
         rows[m - m0] = xb + n * img + jd * sd + jh * sh + jw * sw;
-        if (++jw == P2) {
-          jw = 0;
-          if (++jh == P1) {
-            jh = 0;
-            if (++jd == P0) {
-              jd = 0;
-              ++n;
-            }
-          }
-        }
+        next_pixel(P0, P1, P2, &n, &jd, &jh, &jw);
       }
       k.igemm(rows.data(), m1 - m0, seg_off.data(), ph.nseg, ph.kseg, pb, Cout, n0, n1, e,
               y + m0 * Cout, Cout);
@@ -373,16 +379,7 @@ void run_phase(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
                 }
               }
             }
-            if (++jw == P2) {
-              jw = 0;
-              if (++jh == P1) {
-                jh = 0;
-                if (++jd == P0) {
-                  jd = 0;
-                  ++n;
-                }
-              }
-            }
+            next_pixel(P0, P1, P2, &n, &jd, &jh, &jw);
           }
           a = abuf.data();
           lda = Kb;
