@@ -1,5 +1,7 @@
-// The only TORCH_LIBRARY(qplugin): opens the namespace and registers the packed-param classes
-// (before any schema names them). Op schemas live in ops/<family>.cpp as TORCH_LIBRARY_FRAGMENTs.
+// The only TORCH_LIBRARY(qplugin): registers the packed-params classes, then defines every op
+// schema (ops/schemas.h; the definitions live in ops/<family>.cpp), in that order inside this one
+// block, as PyTorch's quantized library does: the schemas that name a class never depend on the
+// order of static initialisers across object files.
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
@@ -7,6 +9,7 @@
 #include "packed/embedding_packed_params.h"
 #include "packed/linear_fp16_packed_params.h"
 #include "packed/linear_packed_params.h"
+#include "ops/schemas.h"
 #include "register.h"
 
 namespace {
@@ -88,6 +91,22 @@ TORCH_LIBRARY(qplugin, m) {
       .def("bit_rate", [](const EP& self) { return self->bit_rate(); })
       .def("version", [](const EP& self) { return self->version(); })
       .def("kernel", [](const EP& self) { return self->kernel_name(); });
+
+  // The schemas, after the classes they name.
+  namespace s = qplugin::schemas;
+  s::define_misc(m);
+  s::define_linear(m);
+  s::define_linear_dynamic(m);
+  s::define_rnn_dynamic(m);
+  s::define_conv(m);
+  s::define_embedding(m);
+  s::define_matmul(m);
+  s::define_activation(m);
+  s::define_elementwise(m);
+  s::define_batch_norm(m);
+  s::define_normalization(m);
+  s::define_pooling(m);
+  s::define_upsample(m);
 }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.

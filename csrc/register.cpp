@@ -10,34 +10,19 @@
 // One entry per file with a TORCH_LIBRARY / _FRAGMENT / _IMPL block (unit = its path under csrc/).
 #define QPLUGIN_REGISTRATION_UNITS(X) \
   X(library) \
-  X(ops_activation) \
-  X(ops_activation_ext) \
-  X(ops_conv) \
-  X(ops_elementwise) \
-  X(ops_embedding) \
   X(cpu_embedding_kernel) \
   X(cpu_linear_dynamic_kernel) \
   X(cpu_rnn_dynamic_kernel) \
-  X(ops_linear) \
-  X(ops_linear_dynamic) \
-  X(ops_matmul) \
-  X(ops_misc) \
-  X(ops_norm) \
-  X(ops_normalization) \
-  X(ops_pooling) \
-  X(ops_rnn_dynamic) \
-  X(quantized_cpu_activation_ext_kernel) \
   X(quantized_cpu_activation_kernel) \
   X(quantized_cpu_binary_kernel) \
   X(quantized_cpu_cat_kernel) \
   X(quantized_cpu_conv_kernel) \
   X(quantized_cpu_linear_kernel) \
   X(quantized_cpu_matmul_kernel) \
-  X(quantized_cpu_norm_kernel) \
+  X(quantized_cpu_batch_norm_kernel) \
   X(quantized_cpu_normalization_kernel) \
   X(quantized_cpu_pooling_kernel) \
-  X(quantized_cpu_upsample_kernel) \
-  X(ops_upsample)
+  X(quantized_cpu_upsample_kernel)
 
 #define QPLUGIN_DECLARE_ANCHOR(unit) int64_t qplugin_registration_anchor_##unit(void);
 extern "C" {

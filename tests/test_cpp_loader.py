@@ -48,7 +48,7 @@ def _registration_units():
 
 def test_every_registering_file_is_anchored_and_listed():
     units = _registration_units()
-    assert len(units) >= 20 and "library" in units and "ops_misc" in units
+    assert len(units) >= 12 and "library" in units and "quantized_cpu_linear_kernel" in units
     with open(os.path.join(CSRC, "register.cpp")) as f:
         listed = re.findall(r"^\s*X\((\w+)\)", f.read(), re.M)
     assert sorted(listed) == sorted(units), (

@@ -18,8 +18,11 @@ SAN=${QPLUGIN_SANITIZE:-address,undefined}
 TREE=${QPLUGIN_SANITIZE_TREE:-$ROOT/build/sanitize-tree}
 
 # The copy: the sources and tests as they are on disk (tracked or not), without build outputs.
-# tar keeps mtimes, so ninja rebuilds only what changed; files deleted here stay in the copy.
+# tar keeps mtimes, so ninja rebuilds only what changed. csrc, qplugin and tests are replaced
+# whole, so a file deleted or renamed here does not linger in the copy (setup.py would compile a
+# stale csrc/*.cpp, or reject it as outside its source folders); the objects in $TREE/build stay.
 mkdir -p "$TREE"
+rm -rf "$TREE/csrc" "$TREE/qplugin" "$TREE/tests"
 tar -C "$ROOT" --exclude=./build --exclude=./.git --exclude='*.so' --exclude='*.o' \
     --exclude=__pycache__ --exclude=.pytest_cache -cf - . | tar -C "$TREE" -xf -
 cd "$TREE"

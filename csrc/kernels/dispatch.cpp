@@ -1,5 +1,5 @@
 // CPU feature detection (once, at load) and the kernel table in use.
-// Changes with: dispatch.h, ops/quantized_cpu/isa_kernel.cpp (the _cpu_isa / _set_cpu_isa ops).
+// Changes with: dispatch.h, ops/misc.cpp (the _cpu_isa / _set_cpu_isa ops).
 #include "kernels/dispatch.h"
 
 #include <atomic>
@@ -26,8 +26,6 @@ bool parse_isa(const char* s, Isa* out) {
   return false;
 }
 
-namespace {
-
 bool cpu_has_vbmi() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
@@ -36,6 +34,8 @@ bool cpu_has_vbmi() {
   return false;
 #endif
 }
+
+namespace {
 
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -103,15 +103,9 @@ namespace {
 }  // namespace
 
 const KernelTable& table() {
-  static const KernelTable& s = scalar::make_table();
-  static const KernelTable& a2 = detected_isa() >= Isa::kAvx2 ? avx2::make_table() : s;
-  static const KernelTable& a512 =
-      detected_isa() >= Isa::kAvx512Vnni ? avx512vnni::make_table(cpu_has_vbmi()) : a2;
-  switch (current_isa()) {
-    case Isa::kAvx512Vnni: return a512;
-    case Isa::kAvx2: return a2;
-    default: return s;
-  }
+  return table_of_current_isa([] { return &scalar::make_table(); },
+                              [] { return &avx2::make_table(); },
+                              [] { return &avx512vnni::make_table(cpu_has_vbmi()); });
 }
 
 }  // namespace kernels

@@ -1,4 +1,5 @@
 // Kernel tables and runtime ISA choice. Torch-free: raw pointers, sizes and qparams only.
+// The ISA choice of every kernel family goes through for_isa / table_of_current_isa below.
 // Changes with: dispatch.cpp (table filling), kernels/*/*_<isa>.cpp (the kernels), setup.py (flags).
 #pragma once
 #include <cstdint>
@@ -70,6 +71,39 @@ Isa ceiling_isa();
 // For tests and benchmarks: never raises above the CPU or QPLUGIN_CPU_ISA.
 Isa set_isa(Isa requested);
 const KernelTable& table();
+// Whether the CPU has AVX-512 VBMI (byte permutes), an option of some avx512vnni kernels.
+bool cpu_has_vbmi();
+// isa, lowered to what this CPU supports (never above detected_isa()).
+inline Isa supported_isa(Isa isa) {
+  return static_cast<int>(isa) < static_cast<int>(detected_isa()) ? isa : detected_isa();
+}
+
+// The one ISA switch of every kernel family: calls the callable of `isa` and returns its result
+// (a table reference). Only the chosen callable runs, so the other tiers' code (built with their
+// own -m flags) is never entered. Use from the non-ISA *_dispatch.cpp files only.
+template <class Scalar, class Avx2, class Avx512Vnni>
+decltype(auto) for_isa(Isa isa, Scalar&& scalar, Avx2&& avx2, Avx512Vnni&& avx512vnni) {
+  switch (isa) {
+    case Isa::kAvx512Vnni: return avx512vnni();
+    case Isa::kAvx2: return avx2();
+    default: return scalar();
+  }
+}
+
+// The table of the ISA in use (current_isa()) for a family whose per-tier tables are built once:
+// each make_* (a lambda returning a pointer to its tier's table) runs at most once, on first use,
+// and only for the tiers this CPU has (a missing tier falls back to the one below). The static
+// locals are the family's cache: lambdas make every call site its own instantiation.
+template <class MakeScalar, class MakeAvx2, class MakeAvx512Vnni>
+auto& table_of_current_isa(MakeScalar make_scalar, MakeAvx2 make_avx2,
+                           MakeAvx512Vnni make_avx512vnni) {
+  using TablePtr = decltype(make_scalar());
+  static const TablePtr s = make_scalar();
+  static const TablePtr a2 = detected_isa() >= Isa::kAvx2 ? make_avx2() : s;
+  static const TablePtr a512 = detected_isa() >= Isa::kAvx512Vnni ? make_avx512vnni() : a2;
+  return *for_isa(
+      current_isa(), [] { return s; }, [] { return a2; }, [] { return a512; });
+}
 
 // Per-ISA tables, defined in the *_<isa>.cpp files.
 namespace scalar { const KernelTable& make_table(); }

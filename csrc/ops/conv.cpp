@@ -6,15 +6,18 @@
 // that take (stride, padding, dilation, groups) next to an already-configured packed object:
 // like PyTorch (QConvInt8ForBC) they warn once and ignore those arguments, the packed object's
 // config wins. conv1d and conv_transpose1d/2d use Conv2dPackedParams, 3-d ones Conv3dPackedParams.
-// Kernels: ops/quantized_cpu/conv_kernel.cpp; classes: packed/conv_packed_params.h (registered in
-// library.cpp); pinned in tests/conv/test_conv_modules.py (schema test).
+// Kernels: ops/quantized_cpu/conv_kernel.cpp; classes: packed/conv_packed_params.h (registered by
+// library.cpp before it calls define_conv, see ops/schemas.h); pinned in tests/conv/test_conv_modules.py (schema test).
 #include <torch/library.h>
-#include "register.h"
+#include "ops/schemas.h"
 
 #define QP_C2 "__torch__.torch.classes.qplugin.Conv2dPackedParams"
 #define QP_C3 "__torch__.torch.classes.qplugin.Conv3dPackedParams"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_conv(torch::Library& m) {
   m.def("conv1d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
         "int[] dilation, int groups) -> " QP_C2);
   m.def("conv2d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
@@ -70,8 +73,8 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("conv_transpose3d_unpack(" QP_C3 " packed_weights) -> "
         "(Tensor unpacked_weights, Tensor? B_origin)");
 }
+
+}  // namespace schemas
+}  // namespace qplugin
 #undef QP_C2
 #undef QP_C3
-
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_conv)

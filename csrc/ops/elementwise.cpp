@@ -2,9 +2,12 @@
 // deprecated names PyTorch still registers). Kernels: ops/quantized_cpu/binary_kernel.cpp,
 // ops/quantized_cpu/cat_kernel.cpp; pinned in tests/elementwise/test_schemas_elementwise.py.
 #include <torch/library.h>
-#include "register.h"
+#include "ops/schemas.h"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_elementwise(torch::Library& m) {
   // Tensor x Tensor (broadcasting; output qparams given), out= (out's qparams), Tensor x Scalar
   // (output qparams derived from the input's, PyTorch's rules), for add/add_relu/mul/mul_relu.
 #define QPLUGIN_DEF_BINARY(NAME)                                                             \
@@ -39,5 +42,5 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("cat_relu_out(Tensor[] qx, int dim, Tensor(a!) out) -> Tensor(a!)");
 }
 
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_elementwise)
+}  // namespace schemas
+}  // namespace qplugin

@@ -1,8 +1,9 @@
 // Schemas of the embedding ops (≙ torch.ops.quantized.embedding*, same names, argument order and
 // defaults). Kernels: ops/cpu/embedding_kernel.cpp; class: packed/embedding_packed_params.h
-// (registered in library.cpp, whose TORCH_LIBRARY runs first); pinned in tests/test_schemas.py.
+// (library.cpp registers it before it calls define_embedding, see ops/schemas.h); pinned in
+// tests/test_schemas.py.
 #include <torch/library.h>
-#include "register.h"
+#include "ops/schemas.h"
 
 #define QPLUGIN_BAG_ARGS                                                                        \
   "Tensor indices, Tensor? offsets=None, bool scale_grad_by_freq=False, int mode=0, "           \
@@ -10,7 +11,10 @@
   "Tensor? compressed_indices_mapping=None, bool include_last_offset=False) -> Tensor"
 #define QPLUGIN_EMB_PACKED "__torch__.torch.classes.qplugin.EmbeddingPackedParams"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_embedding(torch::Library& m) {
   m.def("embedding_bag_byte_prepack(Tensor weight) -> Tensor");
   m.def("embedding_bag_4bit_prepack(Tensor weight, bool optimized_qparams=False, int nbins=200, "
         "float ratio=0.16) -> Tensor");
@@ -32,8 +36,8 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
         "bool pruned_weights=False) -> Tensor");
 }
 
+}  // namespace schemas
+}  // namespace qplugin
+
 #undef QPLUGIN_BAG_ARGS
 #undef QPLUGIN_EMB_PACKED
-
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_embedding)

@@ -1,12 +1,14 @@
 // Schemas of the linear ops (≙ torch.ops.quantized.linear*, same names, argument order and
 // defaults). Kernels: ops/quantized_cpu/linear_kernel.cpp; class: packed/linear_packed_params.h
-// (registered in library.cpp, whose TORCH_LIBRARY runs first: setup.py links sources sorted, so
-// library.o precedes ops/linear.o); fake kernels: qplugin/_meta_registrations.py; pinned in
+// (library.cpp registers it before it calls define_linear, see ops/schemas.h); pinned in
 // tests/test_schemas.py.
 #include <torch/library.h>
-#include "register.h"
+#include "ops/schemas.h"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_linear(torch::Library& m) {
   m.def("linear_prepack(Tensor W, Tensor? B=None) -> "
         "__torch__.torch.classes.qplugin.LinearPackedParams W_prepack");
   m.def("linear(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, "
@@ -23,5 +25,5 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
         "(Tensor W_origin, Tensor? B_origin)");
 }
 
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_linear)
+}  // namespace schemas
+}  // namespace qplugin

@@ -1,13 +1,16 @@
 // Schemas of the dynamic linear ops (≙ torch.ops.quantized.linear_dynamic*, linear_*_fp16: same
 // names, argument order and defaults; float input and output) on qplugin's packed-params classes.
 // Kernels: ops/cpu/linear_dynamic_kernel.cpp; classes: packed/linear_packed_params.h and
-// packed/linear_fp16_packed_params.h (both registered in library.cpp, which runs first);
+// packed/linear_fp16_packed_params.h (both registered in library.cpp before this is called);
 // fake kernels: qplugin/_meta_dynamic.py.
 #include <torch/library.h>
 
-#include "register.h"
+#include "ops/schemas.h"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_linear_dynamic(torch::Library& m) {
   // y = dequant(quant(X) @ W^T) + b: X quantized per call to quint8 (per-tensor affine from its
   // min/max; reduce_range: 7 bits), exact int32 products, float32 output.
   m.def("linear_dynamic(Tensor X, __torch__.torch.classes.qplugin.LinearPackedParams W_prepack, "
@@ -24,5 +27,5 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
         "__torch__.torch.classes.qplugin.LinearPackedParamsFp16 W_prepack) -> Tensor Y");
 }
 
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_linear_dynamic)
+}  // namespace schemas
+}  // namespace qplugin

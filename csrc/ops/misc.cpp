@@ -6,7 +6,7 @@
 #include <string>
 
 #include "kernels/dispatch.h"
-#include "register.h"
+#include "ops/schemas.h"
 
 namespace qplugin {
 namespace ops {
@@ -36,12 +36,15 @@ std::string build_torch_version() { return TORCH_VERSION; }
 }  // namespace ops
 }  // namespace qplugin
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_misc(torch::Library& m) {
   m.def("_cpu_isa() -> str", &qplugin::ops::cpu_isa);
   m.def("_detected_cpu_isa() -> str", &qplugin::ops::detected_cpu_isa);
   m.def("_set_cpu_isa(str isa) -> str", &qplugin::ops::set_cpu_isa);
   m.def("_build_torch_version() -> str", &qplugin::ops::build_torch_version);
 }
 
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_misc)
+}  // namespace schemas
+}  // namespace qplugin

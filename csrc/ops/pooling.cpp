@@ -4,9 +4,12 @@
 // adaptive_max_pool2d is an extension (values only: no indices for quantized tensors).
 // Kernels: ops/quantized_cpu/pooling_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
-#include "register.h"
+#include "ops/schemas.h"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_pooling(torch::Library& m) {
   m.def("max_pool1d(Tensor qx, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
         "bool ceil_mode) -> Tensor");
   m.def("max_pool2d(Tensor qx, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
@@ -25,5 +28,5 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
   m.def("adaptive_max_pool2d(Tensor self, int[2] output_size) -> Tensor");
 }
 
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_pooling)
+}  // namespace schemas
+}  // namespace qplugin

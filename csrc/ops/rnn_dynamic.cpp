@@ -4,9 +4,12 @@
 // PackedSequence. Kernels: ops/cpu/rnn_dynamic_kernel.cpp; fake kernels: qplugin/_meta_dynamic.py.
 #include <torch/library.h>
 
-#include "register.h"
+#include "ops/schemas.h"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_rnn_dynamic(torch::Library& m) {
   // input: [T, B, I] (batch_sizes None) or PackedSequence data [sum(batch_sizes), I];
   // h0/c0: [B, H] (B = batch_sizes[0] when packed). Gates: linear_dynamic(x, W_ih) +
   // linear_dynamic(h, W_hh) (biases inside the packed weights), the input projection computed for
@@ -21,5 +24,5 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
         "bool reduce_range=True) -> (Tensor output, Tensor h_n)");
 }
 
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_rnn_dynamic)
+}  // namespace schemas
+}  // namespace qplugin

@@ -4,9 +4,12 @@
 // Input quantization parameters propagate to the output.
 // Kernels: ops/quantized_cpu/upsample_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
-#include "register.h"
+#include "ops/schemas.h"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_upsample(torch::Library& m) {
   m.def("upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor");
   m.def("upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, "
         "float? scales_w=None) -> Tensor");
@@ -26,5 +29,5 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
         "float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor");
 }
 
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_upsample)
+}  // namespace schemas
+}  // namespace qplugin

@@ -1,6 +1,6 @@
 // Conv packed params: validation, packing (gemm / depthwise / transposed phases), apply (the conv
 // ops: input layout, output allocation, requantization terms), unpack and the pickled state.
-// Changes with: conv_packed_params.h, ops/quantized_cpu/conv_gemm.cpp, library.cpp.
+// Changes with: conv_packed_params.h, driver/conv_gemm.cpp, library.cpp.
 #include "packed/conv_packed_params.h"
 
 #include <cmath>
@@ -8,7 +8,8 @@
 #include <string>
 
 #include "common/checks.h"
-#include "ops/quantized_cpu/conv_gemm.h"
+#include "packed/serialization.h"
+#include "driver/conv_gemm.h"
 
 namespace qplugin {
 
@@ -25,19 +26,6 @@ void check_len(const char* op, const char* what, const std::vector<int64_t>& v, 
               n, " values (one per spatial dimension), got ", vec_str(v));
 }
 
-void check_weight_scale(const char* op, double s, int64_t channel) {
-  const float f = static_cast<float>(s);
-  TORCH_CHECK(std::isfinite(s) && s > 0.0 && std::isfinite(f) && f > 0.0f, "qplugin::", op,
-              ": expected finite, positive weight scales (as float32), got ", s,
-              channel >= 0 ? " at channel " : "", channel >= 0 ? std::to_string(channel) : "");
-}
-
-void check_weight_zp(const char* op, int64_t zp, int64_t channel) {
-  TORCH_CHECK(zp >= -128 && zp <= 127, "qplugin::", op,
-              ": expected weight zero points in [-128, 127] (torch.qint8), got ", zp,
-              channel >= 0 ? " at channel " : "", channel >= 0 ? std::to_string(channel) : "");
-}
-
 }  // namespace
 
 void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
@@ -46,16 +34,7 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
                                 std::vector<int64_t> dilation, int64_t groups, bool transpose,
                                 const char* op) {
   TORCH_INTERNAL_ASSERT(spatial == 2 || spatial == 3, "qplugin: conv spatial rank ", spatial);
-  TORCH_CHECK(weight.defined(), "qplugin::", op, ": expected a weight tensor, got None");
-  TORCH_CHECK(weight.is_quantized(), "qplugin::", op,
-              ": expected weight to be a quantized tensor of dtype torch.qint8, got a ",
-              c10::toString(weight.scalar_type()),
-              " tensor; quantize it first (torch.quantize_per_tensor or "
-              "torch.quantize_per_channel with dtype=torch.qint8)");
-  TORCH_CHECK(weight.scalar_type() == at::kQInt8, "qplugin::", op,
-              ": expected weight of dtype torch.qint8, got ", c10::toString(weight.scalar_type()));
-  TORCH_CHECK(weight.device().is_cpu(), "qplugin::", op, ": expected weight on the CPU, got ",
-              weight.device());
+  packed::check_qint8_weight(weight, op);
   TORCH_CHECK(weight.dim() == spatial + 2, "qplugin::", op, ": expected a ", spatial + 2,
               "-D weight ", transpose ? "[in_channels, out_channels/groups, k...]"
                                       : "[out_channels, in_channels/groups, k...]",
@@ -123,7 +102,7 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
     Cin_ = w0;
     Cout_ = w1 * groups;
   } else {
-    // PyTorch's prepack silently drops channels here (TORCH_ORACLE_NOTES.md): qplugin raises.
+    // PyTorch's prepack silently drops channels here (docs/oracle.md): qplugin raises.
     TORCH_CHECK(w0 % groups == 0, "qplugin::", op, ": expected out_channels (weight.size(0) = ",
                 w0, ") divisible by groups = ", groups);
     Cout_ = w0;
@@ -154,8 +133,8 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
   any_w_zp_ = false;
   const auto qscheme = weight.qscheme();
   if (qscheme == at::kPerTensorAffine) {
-    check_weight_scale(op, weight.q_scale(), -1);
-    check_weight_zp(op, weight.q_zero_point(), -1);
+    packed::check_weight_scale(op, weight.q_scale(), "");
+    packed::check_weight_zp(op, weight.q_zero_point(), "");
     for (int64_t n = 0; n < Cout_; ++n) {
       w_scale_f_[n] = static_cast<float>(weight.q_scale());
       w_zp_i32_[n] = static_cast<int32_t>(weight.q_zero_point());
@@ -173,8 +152,9 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
     TORCH_CHECK(s.numel() == nch && z.numel() == nch, "qplugin::", op, ": expected ", nch,
                 " per-channel scales and zero points, got ", s.numel(), " and ", z.numel());
     for (int64_t c = 0; c < nch; ++c) {
-      check_weight_scale(op, s.data_ptr<double>()[c], c);
-      check_weight_zp(op, z.data_ptr<int64_t>()[c], c);
+      const std::string at = packed::at_channel("channel", c);
+      packed::check_weight_scale(op, s.data_ptr<double>()[c], at);
+      packed::check_weight_zp(op, z.data_ptr<int64_t>()[c], at);
     }
     for (int64_t n = 0; n < Cout_; ++n) {
       const int64_t c = transpose ? n % Cout_g : n;
@@ -383,7 +363,7 @@ at::Tensor ConvPackedParamsBase::apply_unguarded(const at::Tensor& x_in, double 
     } else {
       out[i] = in[i] + 2 * p_[i] >= span ? (in[i] + 2 * p_[i] - span) / s_[i] + 1 : 0;
     }
-    // PyTorch's conv3d returns an empty tensor here (TORCH_ORACLE_NOTES.md): qplugin raises.
+    // PyTorch's conv3d returns an empty tensor here (docs/oracle.md): qplugin raises.
     TORCH_CHECK(out[i] > 0 || in[i] == 0, "qplugin::", op,
                 ": expected the (dilated) kernel to fit in the padded input, got input shape ",
                 x_in.sizes(), ", kernel ", k_[i], ", padding ", p_[i], ", dilation ", d_[i],
@@ -404,18 +384,18 @@ at::Tensor ConvPackedParamsBase::apply_unguarded(const at::Tensor& x_in, double 
                                              output_scale, output_zero_point, mf);
   if (y.numel() == 0) return y;
   // NDHWC input: a channels-last input is used in place, a contiguous NCHW one goes through
-  // ops::nchw_to_nhwc_u8 (8x8 byte-block transposes; ATen's quint8 copy is ~4x slower), anything
+  // driver::nchw_to_nhwc_u8 (8x8 byte-block transposes; ATen's quint8 copy is ~4x slower), anything
   // else through ATen.
   at::Tensor x;
   bool x_nchw = false;
   if (x_in.is_contiguous(mf)) {
     x = x_in;
-  } else if (x_in.is_contiguous() && ops::conv_reads_nchw(*this)) {
+  } else if (x_in.is_contiguous() && driver::conv_reads_nchw(*this)) {
     x = x_in;  // the kernel reads the NCDHW rows in place
     x_nchw = true;
   } else if (x_in.dim() == 2 + spatial_ && x_in.is_contiguous()) {
     x = at::empty({x_in.numel()}, x_in.options().dtype(at::kByte));
-    ops::nchw_to_nhwc_u8(reinterpret_cast<const uint8_t*>(x_in.data_ptr()), N, Cin_,
+    driver::nchw_to_nhwc_u8(reinterpret_cast<const uint8_t*>(x_in.data_ptr()), N, Cin_,
                          x_in.numel() / std::max<int64_t>(1, N * Cin_),
                          reinterpret_cast<uint8_t*>(x.data_ptr()));
   } else {
@@ -440,10 +420,10 @@ at::Tensor ConvPackedParamsBase::apply_unguarded(const at::Tensor& x_in, double 
               "and non-zero in float32, got input scale ", in_scale, " and output scale ",
               output_scale);
   const int64_t lo = relu ? std::max<int64_t>(0, output_zero_point) : 0;
-  ops::ConvRequant rq{mult.data(), bq.data(), static_cast<float>(lo - output_zero_point),
+  driver::ConvRequant rq{mult.data(), bq.data(), static_cast<float>(lo - output_zero_point),
                       static_cast<float>(255 - output_zero_point),
                       static_cast<int32_t>(output_zero_point), static_cast<int32_t>(in_zp)};
-  ops::conv_forward(*this, xp, N, in, reinterpret_cast<uint8_t*>(y.data_ptr()), out, rq, x_nchw);
+  driver::conv_forward(*this, xp, N, in, reinterpret_cast<uint8_t*>(y.data_ptr()), out, rq, x_nchw);
   return y;
 }
 
@@ -461,23 +441,10 @@ ConvPackedParamsBase::State ConvPackedParamsBase::getstate() const {
 
 void ConvPackedParamsBase::init_from_state(int64_t spatial, const c10::IValue& state,
                                            const char* cls) {
-  TORCH_CHECK(state.isTuple(), "qplugin::", cls,
-              ": expected a tuple (version, weight, bias, stride, padding, output_padding, "
-              "dilation, groups, flags), got ", state.tagKind());
-  const auto& el = state.toTupleRef().elements();
-  TORCH_CHECK(!el.empty() && el[0].isInt(), "qplugin::", cls,
-              ": expected an integer version as the first element of the state, got ",
-              el.empty() ? std::string("an empty tuple") : std::string(el[0].tagKind()));
-  const int64_t version = el[0].toInt();
-  TORCH_CHECK(version == 1, "qplugin::", cls, ": expected state version 1, got ", version,
-              version > 1 ? "; the state was written by a newer qplugin, upgrade qplugin" : "");
-  TORCH_CHECK(el.size() == 9, "qplugin::", cls, ": expected a version-1 state of 9 elements, got ",
-              el.size());
-  TORCH_CHECK(el[1].isTensor(), "qplugin::", cls,
-              ": expected a qint8 weight tensor as the second element, got ", el[1].tagKind());
-  TORCH_CHECK(el[2].isNone() || el[2].isTensor(), "qplugin::", cls,
-              ": expected a float32 bias tensor or None as the third element, got ",
-              el[2].tagKind());
+  const auto& el = packed::state_elements(
+      state, cls, "weight, bias, stride, padding, output_padding, dilation, groups, flags", 9);
+  packed::check_state_tensor(el, 1, false, cls, "a qint8 weight tensor");
+  packed::check_state_tensor(el, 2, true, cls, "a float32 bias tensor or None");
   for (int i = 3; i < 7; ++i) {
     TORCH_CHECK(el[i].isIntList(), "qplugin::", cls, ": expected an int list as element ", i,
                 " of the state, got ", el[i].tagKind());

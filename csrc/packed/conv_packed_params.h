@@ -2,7 +2,7 @@
 // qplugin.Conv3dPackedParams; conv1d uses the 2d class with H = 1, as PyTorch does): a qint8
 // conv or transposed-conv weight packed for the kernel chosen at prepack, its config and bias.
 // Changes with: conv_packed_params.cpp (validation, packing, state), library.cpp (registration),
-// ops/conv.cpp (schemas), ops/quantized_cpu/conv_gemm.{h,cpp} (the compute),
+// ops/conv.cpp (schemas), driver/conv_gemm.{h,cpp} (the compute),
 // qplugin/nn/modules/conv.py.
 //
 // Kinds of packing (chosen at prepack, stored; apply never consults the global ISA):
@@ -28,12 +28,11 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/conv/dwconv.h"
-#include "kernels/gemm/qgemm.h"
+#include "driver/conv_plan.h"
 
 namespace qplugin {
 
-struct ConvPackedParamsBase : torch::CustomClassHolder {
+struct ConvPackedParamsBase : torch::CustomClassHolder, driver::ConvPlan {
   using State = std::tuple<int64_t, at::Tensor, c10::optional<at::Tensor>, std::vector<int64_t>,
                            std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>,
                            int64_t, int64_t>;
@@ -41,8 +40,6 @@ struct ConvPackedParamsBase : torch::CustomClassHolder {
   static constexpr int64_t kFlagTranspose = 1;
   // Upper bound of stride_d * stride_h * stride_w of a transposed conv (conv_packed_params.cpp).
   static constexpr int64_t kMaxTransposePhases = 4096;
-
-  enum class Kind { kGemm, kDepthwise, kTransposed };
 
   // Validates and packs (op names the caller in error messages). spatial: 2 or 3.
   void init(int64_t spatial, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
@@ -70,43 +67,11 @@ struct ConvPackedParamsBase : torch::CustomClassHolder {
   bool transpose() const { return transpose_; }
   std::string kernel_name() const;
 
-  // ---- packed form, read by ops/quantized_cpu/conv_gemm.cpp ----
-  struct Phase {
-    // Output positions o = r + j * s (transposed) or o = j (direct) of this phase, per dim d/h/w.
-    int64_t r[3];
-    // Taps (kernel indices) of the phase per dim, in order.
-    std::vector<int64_t> taps[3];
-    int64_t K;                     // taps_d * taps_h * taps_w * C_in/g
-    int64_t group_bytes;           // packed bytes of one group's B
-    at::Tensor packed;             // int8 [groups * group_bytes]
-    std::vector<int32_t> col_sums; // [C_out] (group g at g * C_out/g)
-    // Implicit GEMM (QGemmKernels::igemm; direct conv, groups 1, dilation_w 1, every weight zero
-    // point 0): nseg = taps_d * taps_h spans of kseg bytes (taps_w * C_in rounded up to kr, the
-    // extra weights 0) per A row; packed_ind is B with that K order (the same tensor as packed
-    // when kseg = taps_w * C_in). nseg = 0: not available.
-    int64_t nseg = 0, kseg = 0;
-    at::Tensor packed_ind;
-  };
-  int64_t spatial_ = 2;
-  Kind kind_ = Kind::kGemm;
-  int64_t Cin_ = 0, Cout_ = 0;
-  int64_t k_[3] = {1, 1, 1};   // kernel D, H, W (D = 1 for 2-d)
-  int64_t s_[3] = {1, 1, 1}, p_[3] = {0, 0, 0}, d_[3] = {1, 1, 1}, op_[3] = {0, 0, 0};
-  const kernels::gemm::QGemmKernels* gemm_ = nullptr;
-  const kernels::conv::DwConvKernels* dw_ = nullptr;
-  std::vector<Phase> phases_;     // gemm: 1; transposed: prod(stride)
-  std::vector<int32_t> dw_w_;     // depthwise: [taps][C_out] weight minus zero point
-  std::vector<int32_t> dw_wsum_;  // depthwise: [C_out] sum over taps
-  std::vector<int8_t> dw_w8_;     // depthwise, all weight zero points 0: byte-lane form (dwconv.h)
-  std::vector<int8_t> dw_w3_;     // depthwise 1x3x3, all weight zero points 0: w3 form (dwconv.h)
-  std::vector<float> w_scale_f_;  // [C_out]
-  std::vector<int32_t> w_zp_i32_; // [C_out]
-  bool any_w_zp_ = false;
+  // The packed form (driver::ConvPlan, the base) is read by driver/conv_gemm.cpp.
   c10::optional<at::Tensor> bias_;  // float32 [C_out]
 
  private:
   std::vector<int64_t> stride_, padding_, output_padding_, dilation_;
-  int64_t groups_ = 1;
   bool transpose_ = false;
   at::Tensor weight_;  // the qint8 weight as given (owned copy), for unpack and pickling
 };

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "packed/serialization.h"
+
 namespace qplugin {
 
 namespace {
@@ -114,19 +116,8 @@ EmbeddingPackedParams::State EmbeddingPackedParams::getstate() const {
 
 c10::intrusive_ptr<EmbeddingPackedParams> EmbeddingPackedParams::setstate(
     const c10::IValue& state) {
-  TORCH_CHECK(state.isTuple(), "qplugin::", kSetstate,
-              ": expected a tuple (version, bit_rate, embedding_dim, codes, scales, zero_points), "
-              "got ", state.tagKind());
-  const auto& el = state.toTupleRef().elements();
-  TORCH_CHECK(!el.empty() && el[0].isInt(), "qplugin::", kSetstate,
-              ": expected an integer version as the first element of the state, got ",
-              el.empty() ? std::string("an empty tuple") : std::string(el[0].tagKind()));
-  const int64_t version = el[0].toInt();
-  TORCH_CHECK(version == 1, "qplugin::", kSetstate, ": expected state version 1, got ", version,
-              version > 1 ? "; the state was written by a newer qplugin, upgrade qplugin" : "");
-  TORCH_CHECK(el.size() == 6, "qplugin::", kSetstate,
-              ": expected a version-1 state (1, bit_rate, embedding_dim, codes, scales, "
-              "zero_points) of 6 elements, got ", el.size());
+  const auto& el = packed::state_elements(
+      state, kSetstate, "bit_rate, embedding_dim, codes, scales, zero_points", 6);
   TORCH_CHECK(el[1].isInt() && (el[1].toInt() == 8 || el[1].toInt() == 4), "qplugin::",
               kSetstate, ": expected bit_rate 8 or 4 as the second element, got ",
               el[1].isInt() ? std::to_string(el[1].toInt()) : std::string(el[1].tagKind()));

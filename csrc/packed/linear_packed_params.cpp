@@ -6,7 +6,8 @@
 #include <limits>
 
 #include "common/checks.h"
-#include "ops/quantized_cpu/qgemm_parallel.h"
+#include "packed/serialization.h"
+#include "driver/qgemm_parallel.h"
 
 namespace qplugin {
 
@@ -17,37 +18,11 @@ using kernels::gemm::QGemmKernels;
 
 constexpr const char* kSetstate = "LinearPackedParams.__setstate__";
 
-std::string at_channel(int64_t channel) {
-  return channel >= 0 ? " at output channel " + std::to_string(channel) : std::string();
-}
-
-void check_weight_scale(const char* op, double s, int64_t channel) {
-  const float f = static_cast<float>(s);
-  TORCH_CHECK(std::isfinite(s) && s > 0.0 && std::isfinite(f) && f > 0.0f, "qplugin::", op,
-              ": expected finite, positive weight scales (as float32), got ", s,
-              at_channel(channel));
-}
-
-void check_weight_zp(const char* op, int64_t zp, int64_t channel) {
-  TORCH_CHECK(zp >= -128 && zp <= 127, "qplugin::", op,
-              ": expected weight zero points in [-128, 127] (torch.qint8), got ", zp,
-              at_channel(channel));
-}
-
 }  // namespace
 
 c10::intrusive_ptr<LinearPackedParams> LinearPackedParams::prepack(
     const at::Tensor& weight, const c10::optional<at::Tensor>& bias, const char* op) {
-  TORCH_CHECK(weight.defined(), "qplugin::", op, ": expected a weight tensor, got None");
-  TORCH_CHECK(weight.is_quantized(), "qplugin::", op,
-              ": expected weight to be a quantized tensor of dtype torch.qint8, got a ",
-              c10::toString(weight.scalar_type()),
-              " tensor; quantize it first (torch.quantize_per_tensor or "
-              "torch.quantize_per_channel with dtype=torch.qint8)");
-  TORCH_CHECK(weight.scalar_type() == at::kQInt8, "qplugin::", op,
-              ": expected weight of dtype torch.qint8, got ", c10::toString(weight.scalar_type()));
-  TORCH_CHECK(weight.device().is_cpu(), "qplugin::", op, ": expected weight on the CPU, got ",
-              weight.device());
+  packed::check_qint8_weight(weight, op);
   TORCH_CHECK(weight.dim() == 2, "qplugin::", op,
               ": expected 2-D weight [out_features, in_features], got ", weight.dim(),
               "-D; flatten or reshape the weight first");
@@ -61,8 +36,8 @@ c10::intrusive_ptr<LinearPackedParams> LinearPackedParams::prepack(
     p->per_channel_ = false;
     p->w_scale_ = weight.q_scale();
     p->w_zp_ = weight.q_zero_point();
-    check_weight_scale(op, p->w_scale_, -1);
-    check_weight_zp(op, p->w_zp_, -1);
+    packed::check_weight_scale(op, p->w_scale_, "");
+    packed::check_weight_zp(op, p->w_zp_, "");
     p->w_scale_f_ = {static_cast<float>(p->w_scale_)};
     p->any_w_zp_ = p->w_zp_ != 0;
   } else if (qscheme == at::kPerChannelAffine) {
@@ -80,8 +55,9 @@ c10::intrusive_ptr<LinearPackedParams> LinearPackedParams::prepack(
     p->w_scale_f_.resize(static_cast<size_t>(N));
     p->w_zp_i32_.resize(static_cast<size_t>(N));
     for (int64_t n = 0; n < N; ++n) {
-      check_weight_scale(op, s[n], n);
-      check_weight_zp(op, z[n], n);
+      const std::string at = packed::at_channel("output channel", n);
+      packed::check_weight_scale(op, s[n], at);
+      packed::check_weight_zp(op, z[n], at);
       p->w_scale_f_[n] = static_cast<float>(s[n]);
       p->w_zp_i32_[n] = static_cast<int32_t>(z[n]);
       p->any_w_zp_ = p->any_w_zp_ || z[n] != 0;
@@ -160,7 +136,7 @@ at::Tensor LinearPackedParams::apply(const at::Tensor& x, double output_scale,
                   static_cast<float>(lo - output_zero_point),
                   static_cast<float>(qmax - output_zero_point),
                   static_cast<int32_t>(output_zero_point)};
-  ops::qgemm_parallel(*kernels_, reinterpret_cast<const uint8_t*>(a.data_ptr()), lda, M, K_,
+  driver::qgemm_parallel(*kernels_, reinterpret_cast<const uint8_t*>(a.data_ptr()), lda, M, K_,
                       packed_.data_ptr<int8_t>(), N_, e, any_w_zp_,
                       reinterpret_cast<uint8_t*>(y.data_ptr()), /*ldc=*/N_);
   return y;
@@ -284,22 +260,9 @@ LinearPackedParams::State LinearPackedParams::getstate() const {
 }
 
 c10::intrusive_ptr<LinearPackedParams> LinearPackedParams::setstate(const c10::IValue& state) {
-  TORCH_CHECK(state.isTuple(), "qplugin::", kSetstate,
-              ": expected a tuple (version, weight, bias), got ", state.tagKind());
-  const auto& el = state.toTupleRef().elements();
-  TORCH_CHECK(!el.empty() && el[0].isInt(), "qplugin::", kSetstate,
-              ": expected an integer version as the first element of the state, got ",
-              el.empty() ? std::string("an empty tuple") : std::string(el[0].tagKind()));
-  const int64_t version = el[0].toInt();
-  TORCH_CHECK(version == 1, "qplugin::", kSetstate, ": expected state version 1, got ", version,
-              version > 1 ? "; the state was written by a newer qplugin, upgrade qplugin" : "");
-  TORCH_CHECK(el.size() == 3, "qplugin::", kSetstate,
-              ": expected a version-1 state (1, weight, bias) of 3 elements, got ", el.size());
-  TORCH_CHECK(el[1].isTensor(), "qplugin::", kSetstate,
-              ": expected a qint8 weight tensor as the second element, got ", el[1].tagKind());
-  TORCH_CHECK(el[2].isNone() || el[2].isTensor(), "qplugin::", kSetstate,
-              ": expected a float32 bias tensor or None as the third element, got ",
-              el[2].tagKind());
+  const auto& el = packed::state_elements(state, kSetstate, "weight, bias", 3);
+  packed::check_state_tensor(el, 1, false, kSetstate, "a qint8 weight tensor");
+  packed::check_state_tensor(el, 2, true, kSetstate, "a float32 bias tensor or None");
   c10::optional<at::Tensor> bias;
   if (el[2].isTensor()) bias = el[2].toTensor();
   return prepack(el[1].toTensor(), bias, kSetstate);

@@ -1,7 +1,7 @@
 // LinearPackedParams (torchbind class qplugin.LinearPackedParams): a qint8 Linear weight packed for
 // the GEMM kernel chosen at prepack time, its quantization parameters and the fp32 bias.
 // Changes with: linear_packed_params.cpp, library.cpp (class registration and pickling),
-// ops/linear.cpp (schemas), qplugin/nn/modules/linear.py, qplugin/_meta_registrations.py.
+// ops/linear.cpp (schemas), qplugin/nn/modules/linear.py.
 //
 // Memory: the packed weight is N * round_up(K, 4) + 64 bytes (the int8 weight plus at most 3 bytes
 // per output channel); the rest is O(out_features): column sums, scales and zero points (as given,

@@ -4,7 +4,7 @@
 // nonlinearity. Changes with: linear_packed_params.h, kernels/gemm/qgemm.h.
 #include <vector>
 
-#include "ops/quantized_cpu/qgemm_parallel.h"
+#include "driver/qgemm_parallel.h"
 #include "packed/linear_packed_params.h"
 
 namespace qplugin {
@@ -42,7 +42,7 @@ void LinearPackedParams::gemm_f32(const uint8_t* a, int64_t lda, int64_t M, floa
   e.a_7bit = a_7bit ? 1 : 0;
   e.out_f32 = 1;
   e.f32_relu = relu ? 1 : 0;
-  ops::qgemm_parallel(*kernels_, a, lda, M, K_, packed_.data_ptr<int8_t>(), N_, e, any_w_zp_,
+  driver::qgemm_parallel(*kernels_, a, lda, M, K_, packed_.data_ptr<int8_t>(), N_, e, any_w_zp_,
                       reinterpret_cast<uint8_t*>(out),
                       /*ldc=*/ldo * static_cast<int64_t>(sizeof(float)));
 }

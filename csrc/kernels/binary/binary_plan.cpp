@@ -234,14 +234,9 @@ Params plan_mul(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
 }
 
 const Table& table() {
-  static const Table& s = scalar::make_table();
-  static const Table& a2 = detected_isa() >= Isa::kAvx2 ? avx2::make_table() : s;
-  static const Table& a512 = detected_isa() >= Isa::kAvx512Vnni ? avx512vnni::make_table() : a2;
-  switch (current_isa()) {
-    case Isa::kAvx512Vnni: return a512;
-    case Isa::kAvx2: return a2;
-    default: return s;
-  }
+  return table_of_current_isa([] { return &scalar::make_table(); },
+                              [] { return &avx2::make_table(); },
+                              [] { return &avx512vnni::make_table(); });
 }
 
 }  // namespace binary

@@ -2,7 +2,7 @@
 // (a channel multiplier m > 1 is handled by the caller, which repeats every input channel m times
 // so that output channel c always reads input channel c). Vectorized over channels.
 // Changes with: dwconv_dispatch.cpp (table), dwconv_{scalar,avx2,avx512vnni}.cpp (kernels),
-// dwconv_impl.h (shared tap walk), ops/quantized_cpu/conv_gemm.cpp (the caller).
+// dwconv_impl.h (shared tap walk), driver/conv_gemm.cpp (the caller).
 //
 // Math (every ISA, byte-identical; the same requantization as the GEMM epilogue, qgemm.h):
 //   wz[t][c] = W[c][t] - w_zp[c]                         int32, in [-255, 255], packed at prepack

@@ -185,31 +185,8 @@ void rearrange_row(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t
     rearrange_block(a, xrow, a.C, cb * 16, block_mask(a.C, cb * 16), dst + cb * ow_stride(a) * 64);
 }
 
-// 16x16 byte transposes on four 128-bit lanes at once (elementwise_avx512vnni.cpp has the
-// same network): in r[k] lane L = channel k, pixels 16L..16L+15; out[j] lane L = pixel 16L+j.
-inline void transpose16x16x4(const __m512i* r, __m512i* out) {
-  __m512i a[16], b[16];
-  for (int k = 0; k < 8; ++k) {
-    a[2 * k] = _mm512_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
-    a[2 * k + 1] = _mm512_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
-  }
-  for (int m = 0; m < 4; ++m) {
-    b[4 * m + 0] = _mm512_unpacklo_epi16(a[4 * m], a[4 * m + 2]);
-    b[4 * m + 1] = _mm512_unpackhi_epi16(a[4 * m], a[4 * m + 2]);
-    b[4 * m + 2] = _mm512_unpacklo_epi16(a[4 * m + 1], a[4 * m + 3]);
-    b[4 * m + 3] = _mm512_unpackhi_epi16(a[4 * m + 1], a[4 * m + 3]);
-  }
-  for (int q = 0; q < 4; ++q) {
-    const __m512i clo = _mm512_unpacklo_epi32(b[q], b[4 + q]);
-    const __m512i chi = _mm512_unpackhi_epi32(b[q], b[4 + q]);
-    const __m512i dlo = _mm512_unpacklo_epi32(b[8 + q], b[12 + q]);
-    const __m512i dhi = _mm512_unpackhi_epi32(b[8 + q], b[12 + q]);
-    out[4 * q + 0] = _mm512_unpacklo_epi64(clo, dlo);
-    out[4 * q + 1] = _mm512_unpackhi_epi64(clo, dlo);
-    out[4 * q + 2] = _mm512_unpacklo_epi64(chi, dhi);
-    out[4 * q + 3] = _mm512_unpackhi_epi64(chi, dhi);
-  }
-}
+// transpose16x16x4: 16x16 byte transposes on four 128-bit lanes at once.
+#include "kernels/simd/byte_transpose.h"  // inside this ISA namespace
 
 // NCHW input row: channel c at xrow + c * plane. Each 16-channel block is transposed into tmp
 // ([round_up(IW, 64)][16] bytes, channels past C zero) and rearranged from there.

@@ -6,15 +6,9 @@ namespace kernels {
 namespace dynamic {
 
 const QuantActKernels& quant_act_kernels() {
-  static const QuantActKernels& s = scalar::quant_act_table();
-  static const QuantActKernels& a2 = detected_isa() >= Isa::kAvx2 ? avx2::quant_act_table() : s;
-  static const QuantActKernels& a512 =
-      detected_isa() >= Isa::kAvx512Vnni ? avx512vnni::quant_act_table() : a2;
-  switch (current_isa()) {
-    case Isa::kAvx512Vnni: return a512;
-    case Isa::kAvx2: return a2;
-    default: return s;
-  }
+  return table_of_current_isa([] { return &scalar::quant_act_table(); },
+                              [] { return &avx2::quant_act_table(); },
+                              [] { return &avx512vnni::quant_act_table(); });
 }
 
 }  // namespace dynamic

@@ -90,30 +90,8 @@ void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const AffineParams& p
   }
 }
 
-// 16x16 byte transpose: in r[k] = row k (16 bytes); out[j] = column j.
-inline void transpose16x16(const __m128i* r, __m128i* out) {
-  __m128i a[16], b[16];
-  for (int k = 0; k < 8; ++k) {
-    a[2 * k] = _mm_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
-    a[2 * k + 1] = _mm_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
-  }
-  for (int m = 0; m < 4; ++m) {
-    b[4 * m + 0] = _mm_unpacklo_epi16(a[4 * m], a[4 * m + 2]);
-    b[4 * m + 1] = _mm_unpackhi_epi16(a[4 * m], a[4 * m + 2]);
-    b[4 * m + 2] = _mm_unpacklo_epi16(a[4 * m + 1], a[4 * m + 3]);
-    b[4 * m + 3] = _mm_unpackhi_epi16(a[4 * m + 1], a[4 * m + 3]);
-  }
-  for (int q = 0; q < 4; ++q) {
-    __m128i clo = _mm_unpacklo_epi32(b[q], b[4 + q]);
-    __m128i chi = _mm_unpackhi_epi32(b[q], b[4 + q]);
-    __m128i dlo = _mm_unpacklo_epi32(b[8 + q], b[12 + q]);
-    __m128i dhi = _mm_unpackhi_epi32(b[8 + q], b[12 + q]);
-    out[4 * q + 0] = _mm_unpacklo_epi64(clo, dlo);
-    out[4 * q + 1] = _mm_unpackhi_epi64(clo, dlo);
-    out[4 * q + 2] = _mm_unpacklo_epi64(chi, dhi);
-    out[4 * q + 3] = _mm_unpackhi_epi64(chi, dhi);
-  }
-}
+// transpose16x16 (r[k] = row k of 16 bytes -> out[j] = column j) and transpose16x16x4.
+#include "kernels/simd/byte_transpose.h"  // inside this ISA namespace
 
 template <typename T>
 void affine_nchw_to_nhwc(const T* x, T* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
@@ -168,32 +146,6 @@ void clamp(const T* x, T* y, int64_t n, T lo, T hi) {
   for (; i < n; i += 64) {
     const __mmask64 m = _bzhi_u64(~0ull, static_cast<unsigned>(n - i < 64 ? n - i : 64));
     _mm512_mask_storeu_epi8(y + i, m, clamp64(_mm512_maskz_loadu_epi8(m, x + i)));
-  }
-}
-
-// The 16x16 byte-transpose network of transpose16x16, run on four 128-bit lanes at once:
-// in r[k] lane L = channel k, pixels 16L..16L+15; out[j] lane L = pixel 16L+j, channels 0..15.
-inline void transpose16x16x4(const __m512i* r, __m512i* out) {
-  __m512i a[16], b[16];
-  for (int k = 0; k < 8; ++k) {
-    a[2 * k] = _mm512_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
-    a[2 * k + 1] = _mm512_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
-  }
-  for (int m = 0; m < 4; ++m) {
-    b[4 * m + 0] = _mm512_unpacklo_epi16(a[4 * m], a[4 * m + 2]);
-    b[4 * m + 1] = _mm512_unpackhi_epi16(a[4 * m], a[4 * m + 2]);
-    b[4 * m + 2] = _mm512_unpacklo_epi16(a[4 * m + 1], a[4 * m + 3]);
-    b[4 * m + 3] = _mm512_unpackhi_epi16(a[4 * m + 1], a[4 * m + 3]);
-  }
-  for (int q = 0; q < 4; ++q) {
-    __m512i clo = _mm512_unpacklo_epi32(b[q], b[4 + q]);
-    __m512i chi = _mm512_unpackhi_epi32(b[q], b[4 + q]);
-    __m512i dlo = _mm512_unpacklo_epi32(b[8 + q], b[12 + q]);
-    __m512i dhi = _mm512_unpackhi_epi32(b[8 + q], b[12 + q]);
-    out[4 * q + 0] = _mm512_unpacklo_epi64(clo, dlo);
-    out[4 * q + 1] = _mm512_unpackhi_epi64(clo, dlo);
-    out[4 * q + 2] = _mm512_unpacklo_epi64(chi, dhi);
-    out[4 * q + 3] = _mm512_unpackhi_epi64(chi, dhi);
   }
 }
 

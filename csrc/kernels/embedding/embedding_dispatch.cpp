@@ -6,16 +6,9 @@ namespace qplugin {
 namespace kernels {
 
 const EmbeddingKernelTable& embedding_table() {
-  static const EmbeddingKernelTable& s = scalar::make_embedding_table();
-  static const EmbeddingKernelTable& a2 =
-      detected_isa() >= Isa::kAvx2 ? avx2::make_embedding_table() : s;
-  static const EmbeddingKernelTable& a512 =
-      detected_isa() >= Isa::kAvx512Vnni ? avx512vnni::make_embedding_table() : a2;
-  switch (current_isa()) {
-    case Isa::kAvx512Vnni: return a512;
-    case Isa::kAvx2: return a2;
-    default: return s;
-  }
+  return table_of_current_isa([] { return &scalar::make_embedding_table(); },
+                              [] { return &avx2::make_embedding_table(); },
+                              [] { return &avx512vnni::make_embedding_table(); });
 }
 
 }  // namespace kernels

@@ -8,14 +8,8 @@ namespace gemm {
 
 const QGemmKernels& qgemm_kernels_for(Isa isa) {
   // Never above what the CPU supports, whatever the caller asks for.
-  const Isa best = detected_isa();
-  const int want = static_cast<int>(isa) < static_cast<int>(best) ? static_cast<int>(isa)
-                                                                  : static_cast<int>(best);
-  switch (static_cast<Isa>(want)) {
-    case Isa::kAvx512Vnni: return avx512vnni::qgemm_table();
-    case Isa::kAvx2: return avx2::qgemm_table();
-    default: return scalar::qgemm_table();
-  }
+  return *for_isa(supported_isa(isa), [] { return &scalar::qgemm_table(); },
+                  [] { return &avx2::qgemm_table(); }, [] { return &avx512vnni::qgemm_table(); });
 }
 
 }  // namespace gemm

@@ -2,7 +2,7 @@
 // -> requantized u8, with zero-point compensation and requantization fused into the epilogue.
 // Used by linear (ops/quantized_cpu/linear_kernel.cpp) and, with a strided/im2col'd A, by conv.
 // Changes with: gemm_dispatch.cpp (table), qgemm_*_<isa>.cpp (kernels + their packing),
-// ops/quantized_cpu/qgemm_parallel.h (threaded driver), packed/linear_packed_params.cpp.
+// driver/qgemm_parallel.h (threaded driver), packed/linear_packed_params.cpp.
 //
 // Math (every ISA, byte-identical):
 //   acc[m][n] = sum_k (A[m][k] - a_zp) * (W[n][k] - w_zp[n])                  exact int32

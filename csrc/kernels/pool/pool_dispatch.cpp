@@ -6,15 +6,9 @@ namespace qplugin {
 namespace kernels {
 
 const PoolKernelTable& pool_table() {
-  static const PoolKernelTable& s = scalar::make_pool_table();
-  static const PoolKernelTable& a2 = detected_isa() >= Isa::kAvx2 ? avx2::make_pool_table() : s;
-  static const PoolKernelTable& a512 =
-      detected_isa() >= Isa::kAvx512Vnni ? avx512vnni::make_pool_table() : a2;
-  switch (current_isa()) {
-    case Isa::kAvx512Vnni: return a512;
-    case Isa::kAvx2: return a2;
-    default: return s;
-  }
+  return table_of_current_isa([] { return &scalar::make_pool_table(); },
+                              [] { return &avx2::make_pool_table(); },
+                              [] { return &avx512vnni::make_pool_table(); });
 }
 
 }  // namespace kernels

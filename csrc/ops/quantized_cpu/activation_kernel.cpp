@@ -1,13 +1,17 @@
-// QuantizedCPU (and CPU, for a clear error on float input) kernels of relu6, hardswish, elu and
-// prelu.
-// Schemas: ops/activation.cpp. Microkernels: kernels/elementwise/* via kernels/dispatch.h.
-// hardswish/elu: exact table maps (ops/quantized_cpu/unary_lut.h).
+// QuantizedCPU (and CPU, for a clear error on float input) kernels of the activations: relu6,
+// hardswish, elu, prelu, leaky_relu, sigmoid, hardsigmoid, celu, threshold, clamp, tanh, gelu,
+// silu, mish, softplus (exact table maps, ops/quantized_cpu/unary_lut.h; relu6 and clamp through
+// kernels/elementwise/* via kernels/dispatch.h) and softmax (double per row).
+// Schemas: ops/activation.cpp.
+// Output memory format and default qparams follow PyTorch's quantized ops (celu and softmax
+// return contiguous tensors; the others keep channels-last).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/checks.h"
@@ -23,7 +27,9 @@ namespace {
 constexpr int64_t kGrain = 64 * 1024;
 
 using unary::keep_format;
+using unary::map_codes;
 using unary::map_unary;
+using unary::map_unary_cached;
 
 at::Tensor hardswish_quantized_cpu(const at::Tensor& qx, double output_scale,
                                    int64_t output_zero_point) {
@@ -178,15 +184,284 @@ at::Tensor prelu_quantized_cpu(const at::Tensor& qx, const at::Tensor& weight,
   return y;
 }
 
+// ---- leaky_relu, sigmoid, hardsigmoid, tanh, celu, threshold, clamp, gelu, silu, mish,
+// softplus, softmax ----
+
+double finite_scalar(const char* op, const char* what, const c10::Scalar& s) {
+  const double v = s.toDouble();
+  TORCH_CHECK(std::isfinite(v), "qplugin::", op, ": expected a finite ", what, ", got ", v);
+  return v;
+}
+
+void check_input(const char* op, const at::Tensor& qx) {
+  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
+}
+
+// Fixed output qparams PyTorch picks for sigmoid/hardsigmoid ([0, 1]) and tanh ([-1, 1]) on
+// quantized tensors: 1/256 (2/256) scale over the 8-bit range, 2^-32 (2^-31) for qint32.
+std::pair<double, int64_t> fixed_qparams(const at::Tensor& qx, bool symmetric) {
+  switch (qx.scalar_type()) {
+    case at::kQUInt8: return symmetric ? std::make_pair(2.0 / 256, int64_t(128))
+                                       : std::make_pair(1.0 / 256, int64_t(0));
+    case at::kQInt8: return symmetric ? std::make_pair(2.0 / 256, int64_t(0))
+                                      : std::make_pair(1.0 / 256, int64_t(-128));
+    default: return symmetric ? std::make_pair(std::ldexp(1.0, -31), int64_t(0))
+                              : std::make_pair(std::ldexp(1.0, -32), int64_t(0));
+  }
+}
+
+std::pair<double, int64_t> qparams_or(const char* op, const at::Tensor& qx,
+                                      std::optional<double> scale, std::optional<int64_t> zp,
+                                      std::pair<double, int64_t> dflt) {
+  TORCH_CHECK(scale.has_value() == zp.has_value(), "qplugin::", op,
+              ": expected output_scale and output_zero_point both given or both None, got ",
+              scale.has_value() ? "only output_scale" : "only output_zero_point");
+  return scale.has_value() ? std::make_pair(*scale, *zp) : dflt;
+}
+
+at::Tensor leaky_relu(const at::Tensor& qx, const c10::Scalar& negative_slope, bool inplace,
+                      double output_scale, int64_t output_zero_point) {
+  const char* op = "leaky_relu";
+  check_input(op, qx);
+  const double a = finite_scalar(op, "negative_slope", negative_slope);
+  // Like PyTorch, inplace cannot change qparams: with new output qparams a new tensor is
+  // returned (quantized::leaky_relu ignores inplace); with equal ones qx is updated.
+  const bool in_place =
+      inplace && qx.q_scale() == output_scale && qx.q_zero_point() == output_zero_point;
+  return map_unary_cached(op, qx, output_scale, output_zero_point, keep_format(qx),
+                          [a](double v) { return v > 0 ? v : v * a; }, {a}, in_place);
+}
+
+double sigmoid_d(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+at::Tensor sigmoid(const at::Tensor& qx, double output_scale, int64_t output_zero_point) {
+  return map_unary_cached("sigmoid", qx, output_scale, output_zero_point, keep_format(qx),
+                          sigmoid_d, {});
+}
+
+at::Tensor hardsigmoid(const at::Tensor& qx, std::optional<double> output_scale,
+                       std::optional<int64_t> output_zero_point) {
+  const char* op = "hardsigmoid";
+  check_input(op, qx);
+  const auto qp = qparams_or(op, qx, output_scale, output_zero_point, fixed_qparams(qx, false));
+  return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx),
+                          [](double v) { return std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0; },
+                          {});
+}
+
+at::Tensor tanh_op(const at::Tensor& qx, std::optional<double> output_scale,
+                   std::optional<int64_t> output_zero_point) {
+  const char* op = "tanh";
+  check_input(op, qx);
+  const auto qp = qparams_or(op, qx, output_scale, output_zero_point, fixed_qparams(qx, true));
+  return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx),
+                          [](double v) { return std::tanh(v); }, {});
+}
+
+at::Tensor celu(const at::Tensor& qx, double output_scale, int64_t output_zero_point,
+                const c10::Scalar& alpha) {
+  const char* op = "celu";
+  check_input(op, qx);
+  const double a = finite_scalar(op, "alpha", alpha);
+  TORCH_CHECK(a != 0.0, "qplugin::celu: expected a nonzero alpha, got 0");
+  // Contiguous output whatever the input layout, as quantized::celu.
+  return map_unary_cached(op, qx, output_scale, output_zero_point, at::MemoryFormat::Contiguous,
+                          [a](double v) { return v > 0 ? v : a * std::expm1(v / a); }, {a});
+}
+
+// y = x if x > threshold else value, decided on the dequantized value (exact); the output keeps
+// the input's qparams, so kept elements keep their codes.
+at::Tensor threshold(const at::Tensor& qx, const c10::Scalar& threshold, const c10::Scalar& value) {
+  const char* op = "threshold";
+  check_input(op, qx);
+  const double t = threshold.toDouble(), v = value.toDouble();
+  TORCH_CHECK(!std::isnan(t) && !std::isnan(v), "qplugin::threshold: expected threshold and value"
+              " not NaN, got ", t, " and ", v);
+  const double s = qx.q_scale();
+  const int64_t zp = qx.q_zero_point();
+  const auto r = qrange(qx.scalar_type());
+  const int64_t qv = quantize_exact(v, s, zp, r.first, r.second);
+  return map_codes(op, qx, s, zp, keep_format(qx), [&](int64_t q) {
+    return (static_cast<double>(q) - zp) * s > t ? q : qv;
+  });
+}
+
+// clamp(x, min, max) with the input's qparams: clamp(q, Q(min), Q(max)) (Q exact, round half to
+// even), which equals requantizing the float clamp; min > max gives max, as torch.clamp.
+at::Tensor clamp(const at::Tensor& qx, const std::optional<c10::Scalar>& min,
+                 const std::optional<c10::Scalar>& max) {
+  const char* op = "clamp";
+  check_input(op, qx);
+  TORCH_CHECK(min.has_value() || max.has_value(), "qplugin::clamp: expected at least one of min "
+              "and max, got neither");
+  const double s = qx.q_scale();
+  const int64_t zp = qx.q_zero_point();
+  const auto r = qrange(qx.scalar_type());
+  int64_t lo = r.first, hi = r.second;
+  if (min.has_value()) {
+    const double m = min->toDouble();
+    TORCH_CHECK(!std::isnan(m), "qplugin::clamp: expected min not NaN, got nan");
+    lo = quantize_exact(m, s, zp, r.first, r.second);
+  }
+  if (max.has_value()) {
+    const double m = max->toDouble();
+    TORCH_CHECK(!std::isnan(m), "qplugin::clamp: expected max not NaN, got nan");
+    hi = quantize_exact(m, s, zp, r.first, r.second);
+  }
+  if (qx.scalar_type() == at::kQInt32) {
+    return map_codes(op, qx, s, zp, keep_format(qx),
+                     [lo, hi](int64_t q) { return std::min(std::max(q, lo), hi); });
+  }
+  // 8-bit: a min/max pass (no table), as relu6.
+  const auto fmt = keep_format(qx);
+  const at::Tensor x = qx.contiguous(fmt);
+  at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), s, zp, fmt);
+  const int64_t n = x.numel();
+  const auto& k = kernels::table();
+  at::parallel_for(0, n, unary::kGrain, [&](int64_t b, int64_t e) {
+    if (qx.scalar_type() == at::kQInt8) {
+      k.s8.clamp(reinterpret_cast<const int8_t*>(x.data_ptr()) + b,
+                 reinterpret_cast<int8_t*>(y.data_ptr()) + b, e - b, static_cast<int8_t>(lo),
+                 static_cast<int8_t>(hi));
+    } else {
+      k.u8.clamp(reinterpret_cast<const uint8_t*>(x.data_ptr()) + b,
+                 reinterpret_cast<uint8_t*>(y.data_ptr()) + b, e - b, static_cast<uint8_t>(lo),
+                 static_cast<uint8_t>(hi));
+    }
+  });
+  return y;
+}
+
+at::Tensor gelu(const at::Tensor& qx, std::optional<double> output_scale,
+                std::optional<int64_t> output_zero_point, c10::string_view approximate) {
+  const char* op = "gelu";
+  check_input(op, qx);
+  const auto qp =
+      qparams_or(op, qx, output_scale, output_zero_point, {qx.q_scale(), qx.q_zero_point()});
+  if (approximate == "none") {
+    return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx),
+                            [](double v) { return 0.5 * v * (1.0 + std::erf(v * M_SQRT1_2)); },
+                            {0.0});
+  }
+  TORCH_CHECK(approximate == "tanh", "qplugin::gelu: expected approximate 'none' or 'tanh', got '",
+              std::string(approximate), "'");
+  return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx), [](double v) {
+    const double k = std::sqrt(2.0 / M_PI);
+    return 0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v)));
+  }, {1.0});  // the key's 1.0 tells the tanh form from erf's 0.0
+}
+
+at::Tensor silu(const at::Tensor& qx, double output_scale, int64_t output_zero_point) {
+  return map_unary_cached("silu", qx, output_scale, output_zero_point, keep_format(qx),
+                          [](double v) { return v * sigmoid_d(v); }, {});
+}
+
+// log(1 + e^v), overflow-safe.
+double softplus_d(double v) { return v > 30.0 ? v : std::log1p(std::exp(v)); }
+
+at::Tensor mish(const at::Tensor& qx, double output_scale, int64_t output_zero_point) {
+  return map_unary_cached("mish", qx, output_scale, output_zero_point, keep_format(qx),
+                          [](double v) { return v * std::tanh(softplus_d(v)); }, {});
+}
+
+// torch.nn.functional.softplus: log(1 + exp(beta * x)) / beta, linear (x) where beta * x >
+// threshold.
+at::Tensor softplus(const at::Tensor& qx, double output_scale, int64_t output_zero_point,
+                    const c10::Scalar& beta, const c10::Scalar& threshold) {
+  const char* op = "softplus";
+  check_input(op, qx);
+  const double b = finite_scalar(op, "beta", beta), t = threshold.toDouble();
+  TORCH_CHECK(b != 0.0, "qplugin::softplus: expected a nonzero beta, got 0");
+  TORCH_CHECK(!std::isnan(t), "qplugin::softplus: expected a threshold that is not NaN, got nan");
+  return map_unary_cached(op, qx, output_scale, output_zero_point, keep_format(qx),
+                          [b, t](double v) {
+                            return v * b > t ? v : std::log1p(std::exp(v * b)) / b;
+                          }, {b, t});
+}
+
+// softmax over `dim`: y = quantize(exp(x - max) / sum exp(x - max)) in double. For 8-bit codes
+// x - max = (q - qmax) * s takes at most 256 values: a table of exp(-k s).
+at::Tensor softmax(const at::Tensor& qx, int64_t dim, double output_scale,
+                   int64_t output_zero_point) {
+  const char* op = "softmax";
+  check_input(op, qx);
+  checks::check_output_qparams(op, output_scale, output_zero_point, qx.scalar_type());
+  const int64_t nd = std::max<int64_t>(qx.dim(), 1);
+  TORCH_CHECK(dim >= -nd && dim < nd, "qplugin::softmax: expected dim in [", -nd, ", ", nd - 1,
+              "], got ", dim);
+  if (dim < 0) dim += nd;
+  const at::Tensor x = qx.contiguous();
+  at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), output_scale,
+                                             output_zero_point, at::MemoryFormat::Contiguous);
+  if (x.numel() == 0) return y;
+  int64_t outer = 1, inner = 1;
+  const int64_t D = qx.dim() == 0 ? 1 : qx.size(dim);
+  for (int64_t d = 0; d < dim; ++d) outer *= qx.size(d);
+  for (int64_t d = dim + 1; d < qx.dim(); ++d) inner *= qx.size(d);
+  const double s = qx.q_scale();
+  const auto r = qrange(qx.scalar_type());
+  const bool wide = qx.scalar_type() == at::kQInt32;
+  std::vector<double> etab(256);
+  for (int k = 0; k < 256; ++k) etab[k] = std::exp(-k * s);
+  auto code = [&](const void* base, int64_t i) -> int64_t {
+    switch (qx.scalar_type()) {
+      case at::kQUInt8: return static_cast<const uint8_t*>(base)[i];
+      case at::kQInt8: return static_cast<const int8_t*>(base)[i];
+      default: return static_cast<const int32_t*>(base)[i];
+    }
+  };
+  auto put = [&](void* base, int64_t i, int64_t v) {
+    switch (qx.scalar_type()) {
+      case at::kQUInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
+      case at::kQInt8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); break;
+      default: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
+    }
+  };
+  const void* xp = x.data_ptr();
+  void* yp = y.data_ptr();
+  at::parallel_for(0, outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
+                   [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t o = row / inner, j = row % inner;
+      const int64_t base = o * D * inner + j;
+      int64_t m = code(xp, base);
+      for (int64_t t = 1; t < D; ++t) m = std::max(m, code(xp, base + t * inner));
+      auto ex = [&](int64_t q) {
+        return wide ? std::exp(static_cast<double>(q - m) * s) : etab[m - q];
+      };
+      double sum = 0.0;
+      for (int64_t t = 0; t < D; ++t) sum += ex(code(xp, base + t * inner));
+      for (int64_t t = 0; t < D; ++t) {
+        const double v = ex(code(xp, base + t * inner)) / sum;
+        put(yp, base + t * inner,
+            quantize_exact(v, output_scale, output_zero_point, r.first, r.second));
+      }
+    }
+  });
+  return y;
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
 
 #define QPLUGIN_REGISTER_ACT(m)                                          \
-  m.impl("relu6", TORCH_FN(qplugin::ops::relu6_quantized_cpu));         \
-  m.impl("hardswish", TORCH_FN(qplugin::ops::hardswish_quantized_cpu)); \
-  m.impl("elu", TORCH_FN(qplugin::ops::elu_quantized_cpu));             \
-  m.impl("prelu", TORCH_FN(qplugin::ops::prelu_quantized_cpu));
+  m.impl("relu6", TORCH_FN(qplugin::ops::relu6_quantized_cpu));          \
+  m.impl("hardswish", TORCH_FN(qplugin::ops::hardswish_quantized_cpu));  \
+  m.impl("elu", TORCH_FN(qplugin::ops::elu_quantized_cpu));              \
+  m.impl("prelu", TORCH_FN(qplugin::ops::prelu_quantized_cpu));          \
+  m.impl("leaky_relu", TORCH_FN(qplugin::ops::leaky_relu));              \
+  m.impl("sigmoid", TORCH_FN(qplugin::ops::sigmoid));                    \
+  m.impl("hardsigmoid", TORCH_FN(qplugin::ops::hardsigmoid));            \
+  m.impl("celu", TORCH_FN(qplugin::ops::celu));                          \
+  m.impl("threshold", TORCH_FN(qplugin::ops::threshold));                \
+  m.impl("clamp", TORCH_FN(qplugin::ops::clamp));                        \
+  m.impl("softmax", TORCH_FN(qplugin::ops::softmax));                    \
+  m.impl("tanh", TORCH_FN(qplugin::ops::tanh_op));                       \
+  m.impl("gelu", TORCH_FN(qplugin::ops::gelu));                          \
+  m.impl("silu", TORCH_FN(qplugin::ops::silu));                          \
+  m.impl("mish", TORCH_FN(qplugin::ops::mish));                          \
+  m.impl("softplus", TORCH_FN(qplugin::ops::softplus));
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_ACT(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_ACT(m) }

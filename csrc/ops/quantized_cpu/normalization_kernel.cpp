@@ -1,11 +1,11 @@
 // QuantizedCPU (and CPU, for a clear error on float input) kernels of layer_norm, group_norm and
-// instance_norm. Schemas: ops/normalization.cpp. Microkernels: kernels/norm/* (statistics,
+// instance_norm. Schemas: ops/normalization.cpp. Microkernels: kernels/normalization/* (statistics,
 // layer-norm rows, per-channel affine) and kernels/dispatch.h's lut8 (large NCHW planes).
 // Numerics: exact int64 sums of the codes and of their squares give mean and variance of the
 // dequantized values in double (n*sum(x^2) - sum(x)^2 is formed exactly in 128-bit integers, so a
 // large reduction has no cancellation or ordering error, and any split of the sums across threads
 // gives the same result). With rstd = s_in / sqrt(var_dq + eps) and mean in raw code units, the
-// normalize step runs in float (kernels/norm/norm_dispatch.h):
+// normalize step runs in float (kernels/normalization/normalization.h):
 //   layer norm:   v = fma(x, rstd, -mean*rstd),  y = nearbyint(fma(v, gamma[j]/s_out,
 //                 beta[j]/s_out + zp_out))
 //   group/instance norm, per (n, c): alpha = rstd*gamma[c]/s_out,
@@ -26,7 +26,7 @@
 #include "common/checks.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
-#include "kernels/norm/norm_dispatch.h"
+#include "kernels/normalization/normalization.h"
 #include "register.h"
 
 namespace qplugin {

@@ -1,5 +1,5 @@
 // Exact unary maps on quantized tensors, shared by the activation kernels
-// (activation_kernel.cpp, activation_ext_kernel.cpp): on 8-bit inputs a 256-entry table computed
+// (activation_kernel.cpp): on 8-bit inputs a 256-entry table computed
 // per call (y = clamp(nearbyint(f((q - zp_in) * s_in) / s_out) + zp_out), f in double), applied
 // in one vector lookup pass; on qint32 the same double math per element.
 #pragma once

@@ -1,14 +1,15 @@
 // The conv compute drivers: implicit GEMM (im2col row blocks -> kernels/gemm/qgemm.h, 1x1
 // stride-1 convs read the NDHWC input in place), transposed conv by output phases, and the
 // depthwise kernels (kernels/conv/dwconv.h). Threads over batch x pixel blocks x channel blocks.
-// Changes with: packed/conv_packed_params.{h,cpp} (the packed form), conv_gemm.cpp.
+// Changes with: conv_plan.h (the packed form they read), conv_gemm.cpp,
+// packed/conv_packed_params.cpp (fills the plan at prepack).
 #pragma once
 #include <cstdint>
 
-#include "packed/conv_packed_params.h"
+#include "driver/conv_plan.h"
 
 namespace qplugin {
-namespace ops {
+namespace driver {
 
 // Per-call requantization terms (qgemm.h / dwconv.h).
 struct ConvRequant {
@@ -24,12 +25,12 @@ void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t
 
 // x: NDHWC u8 [N][ID][IH][IW][C_in] contiguous (or NCDHW when x_nchw, only where
 // conv_reads_nchw(p)); y: NDHWC u8 [N][OD][OH][OW][C_out].
-void conv_forward(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
+void conv_forward(const ConvPlan& p, const uint8_t* x, int64_t N, const int64_t in[3],
                   uint8_t* y, const int64_t out[3], const ConvRequant& rq, bool x_nchw = false);
 
 // Whether conv_forward takes a contiguous NCDHW input as is (the depthwise 1x3x3 kernel reads
 // its rows in place), saving the NDHWC conversion.
-bool conv_reads_nchw(const ConvPackedParamsBase& p);
+bool conv_reads_nchw(const ConvPlan& p);
 
-}  // namespace ops
+}  // namespace driver
 }  // namespace qplugin

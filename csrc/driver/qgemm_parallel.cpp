@@ -1,5 +1,5 @@
 // Threaded driver of the int8 GEMM engine. See qgemm_parallel.h.
-#include "ops/quantized_cpu/qgemm_parallel.h"
+#include "driver/qgemm_parallel.h"
 
 #include <ATen/Parallel.h>
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace qplugin {
-namespace ops {
+namespace driver {
 
 namespace {
 
@@ -80,5 +80,5 @@ void qgemm_parallel(const QGemmKernels& k, const uint8_t* a, int64_t lda, int64_
   });
 }
 
-}  // namespace ops
+}  // namespace driver
 }  // namespace qplugin

@@ -1,12 +1,12 @@
 // AVX2 + FMA normalization kernels: exact int8 statistics (VPSADBW sums, VPMADDWD squares) and
 // layer-norm rows. Must equal the scalar kernels byte for byte (statistics are exact integers;
-// rows use the same float op order). Changes with: norm_generic_impl.h (tails), norm_dispatch.h.
+// rows use the same float op order). Changes with: normalization_generic_impl.h (tails), normalization.h.
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
 
 #include <type_traits>
 
-#include "kernels/norm/norm_generic_impl.h"
+#include "kernels/normalization/normalization_generic_impl.h"
 
 namespace qplugin {
 namespace kernels {

@@ -2,7 +2,7 @@
 // blocks and transposed conv by output phases, all threaded with at::parallel_for.
 // Changes with: conv_gemm.h, packed/conv_packed_params.{h,cpp}, kernels/gemm/qgemm.h,
 // kernels/conv/dwconv.h.
-#include "ops/quantized_cpu/conv_gemm.h"
+#include "driver/conv_gemm.h"
 
 #include "kernels/dispatch.h"
 
@@ -14,13 +14,13 @@
 #include <vector>
 
 namespace qplugin {
-namespace ops {
+namespace driver {
 
 namespace {
 
 using kernels::gemm::QGemmEpilogue;
 using kernels::gemm::QGemmKernels;
-using Phase = ConvPackedParamsBase::Phase;
+using Phase = ConvPlan::Phase;
 
 int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -44,12 +44,27 @@ inline void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t n) {
   }
 }
 
+// Steps the output position (n, jd, jh, jw) to the next pixel of a P0 x P1 x P2 grid, row-major.
+inline void next_pixel(int64_t P0, int64_t P1, int64_t P2, int64_t* n, int64_t* jd, int64_t* jh,
+                       int64_t* jw) {
+  if (++*jw == P2) {
+    *jw = 0;
+    if (++*jh == P1) {
+      *jh = 0;
+      if (++*jd == P0) {
+        *jd = 0;
+        ++*n;
+      }
+    }
+  }
+}
+
 // Bytes of im2col rows a task keeps (L2-resident together with the B panels it streams).
 constexpr int64_t kIm2colBytes = 96 * 1024;
 // Below this many multiply-adds a conv runs on the calling thread.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 
-void run_depthwise(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
+void run_depthwise(const ConvPlan& p, const uint8_t* x, int64_t N, const int64_t in[3],
                    uint8_t* y, const int64_t out[3], const ConvRequant& rq, bool x_nchw) {
   const int64_t C = p.Cout_, Cin = p.Cin_, m = C / Cin;
   const int64_t in_pix = in[0] * in[1] * in[2], out_pix = out[0] * out[1] * out[2];
@@ -140,7 +155,7 @@ bool all_bytes_7bit(const uint8_t* p, int64_t n) {
 // zero-point-padded NDHWC buffer, after which every output pixel's A row is nseg = KD * KH
 // contiguous spans of KW * C_in bytes (kseg with the zero-weight pad) starting at one pointer
 // per pixel; the GEMM reads them in place (no im2col).
-void run_igemm(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x, int64_t N,
+void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
                const int64_t in[3], uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
   const QGemmKernels& k = *p.gemm_;
   const int64_t C = p.Cin_, Cout = p.Cout_;
@@ -221,16 +236,7 @@ void run_igemm(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
       int64_t jh = q % P1, jd = q / P1;
       for (int64_t m = m0; m < m1; ++m) {
         rows[m - m0] = xb + n * img + jd * sd + jh * sh + jw * sw;
-        if (++jw == P2) {
-          jw = 0;
-          if (++jh == P1) {
-            jh = 0;
-            if (++jd == P0) {
-              jd = 0;
-              ++n;
-            }
-          }
-        }
+        next_pixel(P0, P1, P2, &n, &jd, &jh, &jw);
       }
       k.igemm(rows.data(), m1 - m0, seg_off.data(), ph.nseg, ph.kseg, pb, Cout, n0, n1, e,
               y + m0 * Cout, Cout);
@@ -241,11 +247,11 @@ void run_igemm(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
 }
 
 // One GEMM phase (the direct conv, or one output phase of a transposed conv).
-void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x, int64_t N,
+void run_phase(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
                const int64_t in[3], uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
-  const bool transposed = p.kind_ == ConvPackedParamsBase::Kind::kTransposed;
+  const bool transposed = p.kind_ == ConvPlan::Kind::kTransposed;
   const QGemmKernels& k = *p.gemm_;
-  const int64_t G = p.groups(), Cin = p.Cin_, Cout = p.Cout_;
+  const int64_t G = p.groups_, Cin = p.Cin_, Cout = p.Cout_;
   const int64_t Cin_g = Cin / G, Cout_g = Cout / G, K = ph.K;
   // Phase grid: output o = r + j * s (transposed) or o = j (direct), j in [0, P).
   int64_t P[3], T[3];
@@ -373,16 +379,7 @@ void run_phase(const ConvPackedParamsBase& p, const Phase& ph, const uint8_t* x,
                 }
               }
             }
-            if (++jw == P2) {
-              jw = 0;
-              if (++jh == P1) {
-                jh = 0;
-                if (++jd == P0) {
-                  jd = 0;
-                  ++n;
-                }
-              }
-            }
+            next_pixel(P0, P1, P2, &n, &jd, &jh, &jw);
           }
           a = abuf.data();
           lda = Kb;
@@ -510,15 +507,15 @@ void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t
   else at::parallel_for(0, N * pblocks, 8, body);
 }
 
-bool conv_reads_nchw(const ConvPackedParamsBase& p) {
-  return p.kind_ == ConvPackedParamsBase::Kind::kDepthwise && p.dw_->rows_nchw != nullptr &&
+bool conv_reads_nchw(const ConvPlan& p) {
+  return p.kind_ == ConvPlan::Kind::kDepthwise && p.dw_->rows_nchw != nullptr &&
          !p.dw_w3_.empty() && p.Cout_ == p.Cin_ && p.d_[1] == 1 && p.d_[2] == 1;
 }
 
-void conv_forward(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, const int64_t in[3],
+void conv_forward(const ConvPlan& p, const uint8_t* x, int64_t N, const int64_t in[3],
                   uint8_t* y, const int64_t out[3], const ConvRequant& rq, bool x_nchw) {
   TORCH_CHECK(!x_nchw || conv_reads_nchw(p), "qplugin: internal error: NCHW conv input");
-  if (p.kind_ == ConvPackedParamsBase::Kind::kDepthwise) {
+  if (p.kind_ == ConvPlan::Kind::kDepthwise) {
     run_depthwise(p, x, N, in, y, out, rq, x_nchw);
     return;
   }
@@ -528,5 +525,5 @@ void conv_forward(const ConvPackedParamsBase& p, const uint8_t* x, int64_t N, co
   }
 }
 
-}  // namespace ops
+}  // namespace driver
 }  // namespace qplugin

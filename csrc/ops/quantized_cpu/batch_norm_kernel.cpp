@@ -1,5 +1,5 @@
 // QuantizedCPU (and CPU, for a clear error on float input) kernels of the batch-norm ops.
-// Schemas: ops/norm.cpp. Microkernels: kernels/elementwise/* via kernels/dispatch.h.
+// Schemas: ops/batch_norm.cpp. Microkernels: kernels/elementwise/* via kernels/dispatch.h.
 // Numerics (as PyTorch's): alpha[c] = w/sqrt(var+eps) * s_in/s_out, beta[c] = (b - mean*w/
 // sqrt(var+eps))/s_out; y = zp_out + nearbyint(alpha*(x - zp_in) + beta), clamped (ReLU: >= zp_out).
 #include <ATen/ATen.h>
@@ -101,6 +101,20 @@ void run_affine(const kernels::TypedKernels<T>& k, const at::Tensor& x, at::Tens
   }
 }
 
+// Output element i (in the output's own order, NHWC when nhwc_out): its channel *c and the index
+// *src of the input element it reads (the input NHWC when channels_last_in, else NCHW).
+inline void channel_and_source(int64_t i, int64_t C, int64_t HW, bool channels_last_in,
+                               bool nhwc_out, int64_t* c, int64_t* src) {
+  if (nhwc_out) {
+    *c = i % C;
+    const int64_t pix = i / C, n = pix / HW, hw = pix % HW;
+    *src = channels_last_in ? i : (n * C + *c) * HW + hw;
+  } else {
+    *c = (i / HW) % C;
+    *src = i;
+  }
+}
+
 // qint32: no vector kernel (8-bit activations are the product); exact clamping in double so the
 // float->int conversion never overflows.
 void run_affine_i32(const at::Tensor& x, at::Tensor& y, int64_t N, int64_t C, int64_t HW,
@@ -111,16 +125,8 @@ void run_affine_i32(const at::Tensor& x, at::Tensor& y, int64_t N, int64_t C, in
   const double hi = INT32_MAX;
   at::parallel_for(0, N * C * HW, kGrainBytes / 4, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      // i indexes the output in its own order; find the channel and the input element.
       int64_t c, src;
-      if (nhwc_out) {
-        c = i % C;
-        const int64_t pix = i / C, n = pix / HW, hw = pix % HW;
-        src = channels_last_in ? i : (n * C + c) * HW + hw;
-      } else {
-        c = (i / HW) % C;
-        src = i;
-      }
+      channel_and_source(i, C, HW, channels_last_in, nhwc_out, &c, &src);
       float v = std::fma(p.alpha[c], static_cast<float>(static_cast<int64_t>(xp[src]) - p.in_zp),
                          p.beta[c]);
       double r = std::nearbyint(static_cast<double>(v)) + p.out_zp;
@@ -144,14 +150,7 @@ void run_affine_double(const at::Tensor& x, at::Tensor& y, int64_t N, int64_t C,
   at::parallel_for(0, N * C * HW, kGrainBytes, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       int64_t c, src;
-      if (nhwc_out) {
-        c = i % C;
-        const int64_t pix = i / C, n = pix / HW, hw = pix % HW;
-        src = channels_last_in ? i : (n * C + c) * HW + hw;
-      } else {
-        c = (i / HW) % C;
-        src = i;
-      }
+      channel_and_source(i, C, HW, channels_last_in, nhwc_out, &c, &src);
       const double d = static_cast<double>(static_cast<int64_t>(xp[src]) - in_zp);
       // alpha * 0 is 0 even for huge alpha: only a nonzero offset moves off beta.
       double v = d == 0 ? beta[c] : alpha[c] * d + beta[c];
@@ -309,4 +308,4 @@ TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_BN(m) }
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_BN(m) }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_norm_kernel)
+QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_batch_norm_kernel)

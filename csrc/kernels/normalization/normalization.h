@@ -1,8 +1,10 @@
 // Kernel table of the layer/group/instance-norm statistics and layer-norm rows. Torch-free: raw
-// pointers, sizes and parameters only. The normalize step of group/instance norm reuses the
-// per-channel affine kernels of kernels/dispatch.h (TypedKernels::affine_plane / affine_rows).
-// Changes with: norm_dispatch.cpp (table choice), norm_generic_impl.h (reference forms),
-// norm_{scalar,avx2,avx512vnni}.cpp (the kernels), ops/quantized_cpu/normalization_kernel.cpp.
+// pointers, sizes and parameters only. The normalize step of group/instance norm has its own
+// per-channel affine kernels (below): batch norm's (kernels/dispatch.h TypedKernels::affine_*)
+// subtract the input zero point in int32 and clamp NaN to lo, these fold both zero points into
+// beta and clamp NaN to hi, so the two give different bytes on non-finite parameters.
+// Changes with: normalization_dispatch.cpp (table choice), normalization_generic_impl.h (reference forms),
+// normalization_{scalar,avx2,avx512vnni}.cpp (the kernels), ops/quantized_cpu/normalization_kernel.cpp.
 #pragma once
 #include <cstdint>
 

@@ -1,15 +1,15 @@
 // Portable reference forms of the normalization kernels (statistics, layer-norm rows, per-channel
-// affine). Included by every kernels/norm/norm_<isa>.cpp inside its own namespace
+// affine). Included by every kernels/normalization/normalization_<isa>.cpp inside its own namespace
 // (QPLUGIN_ISA_NS), so code built with different flags never shares an inline definition (ODR).
 // Vector kernels call these for tails, so tails and bodies round the same way.
-// Changes with: norm_dispatch.h.
+// Changes with: normalization.h.
 #ifndef QPLUGIN_ISA_NS
-#error "define QPLUGIN_ISA_NS before including norm_generic_impl.h"
+#error "define QPLUGIN_ISA_NS before including normalization_generic_impl.h"
 #endif
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/norm/norm_dispatch.h"
+#include "kernels/normalization/normalization.h"
 
 namespace qplugin {
 namespace kernels {

@@ -7,7 +7,7 @@
 #include "kernels/gemm/qgemm.h"
 
 namespace qplugin {
-namespace ops {
+namespace driver {
 
 // C[m][n] = requant(sum_k A[m][k] * B[k][n]) for m < M, n < N (qgemm.h has the math).
 // A: M x K u8, row stride lda; packed_b: packed by k.pack_b; C: M x N u8, row stride ldc.
@@ -21,5 +21,5 @@ void qgemm_parallel(const kernels::gemm::QGemmKernels& k, const uint8_t* a, int6
                     const kernels::gemm::QGemmEpilogue& e, bool need_row_sums, uint8_t* c,
                     int64_t ldc);
 
-}  // namespace ops
+}  // namespace driver
 }  // namespace qplugin

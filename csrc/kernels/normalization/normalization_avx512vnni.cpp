@@ -1,13 +1,13 @@
 // AVX-512 (F/BW/VL/DQ + VNNI) normalization kernels: exact int8 statistics (VPSADBW sums,
 // VPDPWSSD squares) and layer-norm rows, with masked tails. Must equal the scalar kernels byte
 // for byte (statistics are exact integers; rows use the same float op order).
-// Changes with: norm_generic_impl.h, norm_dispatch.h.
+// Changes with: normalization_generic_impl.h, normalization.h.
 #define QPLUGIN_ISA_NS avx512vnni
 #include <immintrin.h>
 
 #include <type_traits>
 
-#include "kernels/norm/norm_generic_impl.h"
+#include "kernels/normalization/normalization_generic_impl.h"
 
 namespace qplugin {
 namespace kernels {

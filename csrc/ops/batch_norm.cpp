@@ -1,9 +1,12 @@
-// Schemas of the normalization ops (≙ torch.ops.quantized / aten::quantized_batch_norm).
-// Kernels: ops/quantized_cpu/norm_kernel.cpp; pinned in tests/test_schemas.py.
+// Schemas of the batch-norm ops (≙ torch.ops.quantized / aten::quantized_batch_norm).
+// Kernels: ops/quantized_cpu/batch_norm_kernel.cpp; pinned in tests/test_schemas.py.
 #include <torch/library.h>
-#include "register.h"
+#include "ops/schemas.h"
 
-TORCH_LIBRARY_FRAGMENT(qplugin, m) {
+namespace qplugin {
+namespace schemas {
+
+void define_batch_norm(torch::Library& m) {
   m.def("quantized_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, "
         "float eps, float output_scale, int output_zero_point) -> Tensor");
   m.def("batch_norm(Tensor qx, Tensor? weight, Tensor? bias, Tensor mean, Tensor var, float eps, "
@@ -24,5 +27,5 @@ TORCH_LIBRARY_FRAGMENT(qplugin, m) {
         "float output_scale, int output_zero_point) -> Tensor");
 }
 
-// Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
-QPLUGIN_REGISTRATION_ANCHOR(ops_norm)
+}  // namespace schemas
+}  // namespace qplugin

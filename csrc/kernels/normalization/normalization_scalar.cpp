@@ -1,7 +1,7 @@
 // Scalar (baseline x86-64 / portable C++) normalization kernels: the reference every other ISA
-// must match byte for byte. Changes with: norm_generic_impl.h, norm_dispatch.h.
+// must match byte for byte. Changes with: normalization_generic_impl.h, normalization.h.
 #define QPLUGIN_ISA_NS scalar
-#include "kernels/norm/norm_generic_impl.h"
+#include "kernels/normalization/normalization_generic_impl.h"
 
 namespace qplugin {
 namespace kernels {
