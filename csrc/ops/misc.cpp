@@ -1,5 +1,5 @@
 // Library-level ops: the ISA in use and the torch version qplugin was built against.
-// Changes with: kernels/dispatch.{h,cpp}, qplugin/_loader.py, qplugin/ops.py.
+// Changes with: kernels/dispatch.{h,cpp}, qplugin/_loader.py.
 #include <torch/library.h>
 #include <torch/version.h>
 

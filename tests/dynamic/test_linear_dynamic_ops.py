@@ -120,7 +120,7 @@ def test_linear_dynamic_vs_torch(isa, shape, N, reduce_range, per_channel, relu)
     x_codes = torch.clamp(torch.round(x / scale) + zp, 0, 255).to(torch.uint8)
     saturating = u8s8_pairs_may_saturate(x_codes.reshape(-1, K), qw.int_repr())
     if saturating and not torch.allclose(yt, ref, rtol=1e-4, atol=1e-4):
-        # torch's AVX2 kernels saturate int16 pair sums on this input (TORCH_ORACLE_NOTES.md):
+        # torch's AVX2 kernels saturate int16 pair sums on this input (docs/oracle.md):
         # the exact reference is the oracle; it was checked in test_linear_dynamic_exact.
         pytest.skip("torch.ops.quantized.linear_dynamic saturates here (AVX2 CPU)")
     # Same qparams, same quantization, exact products, same float epilogue as fbgemm: identical
