@@ -49,7 +49,8 @@ if [ $# -eq 0 ]; then
          tests/pooling/test_adaptive_pool.py tests/upsample tests/batch_norm tests/normalization \
          tests/elementwise/test_binary.py tests/elementwise/test_cat.py \
          tests/activation tests/embedding/test_embedding_ops.py \
-         tests/test_hostile_sizes.py
+         tests/embedding/test_embedding_nbit.py tests/dynamic/test_linear_dynamic_ops.py \
+         tests/dynamic/test_rnn_dynamic.py tests/test_hostile_sizes.py
 fi
 
 start=$(date +%s)

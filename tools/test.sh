@@ -38,11 +38,11 @@ echo "qplugin: build took $(( $(date +%s) - start )) s"
 $PY -m pytest -q -p no:cacheprovider tests "$@"
 # Scalar-only pass over the op tests: the path a plain x86-64 machine takes.
 QPLUGIN_CPU_ISA=scalar $PY -m pytest -q -p no:cacheprovider tests/batch_norm tests/activation tests/normalization \
-    tests/pooling tests/upsample tests/elementwise tests/linear tests/conv tests/embedding
+    tests/pooling tests/upsample tests/elementwise tests/linear tests/conv tests/embedding tests/dynamic
 # PyTorch's quantized kernels on their AVX2 paths (saturating u8 x s8 pair sums): the oracle
 # must decide per case (tests/_reference.py gemm_oracle) and the suite pass all the same.
 FBGEMM_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 \
-    $PY -m pytest -q -p no:cacheprovider tests/linear tests/conv tests/models tests/upsample
+    $PY -m pytest -q -p no:cacheprovider tests/linear tests/conv tests/models tests/upsample tests/dynamic
 # Legacy-blocked mode: the calibration workflow and the model tests once more with torch.ao's
 # quantization stack unimportable and torch.ops.quantized hidden (tests/_block_torch_ao.py); the
 # tests that need torch.ao as the oracle skip.
