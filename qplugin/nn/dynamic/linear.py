@@ -13,7 +13,9 @@ from typing import Optional
 
 import torch
 
-from qplugin.nn.modules.linear import _hide_packed_params_repr, _quantize_weight
+from qplugin.nn.modules.linear import LinearPackedParams as _StaticLinearPackedParams
+from qplugin.nn.modules.linear import (_PackedParamsBase, _hide_packed_params_repr,
+                                        _quantize_weight)
 
 __all__ = ["LinearPackedParams", "LinearPackedParamsFp16", "Linear", "LinearReLU"]
 
@@ -26,68 +28,11 @@ def _check_dtype(where, dtype):
                          f"torch.float16, got {dtype}")
 
 
-class _PackedParamsBase(torch.nn.Module):
-    """State-dict handling shared by the int8 and float16 holders (one Python class per packed
-    type, so that TorchScript sees one op per class)."""
+class LinearPackedParams(_StaticLinearPackedParams):
+    """Holds a torch.classes.qplugin.LinearPackedParams (qint8 weight, fp32 bias): the static
+    Linear's holder plus the dynamic apply."""
 
-    _version = 3
-    _DTYPE = torch.qint8
-
-    def __init__(self):
-        super().__init__()
-        self.dtype = self._DTYPE
-
-    def forward(self, x):
-        return x
-
-    # State-dict layout (torch.ao.nn.quantized.modules.linear.LinearPackedParams' version 3):
-    #   self
-    #   |--- _packed_params : (weight, bias)   weight qint8, or float32 for dtype float16
-    #   |--- dtype : torch.dtype
-    # Versions 1/2 (weight, bias as separate keys) are read too.
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "dtype"] = self.dtype
-        destination[prefix + "_packed_params"] = self._weight_bias()
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
-        version = local_metadata.get("version", None)
-        if version is not None and version >= 2:
-            dtype = state_dict.pop(prefix + "dtype")
-            if dtype != self.dtype:
-                raise ValueError(f"qplugin.nn.dynamic.Linear: expected a {self.dtype} checkpoint "
-                                 f"for this module, got dtype {dtype}")
-        if version is None or version < 3:
-            weight = state_dict.pop(prefix + "weight")
-            bias = state_dict.pop(prefix + "bias")
-        else:
-            weight, bias = state_dict.pop(prefix + "_packed_params")
-        self.set_weight_bias(weight, bias)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
-                                      unexpected_keys, error_msgs)
-
-    def __repr__(self):
-        return self._weight_bias().__repr__()
-
-
-class LinearPackedParams(_PackedParamsBase):
-    """Holds a torch.classes.qplugin.LinearPackedParams (qint8 weight, fp32 bias)."""
-
-    _DTYPE = torch.qint8
-
-    def __init__(self, dtype=torch.qint8):
-        super().__init__()
-        wq = torch._empty_affine_quantized([1, 1], scale=1.0, zero_point=0, dtype=torch.qint8)
-        self.set_weight_bias(wq, None)
-
-    @torch.jit.export
-    def set_weight_bias(self, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> None:
-        self._packed_params = torch.ops.qplugin.linear_prepack(weight, bias)
-
-    @torch.jit.export
-    def _weight_bias(self):
-        return torch.ops.qplugin.linear_unpack(self._packed_params)
+    _OWNER = "qplugin.nn.dynamic.Linear"
 
     @torch.jit.export
     def apply(self, x: torch.Tensor, reduce_range: bool, relu: bool) -> torch.Tensor:
@@ -100,6 +45,7 @@ class LinearPackedParamsFp16(_PackedParamsBase):
     """Holds a torch.classes.qplugin.LinearPackedParamsFp16 (float16 weight, fp32 bias)."""
 
     _DTYPE = torch.float16
+    _OWNER = "qplugin.nn.dynamic.Linear"
 
     def __init__(self, dtype=torch.float16):
         super().__init__()

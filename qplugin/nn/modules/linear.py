@@ -67,31 +67,18 @@ def _hide_packed_params_repr(module, params_cls):
     return main_str + ")"
 
 
-class LinearPackedParams(torch.nn.Module):
-    """Holds a torch.classes.qplugin.LinearPackedParams (the packed qint8 weight and fp32 bias).
-
-    Only qint8 weights: qplugin has no fp16 dynamic linear.
-    """
+class _PackedParamsBase(torch.nn.Module):
+    """State-dict handling of the packed-weight holders (this static Linear's and the dynamic
+    ones in qplugin.nn.dynamic: one Python class per packed type, so that TorchScript sees one op
+    per class). Subclasses set _DTYPE, _OWNER (for messages), set_weight_bias and _weight_bias."""
 
     _version = 3
+    _DTYPE = torch.qint8
+    _OWNER = "qplugin.nn.Linear"
 
-    def __init__(self, dtype=torch.qint8):
+    def __init__(self):
         super().__init__()
-        if dtype != torch.qint8:
-            raise ValueError(
-                f"qplugin.nn.Linear: expected dtype torch.qint8, got {dtype} (qplugin has no "
-                "fp16 dynamic linear)")
-        self.dtype = dtype
-        wq = torch._empty_affine_quantized([1, 1], scale=1.0, zero_point=0, dtype=torch.qint8)
-        self.set_weight_bias(wq, None)
-
-    @torch.jit.export
-    def set_weight_bias(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
-        self._packed_params = torch.ops.qplugin.linear_prepack(weight, bias)
-
-    @torch.jit.export
-    def _weight_bias(self):
-        return torch.ops.qplugin.linear_unpack(self._packed_params)
+        self.dtype = self._DTYPE
 
     def forward(self, x):
         return x
@@ -104,6 +91,7 @@ class LinearPackedParams(torch.nn.Module):
     #   |--- bias : Tensor              |--- bias : Tensor              |      (Tensor, Tensor?)
     #                                   |--- dtype : torch.dtype        |      = (weight, bias)
     #                                                                   |--- dtype : torch.dtype
+    # (weight: qint8, or float32 for the float16 holder)
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
         destination[prefix + "dtype"] = self.dtype
@@ -114,10 +102,10 @@ class LinearPackedParams(torch.nn.Module):
         version = local_metadata.get("version", None)
         if version is not None and version >= 2:
             dtype = state_dict.pop(prefix + "dtype")
-            if dtype != torch.qint8:
-                raise ValueError(
-                    f"qplugin.nn.Linear: expected a qint8 checkpoint, got dtype {dtype}")
-        self.dtype = torch.qint8
+            if dtype != self._DTYPE:
+                raise ValueError(f"{self._OWNER}: expected a {self._DTYPE} checkpoint for this "
+                                 f"module, got dtype {dtype}")
+        self.dtype = self._DTYPE
         if version is None or version < 3:
             weight = state_dict.pop(prefix + "weight")
             bias = state_dict.pop(prefix + "bias")
@@ -129,6 +117,30 @@ class LinearPackedParams(torch.nn.Module):
 
     def __repr__(self):
         return self._weight_bias().__repr__()
+
+
+class LinearPackedParams(_PackedParamsBase):
+    """Holds a torch.classes.qplugin.LinearPackedParams (the packed qint8 weight and fp32 bias).
+
+    Only qint8 weights here; the float16 dynamic linear is qplugin.nn.dynamic's.
+    """
+
+    def __init__(self, dtype=torch.qint8):
+        if dtype != torch.qint8:
+            raise ValueError(
+                f"qplugin.nn.Linear: expected dtype torch.qint8, got {dtype} (float16 weights: "
+                "qplugin.nn.dynamic.Linear)")
+        super().__init__()
+        wq = torch._empty_affine_quantized([1, 1], scale=1.0, zero_point=0, dtype=torch.qint8)
+        self.set_weight_bias(wq, None)
+
+    @torch.jit.export
+    def set_weight_bias(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+        self._packed_params = torch.ops.qplugin.linear_prepack(weight, bias)
+
+    @torch.jit.export
+    def _weight_bias(self):
+        return torch.ops.qplugin.linear_unpack(self._packed_params)
 
 
 class Linear(torch.nn.Module):
