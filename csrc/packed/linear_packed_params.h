@@ -45,6 +45,15 @@ struct LinearPackedParams : torch::CustomClassHolder {
   void gemm_f32(const uint8_t* a, int64_t lda, int64_t M, float a_scale, int32_t a_zp,
                 bool relu, bool a_7bit, float* out, int64_t ldo) const;
 
+  // Exact int32 GEMM over the packed weight (QGemmEpilogue::out_i32; linear_leaky_relu /
+  // linear_tanh finish in double):
+  //   out[m][n] = sum_k (a[m][k] - a_zp) * (W[n][k] - w_zp[n])
+  // exact when K <= kMaxExactI32K (checked by the caller). a: M x K u8 codes, row stride lda;
+  // out: M x N int32, row stride ldo (elements).
+  static constexpr int64_t kMaxExactI32K = 33025;  // 33025 * 255 * 255 < 2^31
+  void gemm_i32(const uint8_t* a, int64_t lda, int64_t M, int32_t a_zp, int32_t* out,
+                int64_t ldo) const;
+
   // The weight (bit-exact: same int8 values, scales, zero points and qscheme) and bias.
   std::tuple<at::Tensor, c10::optional<at::Tensor>> unpack() const;
 

@@ -1,4 +1,5 @@
-// LinearPackedParams::gemm_f32: the packed int8 GEMM with a float-output epilogue
+// LinearPackedParams::gemm_f32 / gemm_i32: the packed int8 GEMM with a float- or int32-output
+// epilogue
 // (kernels/gemm/qgemm.h, QGemmEpilogue::out_f32), used by the dynamic linear ops
 // (ops/cpu/linear_dynamic_kernel.cpp) and meant for ops that need the real-valued result before a
 // nonlinearity. Changes with: linear_packed_params.h, kernels/gemm/qgemm.h.
@@ -45,6 +46,32 @@ void LinearPackedParams::gemm_f32(const uint8_t* a, int64_t lda, int64_t M, floa
   driver::qgemm_parallel(*kernels_, a, lda, M, K_, packed_.data_ptr<int8_t>(), N_, e, any_w_zp_,
                       reinterpret_cast<uint8_t*>(out),
                       /*ldc=*/ldo * static_cast<int64_t>(sizeof(float)));
+}
+
+void LinearPackedParams::gemm_i32(const uint8_t* a, int64_t lda, int64_t M, int32_t a_zp,
+                                  int32_t* out, int64_t ldo) const {
+  if (M <= 0 || N_ <= 0) return;
+  TORCH_INTERNAL_ASSERT(K_ <= kMaxExactI32K, "qplugin: gemm_i32 with K = ", K_);
+  thread_local std::vector<int32_t> col_offsets;
+  col_offsets.resize(static_cast<size_t>(N_));
+  for (int64_t n = 0; n < N_; ++n) {
+    const int64_t zw = per_channel_ ? w_zp_i32_[n] : w_zp_;
+    const int64_t v = static_cast<int64_t>(a_zp) * col_sums_[n] - K_ * a_zp * zw;
+    col_offsets[n] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+  }
+  kernels::gemm::QGemmEpilogue e{col_offsets.data(),
+                                 per_channel_ ? w_zp_i32_.data() : nullptr,
+                                 static_cast<int32_t>(w_zp_),
+                                 /*row_sums=*/nullptr,
+                                 /*bias_q=*/nullptr,
+                                 /*mult=*/nullptr,
+                                 /*lo=*/0.0f,
+                                 /*hi=*/0.0f,
+                                 /*out_zp=*/0};
+  e.out_i32 = 1;
+  driver::qgemm_parallel(*kernels_, a, lda, M, K_, packed_.data_ptr<int8_t>(), N_, e, any_w_zp_,
+                         reinterpret_cast<uint8_t*>(out),
+                         /*ldc=*/ldo * static_cast<int64_t>(sizeof(int32_t)));
 }
 
 }  // namespace qplugin

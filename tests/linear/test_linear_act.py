@@ -10,6 +10,7 @@ Every ISA (the op is ISA-independent: same bytes).
 """
 import copy
 import io
+import math
 
 import pytest
 import torch
@@ -130,6 +131,82 @@ def test_vs_pytorch_onednn(kind, seed):
     # Only where torch itself is within 1 of the exact reference is it used as the oracle.
     assert_qclose(theirs, ref)
     assert_qclose(ours, theirs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rounding boundaries and non-finite values. The kernel decides most elements in a vectorized
+# pass (tanh by its own exp with an error bound) and hands the ones it cannot vouch for (within
+# the bound of a rounding boundary; non-finite) to std::tanh / the scalar rounding. These cases
+# sit exactly there: x = one code above its zero point with scale 1, weight codes 1 with
+# per-channel scales w_s[n], no bias -> v[n] = 1 * (1.0 * w_s[n]) + 0 = w_s[n] exactly, so the
+# test controls v to the last bit. The expected bytes use Python's math.tanh (the C library's
+# tanh, which the op's exact path calls) and round() (half to even): every decision must match.
+
+
+def _ulps(v, n):
+    out, a, b = [v], v, v
+    for _ in range(n):
+        a, b = math.nextafter(a, -math.inf), math.nextafter(b, math.inf)
+        out += [a, b]
+    return out
+
+
+def _q(w, s, zp):
+    if math.isnan(w):
+        return zp
+    r = w / s
+    if math.isinf(r):
+        return 255 if r > 0 else 0
+    return max(0, min(255, round(r) + zp))
+
+
+def _boundary_op(kind, vs, s, zp, slope):
+    N = len(vs)
+    x = torch._make_per_tensor_quantized_tensor(torch.ones(3, 1, dtype=torch.uint8), 1.0, 0)
+    w = torch._make_per_channel_quantized_tensor(
+        torch.ones(N, 1, dtype=torch.int8), torch.tensor(vs, dtype=torch.float64),
+        torch.zeros(N, dtype=torch.int64), 0)
+    got = call(kind, x, torch.ops.qplugin.linear_prepack(w, None), s, zp, slope)
+    act = math.tanh if kind == "tanh" else (lambda v: v if v >= 0 else v * slope)
+    want = torch.tensor([_q(act(v), s, zp) for v in vs], dtype=torch.uint8).expand(3, N)
+    return got.int_repr(), want
+
+
+@pytest.mark.parametrize("kind", ["leaky", "tanh"])
+def test_rounding_boundaries_every_isa(isa, kind):
+    s, zp, slope = 0.5, 128, 0.25
+    vs = []
+    for k in (-3, -2, -1, 0, 1, 2):
+        t = (k + 0.5) * s  # a rounding boundary of the output
+        if kind == "tanh":
+            if abs(t) >= 1:
+                continue
+            center = math.atanh(t)
+        else:
+            center = t if t >= 0 else t / slope
+        vs += _ulps(center, 24)  # within ~1e-14 of the boundary: the exact path decides
+        vs += [center + j * 1e-12 for j in range(-40, 41, 3)]  # around the fast path's margin
+    vs = [v for v in vs if v > 0]  # per-channel scales must be positive
+    got, want = _boundary_op(kind, vs, s, zp, slope)
+    # The cases straddle boundaries: both neighbouring codes occur (else they test nothing).
+    assert len(set(want[0].tolist())) >= 3
+    assert torch.equal(got, want), (got != want).nonzero()[:5]
+
+
+@pytest.mark.parametrize("kind", ["leaky", "tanh"])
+def test_negative_and_non_finite_values_every_isa(isa, kind):
+    # Negative v through a negative weight code; NaN / inf through the bias.
+    s, zp, slope = 0.02, 100, 0.5
+    x = torch._make_per_tensor_quantized_tensor(torch.full((2, 1), 3, dtype=torch.uint8), 0.5, 1)
+    w = torch._make_per_tensor_quantized_tensor(
+        torch.tensor([[-7], [5], [1], [1], [1], [0]], dtype=torch.int8), 0.25, 0)
+    b = torch.tensor([0.1, -0.3, math.nan, math.inf, -math.inf, 1e30])
+    got = call(kind, x, torch.ops.qplugin.linear_prepack(w, b), s, zp, slope).int_repr()
+    act = math.tanh if kind == "tanh" else (lambda v: v if v >= 0 else v * slope)
+    acc = [(3 - 1) * c for c in (-7, 5, 1, 1, 1, 0)]
+    vs = [a * (0.5 * 0.25) + float(bb) for a, bb in zip(acc, b.tolist())]
+    want = torch.tensor([_q(act(v), s, zp) for v in vs], dtype=torch.uint8).expand(2, 6)
+    assert torch.equal(got, want), (got, want)
 
 
 BAD = [

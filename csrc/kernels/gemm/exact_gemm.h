@@ -27,7 +27,22 @@ struct ExactGemmKernels {
                int64_t ldc);
   void (*s8s8)(const int8_t* a, int64_t lda, int64_t M, int64_t K, int32_t za, const int8_t* b,
                int64_t ldb, int64_t N, const int32_t* zb, int64_t* acc, int64_t ldc);
+  // The finishing pass of linear_leaky_relu / linear_tanh over one row of exact int32
+  // accumulators (written for the auto-vectorizer, exact_gemm_impl.h):
+  //   v = acc[n] * mult[n] + bias[n]                                   double
+  //   out[n] = clamp(nearbyint(act(v) / s) + zp, 0, 255)               act: kActLeakyRelu
+  //                                                                    (v or v * slope) or tanh
+  // with the bytes of quantize_exact(act(v), s, zp, 0, 255) (act in double, std::tanh for tanh).
+  // unsure[n] = 1 where this pass cannot vouch for that (non-finite or huge values; for tanh,
+  // act(v) / s within the approximation's error bound of a rounding boundary): the caller
+  // recomputes those elements with std::tanh / quantize_exact. Returns the number of them.
+  int64_t (*act_requant)(const int32_t* acc, int64_t n, const double* mult, const double* bias,
+                         int act, double slope, double s, int64_t zp, uint8_t* out,
+                         uint8_t* unsure);
 };
+
+constexpr int kActLeakyRelu = 0;
+constexpr int kActTanh = 1;
 
 // The kernels of `isa` (never above the CPU's).
 const ExactGemmKernels& exact_gemm_kernels_for(Isa isa);

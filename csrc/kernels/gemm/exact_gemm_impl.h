@@ -5,6 +5,7 @@
 // u8 x s8 kernel by defining QPLUGIN_EXACT_GEMM_U8S8_FN (exact_gemm_avx512vnni.cpp: VPDPBUSD).
 // Changes with: exact_gemm.h, exact_gemm_<isa>.cpp.
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -110,6 +111,115 @@ void s8s8(const int8_t* a, int64_t lda, int64_t M, int64_t K, int32_t za, const 
   exact_gemm_impl(a, lda, M, K, za, b, ldb, N, zb, acc, ldc);
 }
 
+// -fno-trapping-math for the finishing pass below only: results are the same IEEE operations,
+// but GCC 12 then if-converts the double compares and vectorizes both loops.
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+
+// round half to even of |u| < 2^51 (default rounding mode; -ffp-contract=off, no fast-math).
+inline double round_even(double u) {
+  constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
+  return (u + kMagic) - kMagic;
+}
+
+// exp(x) for x in [-40, 0] with relative error < 2e-13 (the bound act_requant's tanh margin
+// uses), in double arithmetic only (so it vectorizes): e^x = (e^(x/64))^64. x/64 in [-0.625, 0]
+// is exact; e^(x/64) by its Taylor polynomial of degree 16 (remainder < 0.625^17 / 17! < 1e-18),
+// Horner form (17 roundings: relative error < 17 * 2^-53 < 2e-15); six squarings multiply the
+// relative error by 64 and add 6 roundings: < 64 * 2e-15 + 6 * 2^-53 * 64 < 2e-13.
+inline double exp_neg(double x) {
+  const double r = x * (1.0 / 64.0);
+  double p = 1.0 / 20922789888000.0;  // 1/16!
+  p = p * r + 1.0 / 1307674368000.0;
+  p = p * r + 1.0 / 87178291200.0;
+  p = p * r + 1.0 / 6227020800.0;
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  p = p * p;
+  p = p * p;
+  p = p * p;
+  p = p * p;
+  p = p * p;
+  p = p * p;
+  return p;
+}
+
+template <int Act>
+int64_t act_requant_impl(const int32_t* acc, int64_t n, const double* mult, const double* bias,
+                         double slope, double s, int64_t zp, uint8_t* __restrict out,
+                         uint8_t* __restrict unsure) {
+  const double zpd = static_cast<double>(zp);
+  // tanh: |t - std::tanh(v)| <= |t - tanh| + |tanh - std::tanh| < 4e-13 + 1e-15 (t = (1 - e) /
+  // (1 + e) with e = exp_neg(-2|v|) in (0, 1]: e's relative error < 2e-13 moves t by < 4e-13
+  // (|dt/de| <= 2), the three operations by < 4e-16; glibc's tanh is within 2 ulp). In units of
+  // s: 4.1e-13 / s; doubled.
+  // leaky_relu: w and w / s are computed as quantize_exact does, so only range matters.
+  const double margin = Act == kActTanh ? 8.2e-13 / s : 0.0;
+  constexpr double kOut = 1e300;  // u of a flagged element (outside the +-1e15 range)
+  int32_t count = 0;
+  // Chunks of 256: one loop computes the bytes and keeps u, a second one flags; each is
+  // branch-free (selects), so GCC 12 vectorizes both (not so when fused).
+  double ub[256];
+  for (int64_t c = 0; c < n; c += 256) {
+    const int64_t len = n - c < 256 ? n - c : 256;
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t i = c + j;
+      const double v = static_cast<double>(acc[i]) * mult[i] + bias[i];
+      double w;
+      if constexpr (Act == kActTanh) {
+        // tanh(20) rounds to 1 in double; e = exp(-40) changes nothing (NaN: flagged below).
+        double a = v < 0.0 ? -v : v;
+        a = a < 20.0 ? a : 20.0;
+        const double e = exp_neg(-2.0 * a);
+        const double t = (1.0 - e) / (1.0 + e);
+        w = v < 0.0 ? -t : t;
+      } else {
+        w = v >= 0.0 ? v : v * slope;
+      }
+      const double u = w / s;
+      // NaN fails every comparison, so NaN and infinite u are out of range; a NaN v too
+      // (tanh's fmin would turn it into 20).
+      const bool in_range = (u < 1e15) & (u > -1e15) & (v == v);
+      ub[j] = in_range ? u : kOut;
+      const double r = round_even(in_range ? u : 0.0);
+      double q = r + zpd;
+      q = q < 0.0 ? 0.0 : q;
+      q = q > 255.0 ? 255.0 : q;
+      out[i] = static_cast<uint8_t>(static_cast<int32_t>(q));
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      const double u = ub[j];
+      const bool in_range = u < 1e15;
+      const double d = u - round_even(in_range ? u : 0.0);  // in [-0.5, 0.5] when in range
+      const double dist = 0.5 - std::fabs(d);              // to the nearest rounding boundary
+      const int32_t bad = (in_range & (dist > margin)) ? 0 : 1;
+      unsure[c + j] = static_cast<uint8_t>(bad);
+      count += bad;
+    }
+  }
+  return count;
+}
+
+#pragma GCC pop_options
+
+int64_t act_requant(const int32_t* acc, int64_t n, const double* mult, const double* bias,
+                    int act, double slope, double s, int64_t zp, uint8_t* out, uint8_t* unsure) {
+  return act == kActTanh
+             ? act_requant_impl<kActTanh>(acc, n, mult, bias, slope, s, zp, out, unsure)
+             : act_requant_impl<kActLeakyRelu>(acc, n, mult, bias, slope, s, zp, out, unsure);
+}
+
 }  // namespace
 
 const ExactGemmKernels& exact_gemm_table() {
@@ -117,7 +227,8 @@ const ExactGemmKernels& exact_gemm_table() {
 #define QPLUGIN_EXACT_GEMM_U8S8_FN u8s8
 #endif
   static const ExactGemmKernels t{QPLUGIN_EXACT_GEMM_ISA, QPLUGIN_EXACT_GEMM_NAME,
-                                  &QPLUGIN_EXACT_GEMM_U8S8_FN, &u8u8, &s8s8};
+                                  &QPLUGIN_EXACT_GEMM_U8S8_FN, &u8u8, &s8s8,
+                                  &act_requant};
   return t;
 }
 

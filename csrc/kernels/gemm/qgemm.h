@@ -47,6 +47,14 @@ struct QGemmEpilogue {
   // row offsets `c + m * ldc` stay valid); lo, hi and out_zp are ignored.
   int32_t out_f32 = 0;
   int32_t f32_relu = 0;
+  // Output mode 2 (out_i32 = 1, takes precedence over out_f32): the exact accumulator
+  //   acc[m][n] = sum_k (A[m][k] - a_zp) * (W[n][k] - w_zp[n])
+  // as int32 (the zero-point terms above applied, nothing else): exact whenever the true sum fits
+  // int32 (callers check K * 255 * 255 < 2^31, i.e. K <= 33025; the int32 arithmetic wraps and
+  // wraps back). For ops that finish in double (linear_leaky_relu / linear_tanh, conv2d_add,
+  // matmul). `c` points at int32 storage, `ldc` is the row stride in BYTES; bias_q, mult, lo, hi,
+  // out_zp are ignored.
+  int32_t out_i32 = 0;
 };
 
 // A kernel and the packing of B it reads, chosen together (STYLE.md section 5).

@@ -99,6 +99,18 @@ inline void store_f32_one(int32_t raw, int64_t m, int64_t n, const QGemmEpilogue
   std::memcpy(c + m * ldc + n * static_cast<int64_t>(sizeof(float)), &v, sizeof(float));
 }
 
+// Int32-output epilogue of one element (QGemmEpilogue::out_i32): the exact accumulator into row m
+// of the int32 output `c` (ldc in bytes), column n.
+inline void store_i32_one(int32_t raw, int64_t m, int64_t n, const QGemmEpilogue& e, uint8_t* c,
+                          int64_t ldc) {
+  int32_t acc = wrap_sub(raw, e.col_offsets[n]);
+  if (e.row_sums != nullptr) {
+    const int32_t zw = e.w_zp != nullptr ? e.w_zp[n] : e.w_zp_scalar;
+    acc = wrap_sub(acc, wrap_mul(zw, e.row_sums[m]));
+  }
+  std::memcpy(c + m * ldc + n * static_cast<int64_t>(sizeof(int32_t)), &acc, sizeof(int32_t));
+}
+
 }  // namespace generic
 }  // namespace QPLUGIN_ISA_NS
 }  // namespace gemm

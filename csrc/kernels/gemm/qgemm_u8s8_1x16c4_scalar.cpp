@@ -31,6 +31,12 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
           acc[j] += av * static_cast<uint32_t>(static_cast<int32_t>(bk[j * kKR]));
         }
       }
+      if (e.out_i32) {
+        for (int64_t j = 0; j < width; ++j) {
+          generic::store_i32_one(static_cast<int32_t>(acc[j]), m, p0 + j, e, c, ldc);
+        }
+        continue;
+      }
       if (e.out_f32) {
         for (int64_t j = 0; j < width; ++j) {
           generic::store_f32_one(static_cast<int32_t>(acc[j]), m, p0 + j, e, c, ldc);

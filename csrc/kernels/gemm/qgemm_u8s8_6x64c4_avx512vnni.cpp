@@ -134,14 +134,16 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
   const int last = static_cast<int>(width - 16 * (NV - 1));  // 1..16 columns in the last vector
   const __mmask16 last_mask = static_cast<__mmask16>(last >= 16 ? 0xFFFFu : (1u << last) - 1u);
   const bool has_rs = e.row_sums != nullptr;
-  const bool f32 = e.out_f32 != 0, f32_relu = e.f32_relu != 0;
+  const bool i32 = e.out_i32 != 0;
+  const bool f32 = !i32 && e.out_f32 != 0, f32_relu = e.f32_relu != 0;
 #define QP_EPI_COL(j)                                                                       \
   if constexpr (NV > j) {                                                                   \
     const __mmask16 mk = j == NV - 1 ? last_mask : static_cast<__mmask16>(0xFFFF);          \
     const int64_t nj = n + 16 * j;                                                          \
     const __m512i coff = _mm512_maskz_loadu_epi32(mk, e.col_offsets + nj);                  \
-    const __m512 bq = _mm512_maskz_loadu_ps(mk, e.bias_q + nj);                             \
-    const __m512 mult = _mm512_maskz_loadu_ps(mk, e.mult + nj);                             \
+    /* out_i32 reads neither vector (they may be null) */                                  \
+    const __m512 bq = i32 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk, e.bias_q + nj); \
+    const __m512 mult = i32 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk, e.mult + nj); \
     __m512i zw = _mm512_setzero_si512();                                                    \
     if (has_rs) {                                                                           \
       zw = e.w_zp != nullptr ? _mm512_maskz_loadu_epi32(mk, e.w_zp + nj)                    \
@@ -156,7 +158,9 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
     if (has_rs) {                                                                           \
       v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zw, _mm512_set1_epi32(e.row_sums[m + i]))); \
     }                                                                                       \
-    if (f32) { /* float output (qgemm.h, out_f32): y = acc * mult + bias */                \
+    if (i32) { /* exact int32 accumulator (qgemm.h, out_i32) */                           \
+      _mm512_mask_storeu_epi32(reinterpret_cast<int32_t*>(c + (m + i) * ldc) + nj, mk, v);  \
+    } else if (f32) { /* float output (qgemm.h, out_f32): y = acc * mult + bias */         \
       __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), mult), bq);             \
       if (f32_relu) f = _mm512_max_ps(_mm512_setzero_ps(), f);                              \
       _mm512_mask_storeu_ps(reinterpret_cast<float*>(c + (m + i) * ldc) + nj, mk, f);       \

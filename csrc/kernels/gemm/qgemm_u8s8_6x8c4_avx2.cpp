@@ -101,13 +101,25 @@ inline void store_tile(const __m256i* acc, int64_t width, int64_t m, int64_t n,
   const int cols = static_cast<int>(width);  // 1..8
   const __m256i mk = lane_mask(cols);
   const __m256i coff = _mm256_maskload_epi32(e.col_offsets + n, mk);
-  const __m256 bq = _mm256_maskload_ps(e.bias_q + n, mk);
-  const __m256 mult = _mm256_maskload_ps(e.mult + n, mk);
   __m256i zw = _mm256_setzero_si256();
   if (e.row_sums != nullptr) {
     zw = e.w_zp != nullptr ? _mm256_maskload_epi32(e.w_zp + n, mk)
                            : _mm256_set1_epi32(e.w_zp_scalar);
   }
+  if (e.out_i32) {  // exact int32 accumulator (qgemm.h, out_i32)
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      __m256i v = _mm256_sub_epi32(acc[i], coff);
+      if (e.row_sums != nullptr) {
+        v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(e.row_sums[m + i])));
+      }
+      _mm256_maskstore_epi32(reinterpret_cast<int*>(c + (m + i) * ldc) + n, mk, v);
+    }
+    return;
+  }
+  // (out_i32 above reads neither bias_q nor mult: they may be null there.)
+  const __m256 bq = _mm256_maskload_ps(e.bias_q + n, mk);
+  const __m256 mult = _mm256_maskload_ps(e.mult + n, mk);
   if (e.out_f32) {  // float output (qgemm.h): y = acc * mult + bias, optional relu
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {

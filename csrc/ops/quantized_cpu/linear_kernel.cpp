@@ -12,6 +12,8 @@
 
 #include "common/checks.h"
 #include "common/quant_utils.h"
+#include "kernels/dispatch.h"
+#include "kernels/gemm/exact_gemm.h"
 #include "ops/quantized_cpu/exact_gemm.h"
 #include "packed/linear_packed_params.h"
 #include "register.h"
@@ -36,6 +38,37 @@ at::Tensor linear_quantized_cpu(const at::Tensor& x, const Packed& w, double out
 }
 
 enum class Act { kLeakyRelu, kTanh };
+
+// The exact decision for one element: quantize_exact(act(v)) with act in double (std::tanh).
+template <Act A>
+inline uint8_t act_exact(double v, double s, int64_t zp, double slope) {
+  const double w = A == Act::kLeakyRelu ? (v >= 0.0 ? v : v * slope) : std::tanh(v);
+  return static_cast<uint8_t>(quantize_exact(w, s, zp, 0, 255));
+}
+
+// Rows of int32 accumulators (rows x N, row stride N) to output bytes: the ISA kernel
+// (ExactGemmKernels::act_requant, vectorized; tanh by its own exp with an error bound) decides
+// every element it can vouch for, act_exact the few it flags (exact_gemm.h).
+template <Act A>
+void act_rows_i32(const int32_t* acc, int64_t rows, int64_t N, const double* mult,
+                  const double* bias, double s, int64_t zp, double slope, uint8_t* out) {
+  const auto& k = kernels::gemm::exact_gemm_kernels_for(kernels::current_isa());
+  std::vector<uint8_t> unsure(static_cast<size_t>(N));
+  for (int64_t m = 0; m < rows; ++m) {
+    const int32_t* a = acc + m * N;
+    uint8_t* o = out + m * N;
+    const int64_t bad = k.act_requant(a, N, mult, bias,
+                                      A == Act::kTanh ? kernels::gemm::kActTanh
+                                                      : kernels::gemm::kActLeakyRelu,
+                                      slope, s, zp, o, unsure.data());
+    if (bad == 0) continue;
+    for (int64_t n = 0; n < N; ++n) {
+      if (unsure[n]) {
+        o[n] = act_exact<A>(static_cast<double>(a[n]) * mult[n] + bias[n], s, zp, slope);
+      }
+    }
+  }
+}
 
 // y = quant(act(x @ W^T + b)) with the activation on the real value (as PyTorch's onednn post-op
 // ops; an activation on the requantized u8 would round twice). x: quint8 [..., K] per tensor;
@@ -84,25 +117,38 @@ at::Tensor linear_act_quantized_cpu(const at::Tensor& x, const Packed& w, double
   }
 
   const at::Tensor xc = x.contiguous();
+  const uint8_t* xp = reinterpret_cast<const uint8_t*>(xc.data_ptr());
+  const int32_t x_zp = static_cast<int32_t>(x.q_zero_point());
+  uint8_t* out = reinterpret_cast<uint8_t*>(y.data_ptr());
+  if (K <= LinearPackedParams::kMaxExactI32K) {
+    // The packed GEMM's exact int32 accumulators (QGemmEpilogue::out_i32), finished in double
+    // row block by row block (the int32 block stays in cache).
+    constexpr int64_t kRows = 32;
+    at::parallel_for(0, (M + kRows - 1) / kRows, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<int32_t> acc(static_cast<size_t>(kRows * N));
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t m0 = blk * kRows, rows = std::min(kRows, M - m0);
+        // Inside a parallel region the GEMM's own parallel_for runs inline (ATen's rule); with
+        // a single block (M <= kRows) it is the GEMM that spreads over the threads.
+        w->gemm_i32(xp + m0 * K, K, rows, x_zp, acc.data(), N);
+        act_rows_i32<A>(acc.data(), rows, N, mult.data(), bias.data(), output_scale,
+                        output_zero_point, negative_slope, out + m0 * N);
+      }
+    });
+    return y;
+  }
   std::vector<int64_t> acc(static_cast<size_t>(M * N));
-  exact_gemm_s64(reinterpret_cast<const uint8_t*>(xc.data_ptr()), /*lda=*/K, M, K,
-                 static_cast<int32_t>(x.q_zero_point()),
+  exact_gemm_s64(xp, /*lda=*/K, M, K, x_zp,
                  reinterpret_cast<const int8_t*>(rm->codes.data_ptr()), /*ldb=*/K, N,
                  rm->zp.data(), acc.data(), /*ldc=*/N);
-  uint8_t* out = reinterpret_cast<uint8_t*>(y.data_ptr());
-  at::parallel_for(0, M * N, 4096, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t n = i % N;
-      double v = static_cast<double>(acc[i]) * mult[n] + bias[n];
-      if (A == Act::kLeakyRelu) {
-        v = v >= 0.0 ? v : v * negative_slope;
-      } else {
-        v = std::tanh(v);
-      }
-      out[i] = static_cast<uint8_t>(
-          quantize_exact(v, output_scale, output_zero_point, /*qmin=*/0, /*qmax=*/255));
-    }
-  });
+  at::parallel_for(0, M, std::max<int64_t>(1, 4096 / std::max<int64_t>(N, 1)),
+                   [&](int64_t m0, int64_t m1) {
+                     for (int64_t i = m0 * N; i < m1 * N; ++i) {
+                       out[i] = act_exact<A>(static_cast<double>(acc[i]) * mult[i % N] +
+                                                 bias[i % N],
+                                             output_scale, output_zero_point, negative_slope);
+                     }
+                   });
   return y;
 }
 
