@@ -86,13 +86,19 @@ inline uint8_t requant_one(int32_t raw, int64_t m, int64_t n, const QGemmEpilogu
 
 // Float-output epilogue of one element (QGemmEpilogue::out_f32): stores into row m of the float
 // output `c` (ldc in bytes), column n.
-inline void store_f32_one(int32_t raw, int64_t m, int64_t n, const QGemmEpilogue& e, uint8_t* c,
-                          int64_t ldc) {
+// The exact accumulator of element (m, n): the raw sum minus the zero-point terms (qgemm.h).
+inline int32_t corrected_acc(int32_t raw, int64_t m, int64_t n, const QGemmEpilogue& e) {
   int32_t acc = wrap_sub(raw, e.col_offsets[n]);
   if (e.row_sums != nullptr) {
     const int32_t zw = e.w_zp != nullptr ? e.w_zp[n] : e.w_zp_scalar;
     acc = wrap_sub(acc, wrap_mul(zw, e.row_sums[m]));
   }
+  return acc;
+}
+
+inline void store_f32_one(int32_t raw, int64_t m, int64_t n, const QGemmEpilogue& e, uint8_t* c,
+                          int64_t ldc) {
+  const int32_t acc = corrected_acc(raw, m, n, e);
   float v = static_cast<float>(acc) * e.mult[n];
   v = v + e.bias_q[n];
   if (e.f32_relu) v = 0.0f > v ? 0.0f : v;
@@ -103,11 +109,7 @@ inline void store_f32_one(int32_t raw, int64_t m, int64_t n, const QGemmEpilogue
 // of the int32 output `c` (ldc in bytes), column n.
 inline void store_i32_one(int32_t raw, int64_t m, int64_t n, const QGemmEpilogue& e, uint8_t* c,
                           int64_t ldc) {
-  int32_t acc = wrap_sub(raw, e.col_offsets[n]);
-  if (e.row_sums != nullptr) {
-    const int32_t zw = e.w_zp != nullptr ? e.w_zp[n] : e.w_zp_scalar;
-    acc = wrap_sub(acc, wrap_mul(zw, e.row_sums[m]));
-  }
+  const int32_t acc = corrected_acc(raw, m, n, e);
   std::memcpy(c + m * ldc + n * static_cast<int64_t>(sizeof(int32_t)), &acc, sizeof(int32_t));
 }
 
