@@ -463,7 +463,9 @@ def test_schemas_mirror_pytorch():
         theirs = str(getattr(torch.ops.quantized, name).default._schema).split("::", 1)[1]
         assert ours.replace("qplugin.LinearPackedParams", "X") == theirs.replace(
             "quantized.LinearPackedParamsBase", "X")
-        assert getattr(torch.ops.qplugin, name).overloads() == ["default"]
+        # PT2-door overloads (`.plain`) are pinned in tests/pt2/schemas/.
+        assert [o for o in getattr(torch.ops.qplugin, name).overloads()
+                if o != "plain" and not o.endswith("_plain")] == ["default"]
 
 
 def test_schemas():
