@@ -81,14 +81,34 @@ c10::intrusive_ptr<LinearPackedParams> LinearPackedParams::prepack(
     p->bias_ = b.detach().clone(at::MemoryFormat::Contiguous);
   }
 
-  const QGemmKernels& k = kernels::gemm::qgemm_kernels_for(kernels::current_isa());
-  p->kernels_ = &k;
   const at::Tensor w = weight.int_repr().contiguous();
-  p->packed_ = at::empty({k.packed_b_bytes(K, N)}, at::device(at::kCPU).dtype(at::kChar));
-  p->col_sums_.resize(static_cast<size_t>(N));
-  k.pack_b(reinterpret_cast<const int8_t*>(w.data_ptr()), /*ldw=*/K, K, N,
-           p->packed_.data_ptr<int8_t>(), p->col_sums_.data());
+  p->pack_codes_(reinterpret_cast<const int8_t*>(w.data_ptr()), /*ldw=*/K);
   return p;
+}
+
+c10::intrusive_ptr<LinearPackedParams> LinearPackedParams::from_codes(const int8_t* w,
+                                                                       int64_t ldw, int64_t N,
+                                                                       int64_t K, double scale,
+                                                                       int64_t zp) {
+  TORCH_INTERNAL_ASSERT(N >= 0 && K >= 0 && ldw >= K && zp >= -128 && zp <= 127);
+  auto p = c10::make_intrusive<LinearPackedParams>();
+  p->N_ = N;
+  p->K_ = K;
+  p->per_channel_ = false;
+  p->w_scale_ = scale;
+  p->w_zp_ = zp;
+  p->w_scale_f_ = {static_cast<float>(scale)};
+  p->any_w_zp_ = zp != 0;
+  p->pack_codes_(w, ldw);
+  return p;
+}
+
+void LinearPackedParams::pack_codes_(const int8_t* w, int64_t ldw) {
+  const QGemmKernels& k = kernels::gemm::qgemm_kernels_for(kernels::current_isa());
+  kernels_ = &k;
+  packed_ = at::empty({k.packed_b_bytes(K_, N_)}, at::device(at::kCPU).dtype(at::kChar));
+  col_sums_.resize(static_cast<size_t>(N_));
+  k.pack_b(w, ldw, K_, N_, packed_.data_ptr<int8_t>(), col_sums_.data());
 }
 
 template <bool ReluFused>

@@ -33,6 +33,13 @@ struct LinearPackedParams : torch::CustomClassHolder {
                                                          const c10::optional<at::Tensor>& bias,
                                                          const char* op);
 
+  // A per-tensor weight given as raw int8 codes [N][K] (row stride ldw), no bias and no
+  // validation (the caller's job): the packed GEMM for an op whose right operand is an
+  // activation (matmul, gemm_i32). unpack/getstate are not meant for it.
+  static c10::intrusive_ptr<LinearPackedParams> from_codes(const int8_t* w, int64_t ldw,
+                                                           int64_t N, int64_t K, double scale,
+                                                           int64_t zp);
+
   // y = requant(x @ W^T + b) over the last dimension of x (quint8, any zero point).
   template <bool ReluFused>
   at::Tensor apply(const at::Tensor& x, double output_scale, int64_t output_zero_point) const;
@@ -96,6 +103,9 @@ struct LinearPackedParams : torch::CustomClassHolder {
   };
   std::shared_ptr<const Requant> requant_for(const char* op, double in_scale, int64_t in_zp,
                                              double out_scale) const;
+  // Packs codes [N_][K_] (row stride ldw) with the current ISA's kernels (sets kernels_,
+  // packed_, col_sums_).
+  void pack_codes_(const int8_t* w, int64_t ldw);
   mutable std::mutex cache_mutex_;
   mutable std::shared_ptr<const Requant> cache_;
   mutable std::shared_ptr<const RowMajor> row_major_;  // row_major(), under cache_mutex_

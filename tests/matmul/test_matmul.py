@@ -113,3 +113,62 @@ def test_scripted():
         return torch.ops.qplugin.matmul(a, b, 0.1, 3)
     a, b = _q((3, 4)), _q((4, 2), seed=3)
     assert_qequal(f(a, b), op(a, b, 0.1, 3))
+
+
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
+def test_ties_round_half_to_even(isa, dtype):
+    # acc * sa * sb / scale lands exactly on k + 0.5 (all powers of two): round half to even,
+    # through the packed path's finishing pass (kActLeakyRelu with slope 1).
+    lo = 0 if dtype == torch.quint8 else -128
+    zp = 0 if dtype == torch.quint8 else -100
+    codes_a = torch.tensor([[1, 1, 1], [1, 2, 2], [3, 3, 1], [1, 0, 0]]) + lo
+    codes_b = torch.ones(3, 5, dtype=torch.long) + lo
+    codes_b[:, 1] = 0 + lo
+    codes_b[0, 2] = 2 + lo
+    cd = torch.uint8 if dtype == torch.quint8 else torch.int8
+    a = torch._make_per_tensor_quantized_tensor(codes_a.to(cd), 0.5, lo)
+    b = torch._make_per_tensor_quantized_tensor(codes_b.to(cd), 0.5, lo)
+    # acc = 3, 5, 7, 1 (column 0): * 0.25 / 0.5 = 1.5, 2.5, 3.5, 0.5 -> 2, 2, 4, 0.
+    got = op(a, b, 0.5, zp)
+    assert (got.int_repr()[:, 0].long() - zp).tolist() == [2, 2, 4, 0]
+    assert_qequal(got, exact(a, b, 0.5, zp))
+
+
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
+@pytest.mark.parametrize("K", [33025, 33026])
+def test_full_range_at_the_int32_limit(isa, dtype, K):
+    # |(a - za)(b - zb)| = 255 * 255 for every k: K = 33025 is the largest sum int32 holds
+    # (the packed int32 GEMM, LinearPackedParams::kMaxExactI32K), 33026 goes to the int64 GEMM.
+    if dtype == torch.quint8:
+        a = torch._make_per_tensor_quantized_tensor(torch.full((2, K), 255, dtype=torch.uint8),
+                                                    1.0, 0)
+        b = torch._make_per_tensor_quantized_tensor(torch.zeros((K, 3), dtype=torch.uint8),
+                                                    1.0, 255)
+    else:
+        a = torch._make_per_tensor_quantized_tensor(torch.full((2, K), -128, dtype=torch.int8),
+                                                    1.0, 127)
+        b = torch._make_per_tensor_quantized_tensor(torch.full((K, 3), 127, dtype=torch.int8),
+                                                    1.0, -128)
+    acc = -K * 255 * 255
+    scale = 2.0 ** 24
+    zp = 255 if dtype == torch.quint8 else 127  # keeps round(acc / scale) ~ -128 unclamped
+    got = op(a, b, scale, zp)
+    want = round(acc / scale) + zp  # no tie: acc is odd
+    assert got.int_repr().long().unique().tolist() == [want]
+    assert_qequal(got, exact(a, b, scale, zp))
+
+
+def test_threads_give_the_same_bytes():
+    a, b = _q((3, 70, 96), seed=5), _q((3, 96, 50), seed=6)
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = op(a, b, 0.3, 7)
+        torch.set_num_threads(2)
+        two = op(a, b, 0.3, 7)
+        a2, b2 = a[:1], b[:1]  # a single batch: the row blocks spread over the threads
+        two_single = op(a2, b2, 0.3, 7)
+    finally:
+        torch.set_num_threads(old)
+    assert_qequal(one, two)
+    assert_qequal(two_single, one[:1])

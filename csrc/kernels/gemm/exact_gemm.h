@@ -39,6 +39,11 @@ struct ExactGemmKernels {
   int64_t (*act_requant)(const int32_t* acc, int64_t n, const double* mult, const double* bias,
                          int act, double slope, double s, int64_t zp, uint8_t* out,
                          uint8_t* unsure);
+  // matmul's finishing pass (no division per element; exact_gemm_impl.h proves the margin):
+  //   out[n] = quantize_exact(acc[n] * m, s, zp, 0, 255)'s byte, or unsure[n] = 1 where it
+  // cannot vouch for that (the caller recomputes those). Returns the number of them.
+  int64_t (*requant_i32)(const int32_t* acc, int64_t n, double m, double s, int64_t zp,
+                         uint8_t* out, uint8_t* unsure);
 };
 
 constexpr int kActLeakyRelu = 0;

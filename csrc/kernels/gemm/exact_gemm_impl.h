@@ -211,6 +211,43 @@ int64_t act_requant_impl(const int32_t* acc, int64_t n, const double* mult, cons
   return count;
 }
 
+// out[i] = clamp(nearbyint(acc[i] * m / s) + zp, 0, 255), as quantize_exact(acc[i] * m, s, zp,
+// 0, 255) computes it (a product then a quotient in double), but with one product p = acc * r,
+// r = m / s rounded once: p and the reference quotient are each within 2 roundings (2^-52
+// relative) of the real acc * m / s, so they round alike unless p lies within 2^-50 |p| of a
+// .5 boundary; such elements, and |p| >= 2^50, are flagged for the caller's quantize_exact.
+int64_t requant_i32(const int32_t* acc, int64_t n, double m, double s, int64_t zp,
+                    uint8_t* __restrict out, uint8_t* __restrict unsure) {
+  const double r = m / s;
+  const double zpd = static_cast<double>(zp);
+  constexpr double kMax = 1125899906842624.0;  // 2^50
+  constexpr double kRel = 8.881784197001252e-16;  // 2^-50
+  int32_t count = 0;
+  double pb[256];
+  for (int64_t c = 0; c < n; c += 256) {
+    const int64_t len = n - c < 256 ? n - c : 256;
+    for (int64_t j = 0; j < len; ++j) {
+      const double p = static_cast<double>(acc[c + j]) * r;
+      const bool in_range = (p < kMax) & (p > -kMax);
+      pb[j] = in_range ? p : kMax;
+      double q = round_even(in_range ? p : 0.0) + zpd;
+      q = q < 0.0 ? 0.0 : q;
+      q = q > 255.0 ? 255.0 : q;
+      out[c + j] = static_cast<uint8_t>(static_cast<int32_t>(q));
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      const double p = pb[j];
+      const double a = p < 0.0 ? -p : p;
+      const double d = p - round_even(p);                 // in [-0.5, 0.5]
+      const double dist = 0.5 - (d < 0.0 ? -d : d);       // to the nearest rounding boundary
+      const int32_t bad = (a < kMax) & (dist > a * kRel) ? 0 : 1;
+      unsure[c + j] = static_cast<uint8_t>(bad);
+      count += bad;
+    }
+  }
+  return count;
+}
+
 #pragma GCC pop_options
 
 int64_t act_requant(const int32_t* acc, int64_t n, const double* mult, const double* bias,
@@ -228,7 +265,7 @@ const ExactGemmKernels& exact_gemm_table() {
 #endif
   static const ExactGemmKernels t{QPLUGIN_EXACT_GEMM_ISA, QPLUGIN_EXACT_GEMM_NAME,
                                   &QPLUGIN_EXACT_GEMM_U8S8_FN, &u8u8, &s8s8,
-                                  &act_requant};
+                                  &act_requant, &requant_i32};
   return t;
 }
 
