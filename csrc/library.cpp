@@ -207,6 +207,7 @@ TORCH_LIBRARY(qplugin, m) {
   s::define_normalization(m);
   s::define_pooling(m);
   s::define_upsample(m);
+  s::define_quantize(m);  // PT2 door (docs/pt2.md section 3)
 }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.

@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/qarg.h"
 #include "kernels/gemm/qgemm.h"
 
 namespace qplugin {
@@ -33,9 +34,10 @@ struct LinearPackedParams : torch::CustomClassHolder {
                                                          const c10::optional<at::Tensor>& bias,
                                                          const char* op);
 
-  // y = requant(x @ W^T + b) over the last dimension of x (quint8, any zero point).
+  // y = requant(x @ W^T + b) over the last dimension of x (quint8 / uint8 codes, any zero point;
+  // either door, validated by the caller: QArg, common/qarg.h). The output is on x's door.
   template <bool ReluFused>
-  at::Tensor apply(const at::Tensor& x, double output_scale, int64_t output_zero_point) const;
+  at::Tensor apply(const QArg& x, double output_scale, int64_t output_zero_point) const;
 
   // Float-output GEMM over the packed weight (linear_packed_params_dynamic.cpp; the dynamic ops):
   //   out[m][n] = float(sum_k (a[m][k] - a_zp) * (W[n][k] - w_zp[n])) * (a_scale * s_w[n])
