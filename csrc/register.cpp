@@ -11,6 +11,7 @@
 #define QPLUGIN_REGISTRATION_UNITS(X) \
   X(library) \
   X(cpu_embedding_kernel) \
+  X(cpu_quantize_kernel) \
   X(cpu_linear_dynamic_kernel) \
   X(cpu_rnn_dynamic_kernel) \
   X(quantized_cpu_activation_kernel) \

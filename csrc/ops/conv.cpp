@@ -63,6 +63,23 @@ void define_conv(torch::Library& m) {
   m.def("conv_transpose3d(Tensor qx, " QP_C3 " packed_weight, float output_scale, "
         "int output_zero_point) -> Tensor");
 
+  // PT2 door (docs/pt2.md section 3): qx as uint8 codes followed by its scale and zero point;
+  // the result is uint8 codes (channels last) with (output_scale, output_zero_point). Pinned in
+  // tests/pt2/schemas/conv.txt.
+#define QP_PLAIN(name, cls)                                                                  \
+  m.def(name ".plain(Tensor qx, float qx_scale, int qx_zero_point, " cls " packed_weight, " \
+        "float output_scale, int output_zero_point) -> Tensor")
+  QP_PLAIN("conv1d", QP_C2);
+  QP_PLAIN("conv1d_relu", QP_C2);
+  QP_PLAIN("conv2d", QP_C2);
+  QP_PLAIN("conv2d_relu", QP_C2);
+  QP_PLAIN("conv3d", QP_C3);
+  QP_PLAIN("conv3d_relu", QP_C3);
+  QP_PLAIN("conv_transpose1d", QP_C2);
+  QP_PLAIN("conv_transpose2d", QP_C2);
+  QP_PLAIN("conv_transpose3d", QP_C3);
+#undef QP_PLAIN
+
   m.def("conv1d_unpack(" QP_C2 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");
   m.def("conv2d_unpack(" QP_C2 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");
   m.def("conv3d_unpack(" QP_C3 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");

@@ -23,6 +23,20 @@ void define_linear(torch::Library& m) {
         "float Y_scale_i, int Y_zero_point_i) -> Tensor Y");
   m.def("linear_unpack(__torch__.torch.classes.qplugin.LinearPackedParams W_prepack) -> "
         "(Tensor W_origin, Tensor? B_origin)");
+
+  // PT2 door (docs/pt2.md section 3): X as uint8 codes followed by its scale and zero point;
+  // the result is uint8 codes with (Y_scale_i, Y_zero_point_i). Pinned in
+  // tests/pt2/schemas/linear.txt.
+#define QP_LIN "__torch__.torch.classes.qplugin.LinearPackedParams W_prepack"
+  m.def("linear.plain(Tensor X, float X_scale, int X_zero_point, " QP_LIN ", "
+        "float Y_scale_i, int Y_zero_point_i) -> Tensor Y");
+  m.def("linear_relu.plain(Tensor X, float X_scale, int X_zero_point, " QP_LIN ", "
+        "float Y_scale_i, int Y_zero_point_i) -> Tensor Y");
+  m.def("linear_leaky_relu.plain(Tensor X, float X_scale, int X_zero_point, " QP_LIN ", "
+        "float Y_scale_i, int Y_zero_point_i, float negative_slope) -> Tensor Y");
+  m.def("linear_tanh.plain(Tensor X, float X_scale, int X_zero_point, " QP_LIN ", "
+        "float Y_scale_i, int Y_zero_point_i) -> Tensor Y");
+#undef QP_LIN
 }
 
 }  // namespace schemas

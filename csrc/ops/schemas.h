@@ -22,6 +22,7 @@ void define_misc(torch::Library& m);
 void define_batch_norm(torch::Library& m);
 void define_normalization(torch::Library& m);
 void define_pooling(torch::Library& m);
+void define_quantize(torch::Library& m);  // PT2 door: quantize_per_tensor.plain, dequantize.plain
 void define_rnn_dynamic(torch::Library& m);
 void define_upsample(torch::Library& m);
 

@@ -321,7 +321,7 @@ std::string ConvPackedParamsBase::kernel_name() const {
   return gemm_->name;
 }
 
-at::Tensor ConvPackedParamsBase::apply(const at::Tensor& x_in, double output_scale,
+at::Tensor ConvPackedParamsBase::apply(const QArg& x_in, double output_scale,
                                        int64_t output_zero_point, bool relu,
                                        const char* op) const {
   // Scratch (padded input, im2col rows, tables) that fails to allocate names the op (checks.h).
@@ -330,10 +330,10 @@ at::Tensor ConvPackedParamsBase::apply(const at::Tensor& x_in, double output_sca
   });
 }
 
-at::Tensor ConvPackedParamsBase::apply_unguarded(const at::Tensor& x_in, double output_scale,
+at::Tensor ConvPackedParamsBase::apply_unguarded(const QArg& xq, double output_scale,
                                                  int64_t output_zero_point, bool relu,
                                                  const char* op) const {
-  checks::check_quantized_input(op, "input", x_in, {at::kQUInt8});
+  const at::Tensor& x_in = xq.tensor();  // validated by the caller (QArg)
   // conv1d ops pass an unsqueezed 4-D input (conv_kernel.cpp).
   TORCH_CHECK(x_in.dim() == spatial_ + 2, "qplugin::", op, ": expected a ", spatial_ + 2,
               "-D input (N, C, ", spatial_ == 3 ? "D, H, W" : "H, W", "), got ", x_in.dim(),
@@ -341,8 +341,8 @@ at::Tensor ConvPackedParamsBase::apply_unguarded(const at::Tensor& x_in, double 
   TORCH_CHECK(x_in.size(1) == Cin_, "qplugin::", op, ": expected input with ", Cin_,
               " channels (dim 1), got ", x_in.size(1), " (input shape ", x_in.sizes(), ")");
   checks::check_output_qparams(op, output_scale, output_zero_point, at::kQUInt8);
-  const double in_scale = x_in.q_scale();
-  const int64_t in_zp = x_in.q_zero_point();
+  const double in_scale = xq.q_scale();
+  const int64_t in_zp = xq.q_zero_point();
   const float sa = static_cast<float>(in_scale);
   TORCH_CHECK(std::isfinite(in_scale) && in_scale > 0 && sa > 0.0f && std::isfinite(sa),
               "qplugin::", op, ": expected input with a finite, positive scale, got ", in_scale);
@@ -380,8 +380,7 @@ at::Tensor ConvPackedParamsBase::apply_unguarded(const at::Tensor& x_in, double 
     checks::check_numel(op, "a padded input (N, C, spatial + 2 * padding)", padded);
   }
   const auto mf = spatial_ == 3 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
-  at::Tensor y = at::_empty_affine_quantized(out_sizes, x_in.options().dtype(at::kQUInt8),
-                                             output_scale, output_zero_point, mf);
+  at::Tensor y = new_output(xq, out_sizes, at::kQUInt8, output_scale, output_zero_point, mf);
   if (y.numel() == 0) return y;
   // NDHWC input: a channels-last input is used in place, a contiguous NCHW one goes through
   // driver::nchw_to_nhwc_u8 (8x8 byte-block transposes; ATen's quint8 copy is ~4x slower), anything
@@ -423,7 +422,7 @@ at::Tensor ConvPackedParamsBase::apply_unguarded(const at::Tensor& x_in, double 
   driver::ConvRequant rq{mult.data(), bq.data(), static_cast<float>(lo - output_zero_point),
                       static_cast<float>(255 - output_zero_point),
                       static_cast<int32_t>(output_zero_point), static_cast<int32_t>(in_zp)};
-  driver::conv_forward(*this, xp, N, in, reinterpret_cast<uint8_t*>(y.data_ptr()), out, rq, x_nchw);
+  driver::conv_forward(*this, xp, N, in, reinterpret_cast<uint8_t*>(out_ptr(y)), out, rq, x_nchw);
   return y;
 }
 

@@ -28,6 +28,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/qarg.h"
 #include "driver/conv_plan.h"
 
 namespace qplugin {
@@ -47,11 +48,13 @@ struct ConvPackedParamsBase : torch::CustomClassHolder, driver::ConvPlan {
             std::vector<int64_t> output_padding, std::vector<int64_t> dilation, int64_t groups,
             bool transpose, const char* op);
 
-  // conv / conv_relu / conv_transpose on a quint8 input of rank spatial + 2 (NC[D]HW, any
-  // memory format). Output: channels-last quint8 (as PyTorch's quantized conv).
-  at::Tensor apply(const at::Tensor& x, double output_scale, int64_t output_zero_point,
-                   bool relu, const char* op) const;
-  at::Tensor apply_unguarded(const at::Tensor& x, double output_scale, int64_t output_zero_point,
+  // conv / conv_relu / conv_transpose on a quint8 input (or uint8 codes: either door, validated
+  // by the caller, common/qarg.h) of rank spatial + 2 (NC[D]HW, any memory format). Output on
+  // x's door: channels-last quint8 / uint8 (as PyTorch's quantized conv). `op` names the op in
+  // errors (with ".plain" on the PT2 door).
+  at::Tensor apply(const QArg& x, double output_scale, int64_t output_zero_point, bool relu,
+                   const char* op) const;
+  at::Tensor apply_unguarded(const QArg& x, double output_scale, int64_t output_zero_point,
                              bool relu, const char* op) const;
 
   std::tuple<at::Tensor, c10::optional<at::Tensor>> unpack() const;
@@ -66,6 +69,9 @@ struct ConvPackedParamsBase : torch::CustomClassHolder, driver::ConvPlan {
   int64_t groups() const { return groups_; }
   bool transpose() const { return transpose_; }
   std::string kernel_name() const;
+  // Shape and qscheme of the weight as given (conv1d: 4-D with H = 1); for __obj_flatten__.
+  std::vector<int64_t> weight_shape() const { return weight_.sizes().vec(); }
+  bool weight_per_channel() const { return weight_.qscheme() != at::kPerTensorAffine; }
 
   // The packed form (driver::ConvPlan, the base) is read by driver/conv_gemm.cpp.
   c10::optional<at::Tensor> bias_;  // float32 [C_out]

@@ -112,10 +112,10 @@ void LinearPackedParams::pack_codes_(const int8_t* w, int64_t ldw) {
 }
 
 template <bool ReluFused>
-at::Tensor LinearPackedParams::apply(const at::Tensor& x, double output_scale,
+at::Tensor LinearPackedParams::apply(const QArg& x, double output_scale,
                                      int64_t output_zero_point) const {
-  const char* op = ReluFused ? "linear_relu" : "linear";
-  checks::check_quantized_input(op, "input", x, {at::kQUInt8});
+  const char* op = x.is_plain() ? (ReluFused ? "linear_relu.plain" : "linear.plain")
+                                : (ReluFused ? "linear_relu" : "linear");
   TORCH_CHECK(x.dim() >= 2, "qplugin::", op,
               ": expected input of rank >= 2 (batch, ..., in_features), got ", x.dim(),
               "-D; unsqueeze a 1-D input to (1, in_features)");
@@ -128,8 +128,7 @@ at::Tensor LinearPackedParams::apply(const at::Tensor& x, double output_scale,
   std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
   out_sizes.back() = N_;
   checks::check_numel(op, "an output (batch..., out_features)", out_sizes);  // checks.h
-  at::Tensor y = at::_empty_affine_quantized(out_sizes, x.options().dtype(at::kQUInt8),
-                                             output_scale, output_zero_point);
+  at::Tensor y = new_output(x, out_sizes, at::kQUInt8, output_scale, output_zero_point);
   int64_t M = 1;
   for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
   if (M == 0 || N_ == 0) return y;
@@ -138,10 +137,10 @@ at::Tensor LinearPackedParams::apply(const at::Tensor& x, double output_scale,
   at::Tensor a;
   int64_t lda = K_;
   if (x.dim() == 2 && x.stride(1) == 1 && x.stride(0) >= K_) {
-    a = x;
+    a = x.tensor();
     lda = x.stride(0);
   } else {
-    a = x.contiguous();
+    a = x.tensor().contiguous();
   }
 
   const auto rq = requant_for(op, in_scale, x.q_zero_point(), output_scale);
@@ -158,7 +157,7 @@ at::Tensor LinearPackedParams::apply(const at::Tensor& x, double output_scale,
                   static_cast<int32_t>(output_zero_point)};
   driver::qgemm_parallel(*kernels_, reinterpret_cast<const uint8_t*>(a.data_ptr()), lda, M, K_,
                       packed_.data_ptr<int8_t>(), N_, e, any_w_zp_,
-                      reinterpret_cast<uint8_t*>(y.data_ptr()), /*ldc=*/N_);
+                      reinterpret_cast<uint8_t*>(out_ptr(y)), /*ldc=*/N_);
   return y;
 }
 
@@ -223,8 +222,8 @@ std::shared_ptr<const LinearPackedParams::Requant> LinearPackedParams::requant_f
   return out;
 }
 
-template at::Tensor LinearPackedParams::apply<false>(const at::Tensor&, double, int64_t) const;
-template at::Tensor LinearPackedParams::apply<true>(const at::Tensor&, double, int64_t) const;
+template at::Tensor LinearPackedParams::apply<false>(const QArg&, double, int64_t) const;
+template at::Tensor LinearPackedParams::apply<true>(const QArg&, double, int64_t) const;
 
 std::tuple<at::Tensor, c10::optional<at::Tensor>> LinearPackedParams::unpack() const {
   const auto opts = at::device(at::kCPU).dtype(at::kQInt8);

@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/qarg.h"
 #include "kernels/gemm/qgemm.h"
 
 namespace qplugin {
@@ -40,9 +41,10 @@ struct LinearPackedParams : torch::CustomClassHolder {
                                                            int64_t N, int64_t K, double scale,
                                                            int64_t zp);
 
-  // y = requant(x @ W^T + b) over the last dimension of x (quint8, any zero point).
+  // y = requant(x @ W^T + b) over the last dimension of x (quint8 / uint8 codes, any zero point;
+  // either door, validated by the caller: QArg, common/qarg.h). The output is on x's door.
   template <bool ReluFused>
-  at::Tensor apply(const at::Tensor& x, double output_scale, int64_t output_zero_point) const;
+  at::Tensor apply(const QArg& x, double output_scale, int64_t output_zero_point) const;
 
   // Float-output GEMM over the packed weight (linear_packed_params_dynamic.cpp; the dynamic ops):
   //   out[m][n] = float(sum_k (a[m][k] - a_zp) * (W[n][k] - w_zp[n])) * (a_scale * s_w[n])
@@ -71,6 +73,8 @@ struct LinearPackedParams : torch::CustomClassHolder {
   int64_t in_features() const { return K_; }
   int64_t out_features() const { return N_; }
   c10::optional<at::Tensor> bias() const { return bias_; }
+  // The weight is quantized per output channel (else per tensor); for __obj_flatten__.
+  bool per_channel() const { return per_channel_; }
   // Bytes held: the packed weight plus the O(out_features) vectors.
   int64_t packed_size_bytes() const;
   // Bytes of the packed weight buffer alone.

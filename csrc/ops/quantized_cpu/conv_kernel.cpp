@@ -2,6 +2,9 @@
 // packed/conv_packed_params.cpp (validation, packing, apply) and conv_gemm.cpp (compute).
 // conv1d / conv_transpose1d run as 2-d with H = 1 on the 2d class, as PyTorch does.
 // conv2d_add / conv2d_add_relu run on the exact GEMM (ops/quantized_cpu/exact_gemm.h).
+// The `.plain` overloads (PT2 door, docs/pt2.md section 3: uint8 codes + explicit qparams, CPU
+// key) wrap the input with QArg::plain and call the same apply as the quantized overloads
+// (QArg::quantized), so both doors give the same bytes.
 // Schemas: ops/conv.cpp.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "ops/quantized_cpu/exact_gemm.h"
 #include "packed/conv_packed_params.h"
@@ -89,26 +93,86 @@ void check_packed(const char* op, const PP& w, bool transpose, bool one_d) {
   (void)one_d;
 }
 
+// The input operand on either door: `base` names the op for QArg (which adds ".plain").
+QArg conv_input(const char* base, const at::Tensor& x, bool plain, double x_scale,
+                int64_t x_zero_point) {
+  return plain ? QArg::plain(base, "qx", x, x_scale, x_zero_point, {at::kQUInt8})
+               : QArg::quantized(base, "input", x, {at::kQUInt8});
+}
+
+// conv1d / conv_transpose1d: 3-D (N, C, L) input run as 2-d with H = 1.
+template <class PP>
+at::Tensor conv1d_core(const char* base, const char* op, const QArg& x, const PP& w, double scale,
+                       int64_t zp, bool relu) {
+  TORCH_CHECK(x.dim() == 3, "qplugin::", op, ": expected a 3-D input (N, C, L), got ", x.dim(),
+              "-D (shape ", x.sizes(), ")");
+  const QArg x4 = conv_input(base, x.tensor().unsqueeze(2), x.is_plain(), x.q_scale(),
+                             x.q_zero_point());
+  return w->apply(x4, scale, zp, relu, op).squeeze(2);
+}
+
 template <bool Relu>
 at::Tensor conv1d(const at::Tensor& x, const P2& w, double scale, int64_t zp) {
   const char* op = Relu ? "conv1d_relu" : "conv1d";
   check_packed(op, w, false, true);
-  checks::check_quantized_input(op, "input", x, {at::kQUInt8});
-  TORCH_CHECK(x.dim() == 3, "qplugin::", op, ": expected a 3-D input (N, C, L), got ", x.dim(),
-              "-D (shape ", x.sizes(), ")");
-  return w->apply(x.unsqueeze(2), scale, zp, Relu, op).squeeze(2);
+  return conv1d_core(op, op, conv_input(op, x, false, 0.0, 0), w, scale, zp, Relu);
 }
 template <bool Relu>
 at::Tensor conv2d(const at::Tensor& x, const P2& w, double scale, int64_t zp) {
   const char* op = Relu ? "conv2d_relu" : "conv2d";
   check_packed(op, w, false, false);
-  return w->apply(x, scale, zp, Relu, op);
+  return w->apply(conv_input(op, x, false, 0.0, 0), scale, zp, Relu, op);
 }
 template <bool Relu>
 at::Tensor conv3d(const at::Tensor& x, const P3& w, double scale, int64_t zp) {
   const char* op = Relu ? "conv3d_relu" : "conv3d";
   check_packed(op, w, false, false);
-  return w->apply(x, scale, zp, Relu, op);
+  return w->apply(conv_input(op, x, false, 0.0, 0), scale, zp, Relu, op);
+}
+
+// The .plain overloads: (qx, qx_scale, qx_zero_point, packed_weight, output_scale,
+// output_zero_point) -> uint8 codes, channels-last like the quantized overloads.
+template <bool Relu>
+at::Tensor conv1d_plain(const at::Tensor& x, double xs, int64_t xzp, const P2& w, double scale,
+                        int64_t zp) {
+  const char* base = Relu ? "conv1d_relu" : "conv1d";
+  const char* op = Relu ? "conv1d_relu.plain" : "conv1d.plain";
+  check_packed(op, w, false, true);
+  return conv1d_core(base, op, conv_input(base, x, true, xs, xzp), w, scale, zp, Relu);
+}
+template <bool Relu>
+at::Tensor conv2d_plain(const at::Tensor& x, double xs, int64_t xzp, const P2& w, double scale,
+                        int64_t zp) {
+  const char* base = Relu ? "conv2d_relu" : "conv2d";
+  const char* op = Relu ? "conv2d_relu.plain" : "conv2d.plain";
+  check_packed(op, w, false, false);
+  return w->apply(conv_input(base, x, true, xs, xzp), scale, zp, Relu, op);
+}
+template <bool Relu>
+at::Tensor conv3d_plain(const at::Tensor& x, double xs, int64_t xzp, const P3& w, double scale,
+                        int64_t zp) {
+  const char* base = Relu ? "conv3d_relu" : "conv3d";
+  const char* op = Relu ? "conv3d_relu.plain" : "conv3d.plain";
+  check_packed(op, w, false, false);
+  return w->apply(conv_input(base, x, true, xs, xzp), scale, zp, Relu, op);
+}
+at::Tensor conv_transpose1d_plain(const at::Tensor& x, double xs, int64_t xzp, const P2& w,
+                                  double scale, int64_t zp) {
+  check_packed("conv_transpose1d.plain", w, true, true);
+  return conv1d_core("conv_transpose1d", "conv_transpose1d.plain",
+                     conv_input("conv_transpose1d", x, true, xs, xzp), w, scale, zp, false);
+}
+at::Tensor conv_transpose2d_plain(const at::Tensor& x, double xs, int64_t xzp, const P2& w,
+                                  double scale, int64_t zp) {
+  check_packed("conv_transpose2d.plain", w, true, false);
+  return w->apply(conv_input("conv_transpose2d", x, true, xs, xzp), scale, zp, false,
+                  "conv_transpose2d.plain");
+}
+at::Tensor conv_transpose3d_plain(const at::Tensor& x, double xs, int64_t xzp, const P3& w,
+                                  double scale, int64_t zp) {
+  check_packed("conv_transpose3d.plain", w, true, false);
+  return w->apply(conv_input("conv_transpose3d", x, true, xs, xzp), scale, zp, false,
+                  "conv_transpose3d.plain");
 }
 // Legacy default overloads (PyTorch's QConvInt8ForBC): the per-call stride/padding/dilation/
 // groups were removed from the op's semantics; PyTorch warns once and ignores them (the packed
@@ -259,18 +323,17 @@ at::Tensor conv2d_add(const at::Tensor& x, const at::Tensor& qaccum, const P2& w
 at::Tensor conv_transpose1d(const at::Tensor& x, const P2& w, double scale, int64_t zp) {
   const char* op = "conv_transpose1d";
   check_packed(op, w, true, true);
-  checks::check_quantized_input(op, "input", x, {at::kQUInt8});
-  TORCH_CHECK(x.dim() == 3, "qplugin::", op, ": expected a 3-D input (N, C, L), got ", x.dim(),
-              "-D (shape ", x.sizes(), ")");
-  return w->apply(x.unsqueeze(2), scale, zp, false, op).squeeze(2);
+  return conv1d_core(op, op, conv_input(op, x, false, 0.0, 0), w, scale, zp, false);
 }
 at::Tensor conv_transpose2d(const at::Tensor& x, const P2& w, double scale, int64_t zp) {
   check_packed("conv_transpose2d", w, true, false);
-  return w->apply(x, scale, zp, false, "conv_transpose2d");
+  return w->apply(conv_input("conv_transpose2d", x, false, 0.0, 0), scale, zp, false,
+                  "conv_transpose2d");
 }
 at::Tensor conv_transpose3d(const at::Tensor& x, const P3& w, double scale, int64_t zp) {
   check_packed("conv_transpose3d", w, true, false);
-  return w->apply(x, scale, zp, false, "conv_transpose3d");
+  return w->apply(conv_input("conv_transpose3d", x, false, 0.0, 0), scale, zp, false,
+                  "conv_transpose3d");
 }
 
 template <class PP>
@@ -332,8 +395,27 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> conv_transpose3d_unpack(const 
   m.impl("conv_transpose2d", TORCH_FN(qplugin::ops::conv_transpose2d));                    \
   m.impl("conv_transpose3d", TORCH_FN(qplugin::ops::conv_transpose3d));
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_CONV(m) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_CONV(m) }
+// The PT2 door: also under QuantizedCPU, so that a quantized tensor passed to a .plain overload
+// gets QArg::plain's message instead of the dispatcher's "no kernel".
+#define QPLUGIN_REGISTER_CONV_PLAIN(m)                                                        \
+  m.impl("conv1d.plain", TORCH_FN(qplugin::ops::conv1d_plain<false>));                       \
+  m.impl("conv1d_relu.plain", TORCH_FN(qplugin::ops::conv1d_plain<true>));                   \
+  m.impl("conv2d.plain", TORCH_FN(qplugin::ops::conv2d_plain<false>));                       \
+  m.impl("conv2d_relu.plain", TORCH_FN(qplugin::ops::conv2d_plain<true>));                   \
+  m.impl("conv3d.plain", TORCH_FN(qplugin::ops::conv3d_plain<false>));                       \
+  m.impl("conv3d_relu.plain", TORCH_FN(qplugin::ops::conv3d_plain<true>));                   \
+  m.impl("conv_transpose1d.plain", TORCH_FN(qplugin::ops::conv_transpose1d_plain));          \
+  m.impl("conv_transpose2d.plain", TORCH_FN(qplugin::ops::conv_transpose2d_plain));          \
+  m.impl("conv_transpose3d.plain", TORCH_FN(qplugin::ops::conv_transpose3d_plain));
+
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
+  QPLUGIN_REGISTER_CONV(m)
+  QPLUGIN_REGISTER_CONV_PLAIN(m)
+}
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
+  QPLUGIN_REGISTER_CONV(m)
+  QPLUGIN_REGISTER_CONV_PLAIN(m)
+}
 // No tensor argument to dispatch on: one kernel for every key.
 TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
   m.impl("conv1d_unpack", TORCH_FN(qplugin::ops::conv1d_unpack));
@@ -344,6 +426,7 @@ TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
   m.impl("conv_transpose3d_unpack", TORCH_FN(qplugin::ops::conv_transpose3d_unpack));
 }
 #undef QPLUGIN_REGISTER_CONV
+#undef QPLUGIN_REGISTER_CONV_PLAIN
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_conv_kernel)

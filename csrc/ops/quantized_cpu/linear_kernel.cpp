@@ -1,6 +1,9 @@
 // QuantizedCPU (and CPU, for a clear error on float input) kernels of the linear ops; the work is
 // in packed/linear_packed_params.cpp (validation, packing, the threaded GEMM call).
-// linear_leaky_relu / linear_tanh run here on ops/quantized_cpu/exact_gemm.h.
+// linear_leaky_relu / linear_tanh run here on ops/quantized_cpu/exact_gemm.h. Each op's `.plain`
+// overload (PT2 door, docs/pt2.md section 3: uint8 codes + explicit qparams, CPU key) wraps its
+// input with QArg::plain and runs the same core as the quantized overload (QArg::quantized), so
+// both doors give the same bytes.
 // Schemas: ops/linear.cpp. Engine: kernels/gemm/qgemm.h.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
 #include "kernels/gemm/exact_gemm.h"
@@ -32,9 +36,23 @@ Packed linear_prepack_quantized_cpu(const at::Tensor& weight,
 template <bool ReluFused>
 at::Tensor linear_quantized_cpu(const at::Tensor& x, const Packed& w, double output_scale,
                                 int64_t output_zero_point) {
-  TORCH_CHECK(w, "qplugin::", ReluFused ? "linear_relu" : "linear",
-              ": expected packed weights (qplugin.LinearPackedParams), got None");
-  return w->apply<ReluFused>(x, output_scale, output_zero_point);
+  const char* op = ReluFused ? "linear_relu" : "linear";
+  TORCH_CHECK(w, "qplugin::", op, ": expected packed weights (qplugin.LinearPackedParams), got "
+              "None");
+  return w->apply<ReluFused>(QArg::quantized(op, "input", x, {at::kQUInt8}), output_scale,
+                             output_zero_point);
+}
+
+// linear.plain / linear_relu.plain: X uint8 codes with (X_scale, X_zero_point); uint8 result codes
+// with (Y_scale_i, Y_zero_point_i).
+template <bool ReluFused>
+at::Tensor linear_plain(const at::Tensor& x, double x_scale, int64_t x_zero_point, const Packed& w,
+                        double output_scale, int64_t output_zero_point) {
+  const char* op = ReluFused ? "linear_relu" : "linear";
+  TORCH_CHECK(w, "qplugin::", op, ".plain: expected packed weights (qplugin.LinearPackedParams), "
+              "got None");
+  return w->apply<ReluFused>(QArg::plain(op, "X", x, x_scale, x_zero_point, {at::kQUInt8}),
+                             output_scale, output_zero_point);
 }
 
 enum class Act { kLeakyRelu, kTanh };
@@ -79,12 +97,13 @@ void act_rows_i32(const int32_t* acc, int64_t rows, int64_t N, const double* mul
 //   y = clamp(nearbyint(act(v) / Y_scale) + Y_zp, 0, 255)            round half to even
 // Output: contiguous quint8 [..., N] (PyTorch's layout). Every ISA gives the same bytes.
 template <Act A>
-at::Tensor linear_act_quantized_cpu(const at::Tensor& x, const Packed& w, double output_scale,
-                                    int64_t output_zero_point, double negative_slope) {
-  const char* op = A == Act::kLeakyRelu ? "linear_leaky_relu" : "linear_tanh";
+at::Tensor linear_act_core(const QArg& x, const Packed& w, double output_scale,
+                           int64_t output_zero_point, double negative_slope) {
+  const char* op = A == Act::kLeakyRelu
+                       ? (x.is_plain() ? "linear_leaky_relu.plain" : "linear_leaky_relu")
+                       : (x.is_plain() ? "linear_tanh.plain" : "linear_tanh");
   TORCH_CHECK(w, "qplugin::", op, ": expected packed weights (qplugin.LinearPackedParams), got "
               "None");
-  checks::check_quantized_input(op, "input", x, {at::kQUInt8});
   const int64_t N = w->out_features(), K = w->in_features();
   TORCH_CHECK(x.dim() >= 2, "qplugin::", op,
               ": expected input of rank >= 2 (batch, ..., in_features), got ", x.dim(),
@@ -102,8 +121,7 @@ at::Tensor linear_act_quantized_cpu(const at::Tensor& x, const Packed& w, double
               ": expected input with a finite, positive scale, got ", in_scale);
   std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
   out_sizes.back() = N;
-  at::Tensor y = at::_empty_affine_quantized(out_sizes, x.options().dtype(at::kQUInt8),
-                                             output_scale, output_zero_point);
+  at::Tensor y = new_output(x, out_sizes, at::kQUInt8, output_scale, output_zero_point);
   int64_t M = 1;
   for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
   if (M == 0 || N == 0) return y;
@@ -116,10 +134,10 @@ at::Tensor linear_act_quantized_cpu(const at::Tensor& x, const Packed& w, double
     for (int64_t n = 0; n < N; ++n) bias[n] = b.data_ptr<double>()[n];
   }
 
-  const at::Tensor xc = x.contiguous();
+  const QArg xc = x.contiguous();
   const uint8_t* xp = reinterpret_cast<const uint8_t*>(xc.data_ptr());
   const int32_t x_zp = static_cast<int32_t>(x.q_zero_point());
-  uint8_t* out = reinterpret_cast<uint8_t*>(y.data_ptr());
+  uint8_t* out = reinterpret_cast<uint8_t*>(out_ptr(y));
   if (K <= LinearPackedParams::kMaxExactI32K) {
     // The packed GEMM's exact int32 accumulators (QGemmEpilogue::out_i32), finished in double
     // row block by row block (the int32 block stays in cache).
@@ -155,14 +173,30 @@ at::Tensor linear_act_quantized_cpu(const at::Tensor& x, const Packed& w, double
 at::Tensor linear_leaky_relu_quantized_cpu(const at::Tensor& x, const Packed& w,
                                            double output_scale, int64_t output_zero_point,
                                            double negative_slope) {
-  return linear_act_quantized_cpu<Act::kLeakyRelu>(x, w, output_scale, output_zero_point,
-                                                   negative_slope);
+  return linear_act_core<Act::kLeakyRelu>(
+      QArg::quantized("linear_leaky_relu", "input", x, {at::kQUInt8}), w, output_scale,
+      output_zero_point, negative_slope);
 }
 
 at::Tensor linear_tanh_quantized_cpu(const at::Tensor& x, const Packed& w, double output_scale,
                                      int64_t output_zero_point) {
-  return linear_act_quantized_cpu<Act::kTanh>(x, w, output_scale, output_zero_point,
-                                              /*negative_slope=*/0.0);
+  return linear_act_core<Act::kTanh>(QArg::quantized("linear_tanh", "input", x, {at::kQUInt8}),
+                                     w, output_scale, output_zero_point, /*negative_slope=*/0.0);
+}
+
+at::Tensor linear_leaky_relu_plain(const at::Tensor& x, double x_scale, int64_t x_zero_point,
+                                   const Packed& w, double output_scale, int64_t output_zero_point,
+                                   double negative_slope) {
+  return linear_act_core<Act::kLeakyRelu>(
+      QArg::plain("linear_leaky_relu", "X", x, x_scale, x_zero_point, {at::kQUInt8}), w,
+      output_scale, output_zero_point, negative_slope);
+}
+
+at::Tensor linear_tanh_plain(const at::Tensor& x, double x_scale, int64_t x_zero_point,
+                             const Packed& w, double output_scale, int64_t output_zero_point) {
+  return linear_act_core<Act::kTanh>(
+      QArg::plain("linear_tanh", "X", x, x_scale, x_zero_point, {at::kQUInt8}), w, output_scale,
+      output_zero_point, /*negative_slope=*/0.0);
 }
 
 std::tuple<at::Tensor, c10::optional<at::Tensor>> linear_unpack(const Packed& w) {
@@ -182,13 +216,28 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> linear_unpack(const Packed& w)
   m.impl("linear_leaky_relu", TORCH_FN(qplugin::ops::linear_leaky_relu_quantized_cpu));    \
   m.impl("linear_tanh", TORCH_FN(qplugin::ops::linear_tanh_quantized_cpu));
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_LINEAR(m) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_LINEAR(m) }
+// The PT2 door: also under QuantizedCPU, so that a quantized tensor passed to a .plain overload
+// gets QArg::plain's message instead of the dispatcher's "no kernel".
+#define QPLUGIN_REGISTER_LINEAR_PLAIN(m)                                                  \
+  m.impl("linear.plain", TORCH_FN(qplugin::ops::linear_plain<false>));                   \
+  m.impl("linear_relu.plain", TORCH_FN(qplugin::ops::linear_plain<true>));               \
+  m.impl("linear_leaky_relu.plain", TORCH_FN(qplugin::ops::linear_leaky_relu_plain));    \
+  m.impl("linear_tanh.plain", TORCH_FN(qplugin::ops::linear_tanh_plain));
+
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
+  QPLUGIN_REGISTER_LINEAR(m)
+  QPLUGIN_REGISTER_LINEAR_PLAIN(m)
+}
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
+  QPLUGIN_REGISTER_LINEAR(m)
+  QPLUGIN_REGISTER_LINEAR_PLAIN(m)
+}
 // No tensor argument to dispatch on: one kernel for every key.
 TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
   m.impl("linear_unpack", TORCH_FN(qplugin::ops::linear_unpack));
 }
 #undef QPLUGIN_REGISTER_LINEAR
+#undef QPLUGIN_REGISTER_LINEAR_PLAIN
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_linear_kernel)
