@@ -5,5 +5,6 @@ Built so far: the carrier. The plain-tensor ops, `from_quantized` / `to_quantize
 exported-model tests follow (issue #15).
 """
 from ._qtensor import QTensor
+from . import fake  # noqa: F401  (registers the fake classes and fake kernels)
 
 __all__ = ["QTensor"]
