@@ -152,3 +152,49 @@ for _b in (4, 2):
     _nbit_unpack(_b)
 for _b in (8, 4, 2):
     _rowwise(_b)
+
+
+# ---- Lookups on a qplugin.EmbeddingPackedParams (read through its fake class, fake/packed.py).
+
+def _packed(op, w, bits):
+    from .packed import packed_view  # the fake classes live there (registered on import)
+    p = packed_view(w)
+    if p.bit_rate() != bits:
+        fail(op, f"expected a {bits}-bit packed table "
+             f"({'torch.quint8' if bits == 8 else 'torch.quint4x2'} weight), got a "
+             f"{p.bit_rate()}-bit one; use {'the _byte op' if p.bit_rate() == 8 else 'the _4bit op'}")
+    return p
+
+
+def _packed_bag(bits):
+    op = f"embedding_bag_{'byte' if bits == 8 else '4bit'}"
+
+    @torch.library.register_fake(f"qplugin::{op}")
+    def _fake(weight, indices, offsets=None, scale_grad_by_freq=False, mode=0,
+              pruned_weights=False, per_sample_weights=None, compressed_indices_mapping=None,
+              include_last_offset=False):
+        p = _packed(op, weight, bits)
+        return bag_output(op, p.embedding_dim, indices, offsets, mode, pruned_weights,
+                          per_sample_weights, compressed_indices_mapping, include_last_offset)
+    return _fake
+
+
+def _packed_embedding(bits):
+    name = "byte" if bits == 8 else "4bit"
+    op = f"embedding_{name}"
+
+    @torch.library.register_fake(f"qplugin::{op}")
+    def _fake(weight, indices, pruned_weights=False):
+        p = _packed(op, weight, bits)
+        if pruned_weights:
+            fail(op, "expected pruned_weights=False (this op takes no "
+                 f"compressed_indices_mapping), got True; use embedding_bag_{name} with a "
+                 "compressed_indices_mapping")
+        _index(op, "indices", indices)
+        return indices.new_empty((*indices.shape, p.embedding_dim), dtype=torch.float32)
+    return _fake
+
+
+for _b in (8, 4):
+    _packed_bag(_b)
+    _packed_embedding(_b)
