@@ -14,6 +14,18 @@ void define_normalization(torch::Library& m) {
         "float output_scale, int output_zero_point) -> Tensor");
   m.def("instance_norm(Tensor input, Tensor? weight, Tensor? bias, float eps, float output_scale, "
         "int output_zero_point) -> Tensor");
+
+  // PT2 door (docs/pt2.md section 3): plain codes + explicit qparams; the output codes have
+  // (output_scale, output_zero_point). Kernels: the same cores, normalization_kernel.cpp.
+  m.def("layer_norm.plain(Tensor input, float input_scale, int input_zero_point, "
+        "int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("group_norm.plain(Tensor input, float input_scale, int input_zero_point, "
+        "int num_groups, Tensor? weight, Tensor? bias, float eps, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("instance_norm.plain(Tensor input, float input_scale, int input_zero_point, "
+        "Tensor? weight, Tensor? bias, float eps, float output_scale, "
+        "int output_zero_point) -> Tensor");
 }
 
 }  // namespace schemas

@@ -26,6 +26,33 @@ void define_pooling(torch::Library& m) {
   m.def("adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor");
   m.def("adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor");
   m.def("adaptive_max_pool2d(Tensor self, int[2] output_size) -> Tensor");
+
+  // PT2 door (docs/pt2.md section 3): plain codes + explicit qparams; the output codes keep the
+  // input's qparams. Kernels: the same cores, ops/quantized_cpu/pooling_kernel.cpp.
+  m.def("max_pool1d.plain(Tensor qx, float qx_scale, int qx_zero_point, int[] kernel_size, "
+        "int[] stride, int[] padding, int[] dilation, bool ceil_mode) -> Tensor");
+  m.def("max_pool2d.plain(Tensor qx, float qx_scale, int qx_zero_point, int[] kernel_size, "
+        "int[] stride, int[] padding, int[] dilation, bool ceil_mode) -> Tensor");
+  m.def("max_pool3d.plain(Tensor self, float self_scale, int self_zero_point, "
+        "int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, "
+        "bool ceil_mode=False) -> Tensor");
+  m.def("avg_pool1d.plain(Tensor self, float self_scale, int self_zero_point, "
+        "int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, "
+        "bool count_include_pad=True) -> Tensor");
+  m.def("avg_pool2d.plain(Tensor self, float self_scale, int self_zero_point, "
+        "int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, "
+        "bool count_include_pad=True, int? divisor_override=None) -> Tensor");
+  m.def("avg_pool3d.plain(Tensor self, float self_scale, int self_zero_point, "
+        "int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, "
+        "bool count_include_pad=True, int? divisor_override=None) -> Tensor");
+  m.def("adaptive_avg_pool1d.plain(Tensor self, float self_scale, int self_zero_point, "
+        "int[1] output_size) -> Tensor");
+  m.def("adaptive_avg_pool2d.plain(Tensor self, float self_scale, int self_zero_point, "
+        "SymInt[2] output_size) -> Tensor");
+  m.def("adaptive_avg_pool3d.plain(Tensor self, float self_scale, int self_zero_point, "
+        "SymInt[3] output_size) -> Tensor");
+  m.def("adaptive_max_pool2d.plain(Tensor self, float self_scale, int self_zero_point, "
+        "int[2] output_size) -> Tensor");
 }
 
 }  // namespace schemas

@@ -27,6 +27,30 @@ void define_upsample(torch::Library& m) {
         "float? scales_h=None, float? scales_w=None) -> Tensor");
   m.def("upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, "
         "float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor");
+
+  // PT2 door (docs/pt2.md section 3): plain codes + explicit qparams; the output codes keep the
+  // input's qparams. Kernels: the same cores, ops/quantized_cpu/upsample_kernel.cpp.
+#define QPLUGIN_PLAIN_SELF "Tensor self, float self_scale, int self_zero_point, "
+  m.def("upsample_nearest1d.plain(" QPLUGIN_PLAIN_SELF "SymInt[1] output_size, "
+        "float? scales=None) -> Tensor");
+  m.def("upsample_nearest2d.plain(" QPLUGIN_PLAIN_SELF "SymInt[2] output_size, "
+        "float? scales_h=None, float? scales_w=None) -> Tensor");
+  m.def("upsample_nearest3d.plain(" QPLUGIN_PLAIN_SELF "SymInt[3] output_size, "
+        "float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor");
+  m.def("_upsample_nearest_exact1d.plain(" QPLUGIN_PLAIN_SELF "SymInt[1] output_size, "
+        "float? scales=None) -> Tensor");
+  m.def("_upsample_nearest_exact2d.plain(" QPLUGIN_PLAIN_SELF "SymInt[2] output_size, "
+        "float? scales_h=None, float? scales_w=None) -> Tensor");
+  m.def("_upsample_nearest_exact3d.plain(" QPLUGIN_PLAIN_SELF "SymInt[3] output_size, "
+        "float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor");
+  m.def("upsample_linear1d.plain(" QPLUGIN_PLAIN_SELF "SymInt[1] output_size, "
+        "bool align_corners, float? scales=None) -> Tensor");
+  m.def("upsample_bilinear2d.plain(" QPLUGIN_PLAIN_SELF "SymInt[2] output_size, "
+        "bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor");
+  m.def("upsample_trilinear3d.plain(" QPLUGIN_PLAIN_SELF "SymInt[3] output_size, "
+        "bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) "
+        "-> Tensor");
+#undef QPLUGIN_PLAIN_SELF
 }
 
 }  // namespace schemas

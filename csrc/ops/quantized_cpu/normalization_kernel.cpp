@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
 #include "kernels/normalization/normalization.h"
@@ -377,9 +378,9 @@ void normalize_i32(const int32_t* x, int32_t* y, int64_t M, int64_t L, const flo
 // ---------------------------------------------------------------------------------------------
 // Validation helpers.
 
-void check_common(const char* op, const at::Tensor& qx, double eps, double output_scale,
+// `qx` comes through either door (common/qarg.h, validated there).
+void check_common(const char* op, const QArg& qx, double eps, double output_scale,
                   int64_t output_zero_point) {
-  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
   TORCH_CHECK(std::isfinite(eps) && eps >= 0, "qplugin::", op,
               ": expected a finite, non-negative eps, got ", eps);
   checks::check_output_qparams(op, output_scale, output_zero_point, qx.scalar_type());
@@ -397,41 +398,41 @@ const float* ptr_or_null(const at::Tensor& t) {
 // ---------------------------------------------------------------------------------------------
 // layer_norm
 
-at::Tensor layer_norm_quantized_cpu(const at::Tensor& qx, at::IntArrayRef normalized_shape,
-                                    const c10::optional<at::Tensor>& weight,
-                                    const c10::optional<at::Tensor>& bias, double eps,
-                                    double output_scale, int64_t output_zero_point) {
-  constexpr const char* op = "layer_norm";
-  check_common(op, qx, eps, output_scale, output_zero_point);
+at::Tensor layer_norm_core(const char* op, const QArg& qa, at::IntArrayRef normalized_shape,
+                           const c10::optional<at::Tensor>& weight,
+                           const c10::optional<at::Tensor>& bias, double eps,
+                           double output_scale, int64_t output_zero_point) {
+  check_common(op, qa, eps, output_scale, output_zero_point);
+  const at::Tensor& qx = qa.tensor();
   const int64_t nd = static_cast<int64_t>(normalized_shape.size()), dim = qx.dim();
-  TORCH_CHECK(nd >= 1, "qplugin::layer_norm: expected a non-empty normalized_shape, got ",
+  TORCH_CHECK(nd >= 1, "qplugin::", op, ": expected a non-empty normalized_shape, got ",
               normalized_shape);
   TORCH_CHECK(nd <= dim && qx.sizes().slice(dim - nd).equals(normalized_shape),
-              "qplugin::layer_norm: expected an input whose trailing dimensions match "
+              "qplugin::", op, ": expected an input whose trailing dimensions match "
               "normalized_shape ", normalized_shape, ", got an input of shape ", qx.sizes());
   auto affine = [&](const char* arg, const c10::optional<at::Tensor>& t) {
     if (!t.has_value() || !t->defined()) return at::Tensor();
     TORCH_CHECK(!t->is_quantized() && at::isFloatingType(t->scalar_type()),
-                "qplugin::layer_norm: expected ", arg, " to be a floating-point tensor, got ",
+                "qplugin::", op, ": expected ", arg, " to be a floating-point tensor, got ",
                 c10::toString(t->scalar_type()));
-    TORCH_CHECK(t->sizes().equals(normalized_shape), "qplugin::layer_norm: expected ", arg,
+    TORCH_CHECK(t->sizes().equals(normalized_shape), "qplugin::", op, ": expected ", arg,
                 " of shape ", normalized_shape, " (normalized_shape), got shape ", t->sizes());
-    TORCH_CHECK(t->device().is_cpu(), "qplugin::layer_norm: expected ", arg,
+    TORCH_CHECK(t->device().is_cpu(), "qplugin::", op, ": expected ", arg,
                 " on the CPU, got ", t->device());
     return t->to(at::kFloat).contiguous().view({-1});
   };
   const at::Tensor w = affine("weight", weight), b = affine("bias", bias);
 
   checks::check_numel("layer_norm", "an output", qx.sizes());  // expanded inputs (checks.h)
-  at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), output_scale,
-                                             output_zero_point, at::MemoryFormat::Contiguous);
+  at::Tensor y = new_output(qa, qx.sizes(), qa.scalar_type(), output_scale, output_zero_point,
+                            at::MemoryFormat::Contiguous);
   if (qx.numel() == 0) return y;
   const at::Tensor x = qx.contiguous();
   const int64_t N = c10::multiply_integers(normalized_shape);
   const int64_t M = qx.numel() / N;
-  const double in_scale = qx.q_scale();
+  const double in_scale = qa.q_scale();
 
-  if (qx.scalar_type() == at::kQInt32) {
+  if (qa.scalar_type() == at::kQInt32) {
     normalize_i32(reinterpret_cast<const int32_t*>(x.data_ptr()),
                   reinterpret_cast<int32_t*>(y.data_ptr()), M, N, ptr_or_null(w), ptr_or_null(b),
                   in_scale, output_scale, output_zero_point, eps,
@@ -446,9 +447,9 @@ at::Tensor layer_norm_quantized_cpu(const at::Tensor& qx, at::IntArrayRef normal
     g[j] = static_cast<float>((wp ? wp[j] : 1.0) / output_scale);
     bb[j] = static_cast<float>((bp ? bp[j] : 0.0) / output_scale + output_zero_point);
   }
-  const OutRange o = out_range(qx.scalar_type());
+  const OutRange o = out_range(qa.scalar_type());
   const auto& nk = kernels::norm_table();
-  if (qx.scalar_type() == at::kQUInt8) {
+  if (qa.scalar_type() == at::kQUInt8) {
     layer_norm_8bit<uint8_t>(nk.u8, reinterpret_cast<const uint8_t*>(x.data_ptr()),
                              reinterpret_cast<uint8_t*>(y.data_ptr()), M, N, g.data(), bb.data(),
                              in_scale, eps, o);
@@ -463,10 +464,11 @@ at::Tensor layer_norm_quantized_cpu(const at::Tensor& qx, at::IntArrayRef normal
 // ---------------------------------------------------------------------------------------------
 // group_norm / instance_norm
 
-at::Tensor group_norm_impl(const char* op, const at::Tensor& qx, int64_t num_groups,
+at::Tensor group_norm_impl(const char* op, const QArg& qa, int64_t num_groups,
                            const c10::optional<at::Tensor>& weight,
                            const c10::optional<at::Tensor>& bias, double eps, double output_scale,
                            int64_t output_zero_point) {
+  const at::Tensor& qx = qa.tensor();
   const int64_t dim = qx.dim();
   const int64_t C = qx.size(1);
   const at::Tensor w = optional_vector(op, "weight", weight, C);
@@ -480,19 +482,19 @@ at::Tensor group_norm_impl(const char* op, const at::Tensor& qx, int64_t num_gro
   const bool nhwc = (dim == 4 || dim == 5) && !qx.is_contiguous() && qx.is_contiguous(cl_fmt);
   const auto out_fmt = nhwc ? cl_fmt : at::MemoryFormat::Contiguous;
   checks::check_numel(op, "an output", qx.sizes());  // expanded inputs (checks.h)
-  at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), output_scale,
-                                             output_zero_point, out_fmt);
+  at::Tensor y = new_output(qa, qx.sizes(), qa.scalar_type(), output_scale, output_zero_point,
+                            out_fmt);
   if (qx.numel() == 0) return y;
   const at::Tensor x = nhwc ? qx : qx.contiguous();
   const GroupShape s{qx.size(0), C, qx.numel() / (qx.size(0) * C), num_groups};
-  const ChannelAffine a{ptr_or_null(w), ptr_or_null(b), qx.q_scale(), output_scale,
+  const ChannelAffine a{ptr_or_null(w), ptr_or_null(b), qa.q_scale(), output_scale,
                         static_cast<double>(output_zero_point), eps};
 
-  if (qx.scalar_type() == at::kQInt32) {
+  if (qa.scalar_type() == at::kQInt32) {
     // Scalar double path on the NCHW-contiguous form.
     const at::Tensor xc = x.contiguous();
-    at::Tensor yc = nhwc ? at::_empty_affine_quantized(qx.sizes(), qx.options(), output_scale,
-                                                       output_zero_point)
+    at::Tensor yc = nhwc ? new_output(qa, qx.sizes(), qa.scalar_type(), output_scale,
+                                      output_zero_point)
                          : y;
     const int64_t D = s.D(), HW = s.HW;
     normalize_i32(reinterpret_cast<const int32_t*>(xc.data_ptr()),
@@ -502,9 +504,9 @@ at::Tensor group_norm_impl(const char* op, const at::Tensor& qx, int64_t num_gro
     if (nhwc) y.copy_(yc);
     return y;
   }
-  const OutRange o = out_range(qx.scalar_type());
+  const OutRange o = out_range(qa.scalar_type());
   const auto& nk = kernels::norm_table();
-  if (qx.scalar_type() == at::kQUInt8) {
+  if (qa.scalar_type() == at::kQUInt8) {
     const auto* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
     auto* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
     if (nhwc) {
@@ -524,35 +526,88 @@ at::Tensor group_norm_impl(const char* op, const at::Tensor& qx, int64_t num_gro
   return y;
 }
 
+at::Tensor group_norm_core(const char* op, const QArg& qa, int64_t num_groups,
+                           const c10::optional<at::Tensor>& weight,
+                           const c10::optional<at::Tensor>& bias, double eps,
+                           double output_scale, int64_t output_zero_point) {
+  check_common(op, qa, eps, output_scale, output_zero_point);
+  const at::Tensor& qx = qa.tensor();
+  // 2-D (N, C) is accepted as float group_norm does (PyTorch's quantized op requires >= 3-D).
+  TORCH_CHECK(qx.dim() >= 2, "qplugin::", op, ": expected an input of at least 2 dimensions "
+              "(N, C, *), got ", qx.dim(), "-D");
+  TORCH_CHECK(num_groups > 0, "qplugin::", op, ": expected a positive num_groups, got ",
+              num_groups);
+  TORCH_CHECK(qx.size(1) % num_groups == 0, "qplugin::", op, ": expected the number of "
+              "channels to be divisible by num_groups (", num_groups, "), got ", qx.size(1),
+              " channels");
+  return group_norm_impl(op, qa, num_groups, weight, bias, eps, output_scale, output_zero_point);
+}
+
+at::Tensor instance_norm_core(const char* op, const QArg& qa,
+                              const c10::optional<at::Tensor>& weight,
+                              const c10::optional<at::Tensor>& bias, double eps,
+                              double output_scale, int64_t output_zero_point) {
+  check_common(op, qa, eps, output_scale, output_zero_point);
+  const at::Tensor& qx = qa.tensor();
+  TORCH_CHECK(qx.dim() >= 3, "qplugin::", op, ": expected an input of at least 3 "
+              "dimensions (N, C, L, ...), got ", qx.dim(), "-D",
+              qx.dim() == 2 ? "; add the batch dimension with unsqueeze(0)" : "");
+  // Instance norm is group norm with one channel per group.
+  return group_norm_impl(op, qa, std::max<int64_t>(1, qx.size(1)), weight, bias, eps,
+                         output_scale, output_zero_point);
+}
+
+// ---- The two doors (common/qarg.h): legacy quantized tensors and `.plain` codes + qparams
+// (errors then name "<op>.plain"); both call the cores above.
+constexpr std::initializer_list<at::ScalarType> kNormTypes = {at::kQUInt8, at::kQInt8,
+                                                              at::kQInt32};
+
+at::Tensor layer_norm_quantized_cpu(const at::Tensor& qx, at::IntArrayRef normalized_shape,
+                                    const c10::optional<at::Tensor>& weight,
+                                    const c10::optional<at::Tensor>& bias, double eps,
+                                    double output_scale, int64_t output_zero_point) {
+  return layer_norm_core("layer_norm", QArg::quantized("layer_norm", "input", qx, kNormTypes),
+                         normalized_shape, weight, bias, eps, output_scale, output_zero_point);
+}
 at::Tensor group_norm_quantized_cpu(const at::Tensor& qx, int64_t num_groups,
                                     const c10::optional<at::Tensor>& weight,
                                     const c10::optional<at::Tensor>& bias, double eps,
                                     double output_scale, int64_t output_zero_point) {
-  constexpr const char* op = "group_norm";
-  check_common(op, qx, eps, output_scale, output_zero_point);
-  // 2-D (N, C) is accepted as float group_norm does (PyTorch's quantized op requires >= 3-D).
-  TORCH_CHECK(qx.dim() >= 2, "qplugin::group_norm: expected an input of at least 2 dimensions "
-              "(N, C, *), got ", qx.dim(), "-D");
-  TORCH_CHECK(num_groups > 0, "qplugin::group_norm: expected a positive num_groups, got ",
-              num_groups);
-  TORCH_CHECK(qx.size(1) % num_groups == 0, "qplugin::group_norm: expected the number of "
-              "channels to be divisible by num_groups (", num_groups, "), got ", qx.size(1),
-              " channels");
-  return group_norm_impl(op, qx, num_groups, weight, bias, eps, output_scale, output_zero_point);
+  return group_norm_core("group_norm", QArg::quantized("group_norm", "input", qx, kNormTypes),
+                         num_groups, weight, bias, eps, output_scale, output_zero_point);
 }
-
 at::Tensor instance_norm_quantized_cpu(const at::Tensor& qx,
                                        const c10::optional<at::Tensor>& weight,
                                        const c10::optional<at::Tensor>& bias, double eps,
                                        double output_scale, int64_t output_zero_point) {
-  constexpr const char* op = "instance_norm";
-  check_common(op, qx, eps, output_scale, output_zero_point);
-  TORCH_CHECK(qx.dim() >= 3, "qplugin::instance_norm: expected an input of at least 3 "
-              "dimensions (N, C, L, ...), got ", qx.dim(), "-D",
-              qx.dim() == 2 ? "; add the batch dimension with unsqueeze(0)" : "");
-  // Instance norm is group norm with one channel per group.
-  return group_norm_impl(op, qx, std::max<int64_t>(1, qx.size(1)), weight, bias, eps,
-                         output_scale, output_zero_point);
+  return instance_norm_core("instance_norm",
+                            QArg::quantized("instance_norm", "input", qx, kNormTypes), weight,
+                            bias, eps, output_scale, output_zero_point);
+}
+at::Tensor layer_norm_plain(const at::Tensor& x, double xs, int64_t xz,
+                            at::IntArrayRef normalized_shape,
+                            const c10::optional<at::Tensor>& weight,
+                            const c10::optional<at::Tensor>& bias, double eps,
+                            double output_scale, int64_t output_zero_point) {
+  return layer_norm_core("layer_norm.plain",
+                         QArg::plain("layer_norm", "input", x, xs, xz, kNormTypes),
+                         normalized_shape, weight, bias, eps, output_scale, output_zero_point);
+}
+at::Tensor group_norm_plain(const at::Tensor& x, double xs, int64_t xz, int64_t num_groups,
+                            const c10::optional<at::Tensor>& weight,
+                            const c10::optional<at::Tensor>& bias, double eps,
+                            double output_scale, int64_t output_zero_point) {
+  return group_norm_core("group_norm.plain",
+                         QArg::plain("group_norm", "input", x, xs, xz, kNormTypes), num_groups,
+                         weight, bias, eps, output_scale, output_zero_point);
+}
+at::Tensor instance_norm_plain(const at::Tensor& x, double xs, int64_t xz,
+                               const c10::optional<at::Tensor>& weight,
+                               const c10::optional<at::Tensor>& bias, double eps,
+                               double output_scale, int64_t output_zero_point) {
+  return instance_norm_core("instance_norm.plain",
+                            QArg::plain("instance_norm", "input", x, xs, xz, kNormTypes), weight,
+                            bias, eps, output_scale, output_zero_point);
 }
 
 }  // namespace
@@ -566,8 +621,21 @@ at::Tensor instance_norm_quantized_cpu(const at::Tensor& qx,
   m.impl("group_norm", TORCH_FN(qplugin::ops::group_norm_quantized_cpu));           \
   m.impl("instance_norm", TORCH_FN(qplugin::ops::instance_norm_quantized_cpu));
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_NORMALIZATION(m) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_NORMALIZATION(m) }
+// The `.plain` overloads (PT2 door) on the CPU key; on QuantizedCPU too, so that a quantized
+// tensor passed to one gets QArg::plain's "expected a plain tensor of codes" error.
+#define QPLUGIN_REGISTER_NORMALIZATION_PLAIN(m) \
+  m.impl("layer_norm.plain", TORCH_FN(qplugin::ops::layer_norm_plain)); \
+  m.impl("group_norm.plain", TORCH_FN(qplugin::ops::group_norm_plain)); \
+  m.impl("instance_norm.plain", TORCH_FN(qplugin::ops::instance_norm_plain));
+
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
+  QPLUGIN_REGISTER_NORMALIZATION(m)
+  QPLUGIN_REGISTER_NORMALIZATION_PLAIN(m)
+}
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
+  QPLUGIN_REGISTER_NORMALIZATION(m)
+  QPLUGIN_REGISTER_NORMALIZATION_PLAIN(m)
+}
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_normalization_kernel)

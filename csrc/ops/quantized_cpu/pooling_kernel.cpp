@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/pool/pool_dispatch.h"
 #include "register.h"
@@ -276,9 +277,10 @@ void run(Kind kind, const at::Tensor& x5, at::Tensor& y5, bool cl, const DimPlan
 }
 
 // nd: pooled dims (1, 2, 3). Accepts (C, *) unbatched or (N, C, *) input.
-at::Tensor pool_impl_unguarded(const char* op, int64_t nd, const at::Tensor& qx, PoolArgs a,
+// `qa` comes through either door (common/qarg.h): both call this with the same bytes.
+at::Tensor pool_impl_unguarded(const char* op, int64_t nd, const QArg& qa, PoolArgs a,
                                bool force_cl3d_out) {
-  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
+  const at::Tensor& qx = qa.tensor();
   const int64_t dim = qx.dim();
   TORCH_CHECK(dim == nd + 1 || dim == nd + 2, "qplugin::", op, ": expected a ", nd + 1, "-D (C, ",
               nd == 1 ? "L" : nd == 2 ? "H, W" : "D, H, W", ") or ", nd + 2, "-D (N, C, ",
@@ -390,9 +392,8 @@ at::Tensor pool_impl_unguarded(const char* op, int64_t nd, const at::Tensor& qx,
   const bool can_cl = nd >= 2 && !unbatched;
   const bool cl = can_cl && xb.suggest_memory_format() == cl_fmt;
   const bool cl_out = cl || (force_cl3d_out && !unbatched);
-  at::Tensor y = at::_empty_affine_quantized(out_shape, qx.options(), qx.q_scale(),
-                                             qx.q_zero_point(),
-                                             cl_out ? cl_fmt : at::MemoryFormat::Contiguous);
+  at::Tensor y = new_output(qa, out_shape, qa.scalar_type(), qa.q_scale(), qa.q_zero_point(),
+                            cl_out ? cl_fmt : at::MemoryFormat::Contiguous);
   if (y.numel() == 0 || xb.numel() == 0) {
     TORCH_CHECK(xb.numel() > 0 || y.numel() == 0, "qplugin::", op,
                 ": expected non-empty input, got shape ", qx.sizes());
@@ -401,11 +402,11 @@ at::Tensor pool_impl_unguarded(const char* op, int64_t nd, const at::Tensor& qx,
   at::Tensor x = cl ? xb.contiguous(cl_fmt) : xb.contiguous();
   // The kernels need a dense buffer in the order they read: NCHW output for NCHW input, except
   // for the forced channels-last 3d output (computed contiguous, then converted).
-  at::Tensor yk = (cl_out && !cl) ? at::_empty_affine_quantized(out_shape, qx.options(), qx.q_scale(),
-                                                                qx.q_zero_point())
+  at::Tensor yk = (cl_out && !cl) ? new_output(qa, out_shape, qa.scalar_type(), qa.q_scale(),
+                                               qa.q_zero_point())
                                   : y;
-  const auto r = qrange(qx.scalar_type());
-  AvgQ q{static_cast<int32_t>(qx.q_zero_point()), static_cast<int32_t>(r.first),
+  const auto r = qrange(qa.scalar_type());
+  AvgQ q{static_cast<int32_t>(qa.q_zero_point()), static_cast<int32_t>(r.first),
          static_cast<int32_t>(r.second)};
   const bool regular = !adaptive;
   // Exactness of the 8-bit average kernels needs |sum| < 2^23 (pool_dispatch.h): windows over
@@ -416,16 +417,16 @@ at::Tensor pool_impl_unguarded(const char* op, int64_t nd, const at::Tensor& qx,
     for (int64_t o = 0; o < plans[i].out; ++o) m = std::max(m, plans[i].off[o + 1] - plans[i].off[o]);
     max_window *= m;
   }
-  const bool widen = !is_max(a.kind) && qx.scalar_type() != at::kQInt32 && max_window > 32768;
+  const bool widen = !is_max(a.kind) && qa.scalar_type() != at::kQInt32 && max_window > 32768;
   if (widen) {
-    at::Tensor xi = x.int_repr().to(at::kInt);
+    at::Tensor xi = (qa.is_plain() ? x : x.int_repr()).to(at::kInt);
     at::Tensor yi = at::empty(yk.sizes(), xi.options().memory_format(
                                               cl ? cl_fmt : at::MemoryFormat::Contiguous));
     run<int32_t>(a.kind, xi, yi, cl, plans[0], plans[1], plans[2], q, a.divisor_override, regular);
-    at::Tensor yc = yi.to(qx.scalar_type() == at::kQUInt8 ? at::kByte : at::kChar);
+    at::Tensor yc = yi.to(qa.scalar_type() == at::kQUInt8 ? at::kByte : at::kChar);
     std::memcpy(yk.data_ptr(), yc.data_ptr(), yc.numel());
   } else {
-    switch (qx.scalar_type()) {
+    switch (qa.scalar_type()) {
       case at::kQUInt8:
         run<uint8_t>(a.kind, x, yk, cl, plans[0], plans[1], plans[2], q, a.divisor_override, regular);
         break;
@@ -442,9 +443,32 @@ at::Tensor pool_impl_unguarded(const char* op, int64_t nd, const at::Tensor& qx,
 }
 
 // A scratch allocation that fails (hostile sizes below the element limit) names the op.
+at::Tensor pool_impl_q(const char* op, int64_t nd, const QArg& qa, PoolArgs a,
+                       bool force_cl3d_out = false) {
+  return checks::guard_alloc(op, [&] { return pool_impl_unguarded(op, nd, qa, a, force_cl3d_out); });
+}
+
+// Legacy door: a quantized tensor.
 at::Tensor pool_impl(const char* op, int64_t nd, const at::Tensor& qx, PoolArgs a,
                      bool force_cl3d_out = false) {
-  return checks::guard_alloc(op, [&] { return pool_impl_unguarded(op, nd, qx, a, force_cl3d_out); });
+  return pool_impl_q(op, nd,
+                     QArg::quantized(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32}), a,
+                     force_cl3d_out);
+}
+
+// PT2 door: plain codes + qparams; errors name "<op>.plain".
+struct PlainX {
+  const at::Tensor& x;
+  double scale;
+  int64_t zp;
+};
+
+at::Tensor pool_plain(const char* op, const char* plain_op, const char* arg, int64_t nd,
+                      const PlainX& px, PoolArgs a, bool force_cl3d_out = false) {
+  return pool_impl_q(plain_op, nd,
+                     QArg::plain(op, arg, px.x, px.scale, px.zp,
+                                 {at::kQUInt8, at::kQInt8, at::kQInt32}),
+                     a, force_cl3d_out);
 }
 
 PoolArgs max_args(const char* op, int64_t nd, at::IntArrayRef kernel_size, at::IntArrayRef stride,
@@ -556,6 +580,62 @@ at::Tensor adaptive_max_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayR
                    adaptive_args("adaptive_max_pool2d", 2, output_size, Kind::kAdaptiveMax));
 }
 
+// ---- PT2 door (`.plain` overloads, CPU key): the same cores on plain codes. ----
+
+at::Tensor max_pool1d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
+                            at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {
+  return pool_plain("max_pool1d", "max_pool1d.plain", "qx", 1, {x, xs, xz},
+                    max_args("max_pool1d.plain", 1, k, s, p, d, cm));
+}
+at::Tensor max_pool2d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
+                            at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {
+  return pool_plain("max_pool2d", "max_pool2d.plain", "qx", 2, {x, xs, xz},
+                    max_args("max_pool2d.plain", 2, k, s, p, d, cm));
+}
+at::Tensor max_pool3d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
+                            at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {
+  return pool_plain("max_pool3d", "max_pool3d.plain", "self", 3, {x, xs, xz},
+                    max_args("max_pool3d.plain", 3, k, s, p, d, cm));
+}
+at::Tensor avg_pool1d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
+                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip) {
+  return pool_plain("avg_pool1d", "avg_pool1d.plain", "self", 1, {x, xs, xz},
+                    avg_args("avg_pool1d.plain", 1, k, s, p, cm, cip, c10::nullopt));
+}
+at::Tensor avg_pool2d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
+                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip,
+                            c10::optional<int64_t> dov) {
+  return pool_plain("avg_pool2d", "avg_pool2d.plain", "self", 2, {x, xs, xz},
+                    avg_args("avg_pool2d.plain", 2, k, s, p, cm, cip, dov));
+}
+at::Tensor avg_pool3d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
+                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip,
+                            c10::optional<int64_t> dov) {
+  return pool_plain("avg_pool3d", "avg_pool3d.plain", "self", 3, {x, xs, xz},
+                    avg_args("avg_pool3d.plain", 3, k, s, p, cm, cip, dov),
+                    /*force_cl3d_out=*/true);
+}
+at::Tensor adaptive_avg_pool1d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                     at::IntArrayRef os) {
+  return pool_plain("adaptive_avg_pool1d", "adaptive_avg_pool1d.plain", "self", 1, {x, xs, xz},
+                    adaptive_args("adaptive_avg_pool1d.plain", 1, os, Kind::kAdaptiveAvg));
+}
+at::Tensor adaptive_avg_pool2d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                     at::IntArrayRef os) {
+  return pool_plain("adaptive_avg_pool2d", "adaptive_avg_pool2d.plain", "self", 2, {x, xs, xz},
+                    adaptive_args("adaptive_avg_pool2d.plain", 2, os, Kind::kAdaptiveAvg));
+}
+at::Tensor adaptive_avg_pool3d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                     at::IntArrayRef os) {
+  return pool_plain("adaptive_avg_pool3d", "adaptive_avg_pool3d.plain", "self", 3, {x, xs, xz},
+                    adaptive_args("adaptive_avg_pool3d.plain", 3, os, Kind::kAdaptiveAvg));
+}
+at::Tensor adaptive_max_pool2d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                     at::IntArrayRef os) {
+  return pool_plain("adaptive_max_pool2d", "adaptive_max_pool2d.plain", "self", 2, {x, xs, xz},
+                    adaptive_args("adaptive_max_pool2d.plain", 2, os, Kind::kAdaptiveMax));
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
@@ -574,8 +654,28 @@ at::Tensor adaptive_max_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayR
   m.impl("adaptive_avg_pool3d", TORCH_FN(qplugin::ops::adaptive_avg_pool3d_quantized_cpu));     \
   m.impl("adaptive_max_pool2d", TORCH_FN(qplugin::ops::adaptive_max_pool2d_quantized_cpu));
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_POOL(m) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_POOL(m) }
+// The `.plain` overloads (PT2 door) on the CPU key; on QuantizedCPU too, so that a quantized
+// tensor passed to one gets QArg::plain's "expected a plain tensor of codes" error.
+#define QPLUGIN_REGISTER_POOL_PLAIN(m) \
+  m.impl("max_pool1d.plain", TORCH_FN(qplugin::ops::max_pool1d_plain)); \
+  m.impl("max_pool2d.plain", TORCH_FN(qplugin::ops::max_pool2d_plain)); \
+  m.impl("max_pool3d.plain", TORCH_FN(qplugin::ops::max_pool3d_plain)); \
+  m.impl("avg_pool1d.plain", TORCH_FN(qplugin::ops::avg_pool1d_plain)); \
+  m.impl("avg_pool2d.plain", TORCH_FN(qplugin::ops::avg_pool2d_plain)); \
+  m.impl("avg_pool3d.plain", TORCH_FN(qplugin::ops::avg_pool3d_plain)); \
+  m.impl("adaptive_avg_pool1d.plain", TORCH_FN(qplugin::ops::adaptive_avg_pool1d_plain)); \
+  m.impl("adaptive_avg_pool2d.plain", TORCH_FN(qplugin::ops::adaptive_avg_pool2d_plain)); \
+  m.impl("adaptive_avg_pool3d.plain", TORCH_FN(qplugin::ops::adaptive_avg_pool3d_plain)); \
+  m.impl("adaptive_max_pool2d.plain", TORCH_FN(qplugin::ops::adaptive_max_pool2d_plain));
+
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
+  QPLUGIN_REGISTER_POOL(m)
+  QPLUGIN_REGISTER_POOL_PLAIN(m)
+}
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
+  QPLUGIN_REGISTER_POOL(m)
+  QPLUGIN_REGISTER_POOL_PLAIN(m)
+}
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_pooling_kernel)

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/pool/pool_dispatch.h"
 #include "register.h"
@@ -103,18 +104,22 @@ struct Prep {
   at::Tensor x;  // dense input in the chosen layout
   at::Tensor y;
   bool cl;
+  at::ScalarType qtype;  // the quantized dtype (either door, common/qarg.h)
+  int64_t zp;
   int64_t N, C;
   int64_t in[3], out[3];  // (D, H, W), leading 1s
 };
 
-Prep prepare(const char* op, int64_t nd, const at::Tensor& qx, at::IntArrayRef output_size) {
-  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
+Prep prepare(const char* op, int64_t nd, const QArg& qa, at::IntArrayRef output_size) {
+  const at::Tensor& qx = qa.tensor();
   TORCH_CHECK(qx.dim() == nd + 2, "qplugin::", op, ": expected a ", nd + 2, "-D (N, C, ",
               nd == 1 ? "L" : nd == 2 ? "H, W" : "D, H, W", ") input, got ", qx.dim(), "-D");
   TORCH_CHECK(static_cast<int64_t>(output_size.size()) == nd, "qplugin::", op,
               ": expected output_size of ", nd, " ints, got ", output_size.size(), " values ",
               output_size);
   Prep p;
+  p.qtype = qa.scalar_type();
+  p.zp = qa.q_zero_point();
   p.N = qx.size(0);
   p.C = qx.size(1);
   for (int i = 0; i < 3; ++i) p.in[i] = p.out[i] = 1;
@@ -131,8 +136,8 @@ Prep prepare(const char* op, int64_t nd, const at::Tensor& qx, at::IntArrayRef o
   checks::check_numel(op, "an output", shape);  // hostile output sizes (checks.h)
   const auto cl_fmt = nd == 3 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
   p.cl = nd >= 2 && qx.suggest_memory_format() == cl_fmt;
-  p.y = at::_empty_affine_quantized(shape, qx.options(), qx.q_scale(), qx.q_zero_point(),
-                                    p.cl ? cl_fmt : at::MemoryFormat::Contiguous);
+  p.y = new_output(qa, shape, qa.scalar_type(), qa.q_scale(), qa.q_zero_point(),
+                   p.cl ? cl_fmt : at::MemoryFormat::Contiguous);
   p.x = p.cl ? qx.contiguous(cl_fmt) : qx.contiguous();
   return p;
 }
@@ -200,7 +205,7 @@ void nearest_run(const Prep& p, const std::vector<int64_t>& id, const std::vecto
   });
 }
 
-at::Tensor nearest_impl_unguarded(const char* op, int64_t nd, bool exact, const at::Tensor& qx,
+at::Tensor nearest_impl_unguarded(const char* op, int64_t nd, bool exact, const QArg& qx,
                         at::IntArrayRef output_size, c10::optional<double> sd,
                         c10::optional<double> sh, c10::optional<double> sw) {
   Prep p = prepare(op, nd, qx, output_size);
@@ -208,7 +213,7 @@ at::Tensor nearest_impl_unguarded(const char* op, int64_t nd, bool exact, const 
   const auto id = nearest_indices(p.in[0], p.out[0], sd, exact);
   const auto ih = nearest_indices(p.in[1], p.out[1], sh, exact);
   const auto iw = nearest_indices(p.in[2], p.out[2], sw, exact);
-  switch (qx.scalar_type()) {
+  switch (p.qtype) {
     case at::kQUInt8: nearest_run<uint8_t>(p, id, ih, iw); break;
     case at::kQInt8: nearest_run<int8_t>(p, id, ih, iw); break;
     default: nearest_run<int32_t>(p, id, ih, iw); break;
@@ -217,7 +222,7 @@ at::Tensor nearest_impl_unguarded(const char* op, int64_t nd, bool exact, const 
 }
 
 // Scratch (index tables, rows) that fails to allocate names the op (checks.h).
-at::Tensor nearest_impl(const char* op, int64_t nd, bool exact, const at::Tensor& qx,
+at::Tensor nearest_impl(const char* op, int64_t nd, bool exact, const QArg& qx,
                         at::IntArrayRef output_size, c10::optional<double> sd,
                         c10::optional<double> sh, c10::optional<double> sw) {
   return checks::guard_alloc(op, [&] { return nearest_impl_unguarded(op, nd, exact, qx, output_size, sd, sh, sw); });
@@ -234,11 +239,11 @@ void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const L
   const int64_t planes = p.cl ? p.N : p.N * p.C;
   const T* x = reinterpret_cast<const T*>(p.x.data_ptr());
   T* y = reinterpret_cast<T*>(p.y.data_ptr());
-  const auto r = qrange(p.x.scalar_type());
+  const auto r = qrange(p.qtype);
   // qint32: keep the float clamp bounds representable in int32.
   LerpQ q{static_cast<float>(r.first),
-          p.x.scalar_type() == at::kQInt32 ? 2147483520.0f : static_cast<float>(r.second),
-          static_cast<float>(p.x.q_zero_point())};
+          p.qtype == at::kQInt32 ? 2147483520.0f : static_cast<float>(r.second),
+          static_cast<float>(p.zp)};
   const int64_t rowlen = OW * C;
   const int64_t rows = planes * OD * OH;
   at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, rowlen)),
@@ -297,7 +302,7 @@ void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const L
   });
 }
 
-at::Tensor linear_impl_unguarded(const char* op, int64_t nd, const at::Tensor& qx,
+at::Tensor linear_impl_unguarded(const char* op, int64_t nd, const QArg& qx,
                        at::IntArrayRef output_size, bool align_corners, c10::optional<double> sd,
                        c10::optional<double> sh, c10::optional<double> sw) {
   Prep p = prepare(op, nd, qx, output_size);
@@ -305,7 +310,7 @@ at::Tensor linear_impl_unguarded(const char* op, int64_t nd, const at::Tensor& q
   const LinearDim ld = linear_weights(p.in[0], p.out[0], align_corners, sd);
   const LinearDim lh = linear_weights(p.in[1], p.out[1], align_corners, sh);
   const LinearDim lw = linear_weights(p.in[2], p.out[2], align_corners, sw);
-  switch (qx.scalar_type()) {
+  switch (p.qtype) {
     case at::kQUInt8: linear_run<uint8_t>(p, ld, lh, lw); break;
     case at::kQInt8: linear_run<int8_t>(p, ld, lh, lw); break;
     default: linear_run<int32_t>(p, ld, lh, lw); break;
@@ -314,7 +319,7 @@ at::Tensor linear_impl_unguarded(const char* op, int64_t nd, const at::Tensor& q
 }
 
 // Scratch (index tables, rows) that fails to allocate names the op (checks.h).
-at::Tensor linear_impl(const char* op, int64_t nd, const at::Tensor& qx,
+at::Tensor linear_impl(const char* op, int64_t nd, const QArg& qx,
                        at::IntArrayRef output_size, bool align_corners, c10::optional<double> sd,
                        c10::optional<double> sh, c10::optional<double> sw) {
   return checks::guard_alloc(op, [&] { return linear_impl_unguarded(op, nd, qx, output_size, align_corners, sd, sh, sw); });
@@ -322,40 +327,98 @@ at::Tensor linear_impl(const char* op, int64_t nd, const at::Tensor& qx,
 
 using OptD = c10::optional<double>;
 
+// The two doors (common/qarg.h): Q wraps a legacy quantized tensor, P plain codes + qparams
+// (errors then name "<op>.plain").
+QArg Q(const char* op, const at::Tensor& x) {
+  return QArg::quantized(op, "input", x, {at::kQUInt8, at::kQInt8, at::kQInt32});
+}
+QArg P(const char* op, const at::Tensor& x, double s, int64_t z) {
+  return QArg::plain(op, "self", x, s, z, {at::kQUInt8, at::kQInt8, at::kQInt32});
+}
+
 at::Tensor upsample_nearest1d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, OptD s) {
-  return nearest_impl("upsample_nearest1d", 1, false, x, os, c10::nullopt, c10::nullopt, s);
+  return nearest_impl("upsample_nearest1d", 1, false, Q("upsample_nearest1d", x), os, c10::nullopt, c10::nullopt, s);
 }
 at::Tensor upsample_nearest2d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, OptD sh,
                                             OptD sw) {
-  return nearest_impl("upsample_nearest2d", 2, false, x, os, c10::nullopt, sh, sw);
+  return nearest_impl("upsample_nearest2d", 2, false, Q("upsample_nearest2d", x), os, c10::nullopt, sh, sw);
 }
 at::Tensor upsample_nearest3d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, OptD sd,
                                             OptD sh, OptD sw) {
-  return nearest_impl("upsample_nearest3d", 3, false, x, os, sd, sh, sw);
+  return nearest_impl("upsample_nearest3d", 3, false, Q("upsample_nearest3d", x), os, sd, sh, sw);
 }
 at::Tensor upsample_nearest_exact1d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, OptD s) {
-  return nearest_impl("_upsample_nearest_exact1d", 1, true, x, os, c10::nullopt, c10::nullopt, s);
+  return nearest_impl("_upsample_nearest_exact1d", 1, true, Q("_upsample_nearest_exact1d", x), os, c10::nullopt, c10::nullopt, s);
 }
 at::Tensor upsample_nearest_exact2d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os,
                                                   OptD sh, OptD sw) {
-  return nearest_impl("_upsample_nearest_exact2d", 2, true, x, os, c10::nullopt, sh, sw);
+  return nearest_impl("_upsample_nearest_exact2d", 2, true, Q("_upsample_nearest_exact2d", x), os, c10::nullopt, sh, sw);
 }
 at::Tensor upsample_nearest_exact3d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os,
                                                   OptD sd, OptD sh, OptD sw) {
-  return nearest_impl("_upsample_nearest_exact3d", 3, true, x, os, sd, sh, sw);
+  return nearest_impl("_upsample_nearest_exact3d", 3, true, Q("_upsample_nearest_exact3d", x), os, sd, sh, sw);
 }
 at::Tensor upsample_linear1d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, bool ac,
                                            OptD s) {
-  return linear_impl("upsample_linear1d", 1, x, os, ac, c10::nullopt, c10::nullopt, s);
+  return linear_impl("upsample_linear1d", 1, Q("upsample_linear1d", x), os, ac, c10::nullopt, c10::nullopt, s);
 }
 at::Tensor upsample_bilinear2d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, bool ac,
                                              OptD sh, OptD sw) {
-  return linear_impl("upsample_bilinear2d", 2, x, os, ac, c10::nullopt, sh, sw);
+  return linear_impl("upsample_bilinear2d", 2, Q("upsample_bilinear2d", x), os, ac, c10::nullopt, sh, sw);
 }
 at::Tensor upsample_trilinear3d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, bool ac,
                                               OptD sd, OptD sh, OptD sw) {
-  return linear_impl("upsample_trilinear3d", 3, x, os, ac, sd, sh, sw);
+  return linear_impl("upsample_trilinear3d", 3, Q("upsample_trilinear3d", x), os, ac, sd, sh, sw);
 }
+
+// ---- PT2 door (`.plain` overloads, CPU key): the same cores on plain codes. ----
+#define QPLUGIN_P(name) P(name, x, xs, xz)
+at::Tensor upsample_nearest1d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                    at::IntArrayRef os, OptD s) {
+  return nearest_impl("upsample_nearest1d.plain", 1, false, QPLUGIN_P("upsample_nearest1d"), os,
+                      c10::nullopt, c10::nullopt, s);
+}
+at::Tensor upsample_nearest2d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                    at::IntArrayRef os, OptD sh, OptD sw) {
+  return nearest_impl("upsample_nearest2d.plain", 2, false, QPLUGIN_P("upsample_nearest2d"), os,
+                      c10::nullopt, sh, sw);
+}
+at::Tensor upsample_nearest3d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                    at::IntArrayRef os, OptD sd, OptD sh, OptD sw) {
+  return nearest_impl("upsample_nearest3d.plain", 3, false, QPLUGIN_P("upsample_nearest3d"), os,
+                      sd, sh, sw);
+}
+at::Tensor upsample_nearest_exact1d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                          at::IntArrayRef os, OptD s) {
+  return nearest_impl("_upsample_nearest_exact1d.plain", 1, true,
+                      QPLUGIN_P("_upsample_nearest_exact1d"), os, c10::nullopt, c10::nullopt, s);
+}
+at::Tensor upsample_nearest_exact2d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                          at::IntArrayRef os, OptD sh, OptD sw) {
+  return nearest_impl("_upsample_nearest_exact2d.plain", 2, true,
+                      QPLUGIN_P("_upsample_nearest_exact2d"), os, c10::nullopt, sh, sw);
+}
+at::Tensor upsample_nearest_exact3d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                          at::IntArrayRef os, OptD sd, OptD sh, OptD sw) {
+  return nearest_impl("_upsample_nearest_exact3d.plain", 3, true,
+                      QPLUGIN_P("_upsample_nearest_exact3d"), os, sd, sh, sw);
+}
+at::Tensor upsample_linear1d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                   at::IntArrayRef os, bool ac, OptD s) {
+  return linear_impl("upsample_linear1d.plain", 1, QPLUGIN_P("upsample_linear1d"), os, ac,
+                     c10::nullopt, c10::nullopt, s);
+}
+at::Tensor upsample_bilinear2d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                     at::IntArrayRef os, bool ac, OptD sh, OptD sw) {
+  return linear_impl("upsample_bilinear2d.plain", 2, QPLUGIN_P("upsample_bilinear2d"), os, ac,
+                     c10::nullopt, sh, sw);
+}
+at::Tensor upsample_trilinear3d_plain(const at::Tensor& x, double xs, int64_t xz,
+                                      at::IntArrayRef os, bool ac, OptD sd, OptD sh, OptD sw) {
+  return linear_impl("upsample_trilinear3d.plain", 3, QPLUGIN_P("upsample_trilinear3d"), os, ac,
+                     sd, sh, sw);
+}
+#undef QPLUGIN_P
 
 }  // namespace
 }  // namespace ops
@@ -377,8 +440,27 @@ at::Tensor upsample_trilinear3d_quantized_cpu(const at::Tensor& x, at::IntArrayR
   m.impl("upsample_bilinear2d", TORCH_FN(qplugin::ops::upsample_bilinear2d_quantized_cpu));     \
   m.impl("upsample_trilinear3d", TORCH_FN(qplugin::ops::upsample_trilinear3d_quantized_cpu));
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_UPSAMPLE(m) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_UPSAMPLE(m) }
+// The `.plain` overloads (PT2 door) on the CPU key; on QuantizedCPU too, so that a quantized
+// tensor passed to one gets QArg::plain's "expected a plain tensor of codes" error.
+#define QPLUGIN_REGISTER_UPSAMPLE_PLAIN(m) \
+  m.impl("upsample_nearest1d.plain", TORCH_FN(qplugin::ops::upsample_nearest1d_plain)); \
+  m.impl("upsample_nearest2d.plain", TORCH_FN(qplugin::ops::upsample_nearest2d_plain)); \
+  m.impl("upsample_nearest3d.plain", TORCH_FN(qplugin::ops::upsample_nearest3d_plain)); \
+  m.impl("_upsample_nearest_exact1d.plain", TORCH_FN(qplugin::ops::upsample_nearest_exact1d_plain)); \
+  m.impl("_upsample_nearest_exact2d.plain", TORCH_FN(qplugin::ops::upsample_nearest_exact2d_plain)); \
+  m.impl("_upsample_nearest_exact3d.plain", TORCH_FN(qplugin::ops::upsample_nearest_exact3d_plain)); \
+  m.impl("upsample_linear1d.plain", TORCH_FN(qplugin::ops::upsample_linear1d_plain)); \
+  m.impl("upsample_bilinear2d.plain", TORCH_FN(qplugin::ops::upsample_bilinear2d_plain)); \
+  m.impl("upsample_trilinear3d.plain", TORCH_FN(qplugin::ops::upsample_trilinear3d_plain));
+
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
+  QPLUGIN_REGISTER_UPSAMPLE(m)
+  QPLUGIN_REGISTER_UPSAMPLE_PLAIN(m)
+}
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
+  QPLUGIN_REGISTER_UPSAMPLE(m)
+  QPLUGIN_REGISTER_UPSAMPLE_PLAIN(m)
+}
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_upsample_kernel)
