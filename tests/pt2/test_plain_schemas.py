@@ -19,15 +19,12 @@ def _is_plain(overload):
 
 def registered():
     """qualified name ("qplugin::op.overload") -> schema string, for every plain overload."""
+    # From the dispatcher's schema registry: dir(torch.ops.qplugin) lists only the op packets
+    # already looked up in this process.
     out = {}
-    for name in dir(torch.ops.qplugin):
-        packet = getattr(torch.ops.qplugin, name)
-        if not hasattr(packet, "overloads"):
-            continue
-        for o in packet.overloads():
-            if _is_plain(o):
-                op = getattr(packet, o)
-                out[f"qplugin::{name}.{o}"] = str(op._schema)
+    for schema in torch._C._jit_get_all_schemas():
+        if schema.name.startswith("qplugin::") and _is_plain(schema.overload_name):
+            out[f"{schema.name}.{schema.overload_name}"] = str(schema)
     return out
 
 
