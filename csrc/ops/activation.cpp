@@ -36,6 +36,42 @@ void define_activation(torch::Library& m) {
   m.def("mish(Tensor qx, float output_scale, int output_zero_point) -> Tensor");
   m.def("softplus(Tensor qx, float output_scale, int output_zero_point, Scalar beta=1, "
         "Scalar threshold=20) -> Tensor");
+
+  // The PT2 door (docs/pt2.md section 3): plain uint8/int8/int32 codes, each quantized operand
+  // followed by its scale and zero point, output qparams required, `inplace` dropped. Same
+  // kernels (ops/quantized_cpu/activation_kernel.cpp); pinned in tests/pt2/schemas/activation.txt.
+  m.def("relu6.plain(Tensor qx, float qx_scale, int qx_zero_point) -> Tensor");
+  m.def("hardswish.plain(Tensor input, float input_scale, int input_zero_point, "
+        "float output_scale, int output_zero_point) -> Tensor");
+  m.def("elu.plain(Tensor self, float self_scale, int self_zero_point, float output_scale, "
+        "int output_zero_point, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor");
+  m.def("prelu.plain(Tensor qx, float qx_scale, int qx_zero_point, Tensor weight, "
+        "float weight_scale, int weight_zero_point, float output_scale, int output_zero_point) "
+        "-> Tensor");
+  m.def("leaky_relu.plain(Tensor qx, float qx_scale, int qx_zero_point, Scalar negative_slope, "
+        "float output_scale, int output_zero_point) -> Tensor");
+  m.def("sigmoid.plain(Tensor qx, float qx_scale, int qx_zero_point, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("celu.plain(Tensor self, float self_scale, int self_zero_point, float output_scale, "
+        "int output_zero_point, Scalar alpha=1) -> Tensor");
+  m.def("threshold.plain(Tensor qx, float qx_scale, int qx_zero_point, Scalar threshold, "
+        "Scalar value) -> Tensor qy");
+  m.def("clamp.plain(Tensor qx, float qx_scale, int qx_zero_point, Scalar? min=None, "
+        "Scalar? max=None) -> Tensor qy");
+  m.def("softmax.plain(Tensor qx, float qx_scale, int qx_zero_point, int dim, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("hardsigmoid.plain(Tensor qx, float qx_scale, int qx_zero_point, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("tanh.plain(Tensor qx, float qx_scale, int qx_zero_point, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("gelu.plain(Tensor qx, float qx_scale, int qx_zero_point, float output_scale, "
+        "int output_zero_point, str approximate=\"none\") -> Tensor");
+  m.def("silu.plain(Tensor qx, float qx_scale, int qx_zero_point, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("mish.plain(Tensor qx, float qx_scale, int qx_zero_point, float output_scale, "
+        "int output_zero_point) -> Tensor");
+  m.def("softplus.plain(Tensor qx, float qx_scale, int qx_zero_point, float output_scale, "
+        "int output_zero_point, Scalar beta=1, Scalar threshold=20) -> Tensor");
 }
 
 }  // namespace schemas

@@ -40,6 +40,36 @@ void define_elementwise(torch::Library& m) {
   m.def("cat_relu(Tensor[] qx, int dim, float? scale, int? zero_point) -> Tensor");
   m.def("cat_out(Tensor[] qx, int dim, Tensor(a!) out) -> Tensor(a!)");
   m.def("cat_relu_out(Tensor[] qx, int dim, Tensor(a!) out) -> Tensor(a!)");
+
+  // The PT2 door (docs/pt2.md section 3): plain uint8/int8/int32 codes, each quantized operand
+  // followed by its scale and zero point, optional output qparams required; no out= forms.
+  // The scalar forms return codes only: their output qparams follow PyTorch's rule, computed by
+  // the route (qplugin/pt2/routes/elementwise.py). Pinned in tests/pt2/schemas/elementwise.txt.
+#define QPLUGIN_DEF_BINARY_PLAIN(NAME)                                                         \
+  m.def(NAME ".plain(Tensor qa, float qa_scale, int qa_zero_point, Tensor qb, float qb_scale, " \
+        "int qb_zero_point, float scale, int zero_point) -> Tensor qc");                       \
+  m.def(NAME ".Scalar_plain(Tensor qa, float qa_scale, int qa_zero_point, Scalar b) "           \
+        "-> Tensor qc");                                                                       \
+  m.def(NAME ".Scalar2_plain(Scalar b, Tensor qa, float qa_scale, int qa_zero_point) "          \
+        "-> Tensor qc");
+  QPLUGIN_DEF_BINARY_PLAIN("add")
+  QPLUGIN_DEF_BINARY_PLAIN("add_relu")
+  QPLUGIN_DEF_BINARY_PLAIN("mul")
+  QPLUGIN_DEF_BINARY_PLAIN("mul_relu")
+#undef QPLUGIN_DEF_BINARY_PLAIN
+#define QPLUGIN_DEF_SCALAR_PLAIN(NAME)                                                         \
+  m.def(NAME ".plain(Tensor qa, float qa_scale, int qa_zero_point, Scalar b) -> Tensor qc");    \
+  m.def(NAME ".Tensor_plain(Tensor qa, float qa_scale, int qa_zero_point, Tensor b) "           \
+        "-> Tensor qc");
+  QPLUGIN_DEF_SCALAR_PLAIN("add_scalar")
+  QPLUGIN_DEF_SCALAR_PLAIN("add_scalar_relu")
+  QPLUGIN_DEF_SCALAR_PLAIN("mul_scalar")
+  QPLUGIN_DEF_SCALAR_PLAIN("mul_scalar_relu")
+#undef QPLUGIN_DEF_SCALAR_PLAIN
+  m.def("cat.plain(Tensor[] qx, float[] qx_scales, int[] qx_zero_points, int dim, float scale, "
+        "int zero_point) -> Tensor");
+  m.def("cat_relu.plain(Tensor[] qx, float[] qx_scales, int[] qx_zero_points, int dim, "
+        "float scale, int zero_point) -> Tensor");
 }
 
 }  // namespace schemas

@@ -7,6 +7,14 @@ functional form, the qplugin.nn export, the float -> qplugin mapping entry and t
 (tests/activation/test_table.py) come from the row; tests/test_architecture.py checks the rest
 (registered op, schema, bench case).
 
+The PyTorch 2 door (docs/pt2.md section 3) also comes from the row: the `<op>.plain` overload's
+fake kernel (qplugin/pt2/fake/activation.py), its route row with the output-qparams rule
+(qplugin/pt2/routes/activation.py) and its byte-identity / opcheck / bad-input tests
+(tests/pt2/test_plain_activation.py) read `input_arg`, `takes_output_qparams`, `output_qparams`,
+`output_format` and `drop`; the C++ side is the op's `.plain` schema (csrc/ops/activation.cpp,
+pinned in tests/pt2/schemas/activation.txt) and its two thin door wrappers around one QArg core
+(csrc/ops/quantized_cpu/activation_kernel.cpp).
+
 Row fields: see `Activation`. Test cases (`Case`) give the op's arguments after the input, with
 SCALE/ZP standing for output qparams chosen by the test, and the reference's extra arguments.
 """
@@ -93,6 +101,13 @@ class Activation:
     repr_qparams: bool = True                  # generated modules: qparams in the repr
     scale_dtype: Optional[torch.dtype] = torch.float64  # None: the factory dtype (device/dtype)
     extension: bool = False                    # no quantized counterpart in PyTorch
+    # The PyTorch 2 door (`<op>.plain`, docs/pt2.md section 3):
+    input_arg: str = "qx"                      # the schema's name of the quantized input
+    takes_output_qparams: bool = True          # output_scale/output_zero_point arguments (when
+                                               # None or absent: `output_qparams` gives them)
+    output_format: str = "keep"                # "keep": the input's suggested memory format;
+                                               # "contiguous": always contiguous
+    drop: Tuple[str, ...] = ()                 # legacy arguments `.plain` does not take
 
 
 def _sigmoid(v):
@@ -102,25 +117,26 @@ def _sigmoid(v):
 ROWS: Tuple[Activation, ...] = (
     Activation(
         name="relu6", op="relu6", torch_op="relu6", reference=F.relu6, output_qparams="input",
-        cases=(Case(args=(False,)),),
+        cases=(Case(args=(False,)),), takes_output_qparams=False, drop=("inplace",),
         summary="``min(max(x, 0), 6)``, keeping the input's qparams",
         module="ReLU6", torch_module=nn.ReLU6),
     Activation(
         name="hardswish", op="hardswish", torch_op="hardswish", reference=F.hardswish,
-        output_qparams="given", cases=(Case(args=(SCALE, ZP)),),
+        output_qparams="given", cases=(Case(args=(SCALE, ZP)),), input_arg="input",
         summary="``x * relu6(x + 3) / 6``",
         functional="generated", module="Hardswish", torch_module=nn.Hardswish,
         repr_name="QuantizedHardswish", generated=True, repr_qparams=False, scale_dtype=None),
     Activation(
         name="elu", op="elu", torch_op="elu", reference=F.elu, output_qparams="given",
-        cases=(Case(args=(SCALE, ZP, 0.5), ref_args=(0.5,)),),
+        cases=(Case(args=(SCALE, ZP, 0.5), ref_args=(0.5,)),), input_arg="self",
+        output_format="contiguous",
         summary="``max(0, x) + min(0, alpha * (exp(x) - 1))``",
         functional="generated", module="ELU", torch_module=nn.ELU, repr_name="QuantizedELU",
         module_args=(Arg("alpha", 1.0),), generated=True, repr_qparams=False),
     Activation(
         name="leaky_relu", op="leaky_relu", torch_op="leaky_relu", reference=F.leaky_relu,
         output_qparams="input",
-        cases=(Case(args=(0.1, False, SCALE, ZP), ref_args=(0.1,)),),
+        cases=(Case(args=(0.1, False, SCALE, ZP), ref_args=(0.1,)),), drop=("inplace",),
         summary="``max(0, x) + negative_slope * min(0, x)``",
         module="LeakyReLU", torch_module=nn.LeakyReLU),
     Activation(
@@ -137,18 +153,22 @@ ROWS: Tuple[Activation, ...] = (
     Activation(
         name="hardtanh", op="clamp", torch_op="clamp", reference=torch.clamp,
         output_qparams="input", cases=(Case(args=(-1.0, 1.0), ref_args=(-1.0, 1.0)),),
+        takes_output_qparams=False,
         summary="``clamp(x, min_val, max_val)``"),
     Activation(
         name="clamp", op="clamp", torch_op="clamp", reference=torch.clamp,
         output_qparams="input", cases=(Case(args=(-0.52, 0.77), ref_args=(-0.52, 0.77)),),
+        takes_output_qparams=False,
         summary="``clamp(x, min, max)``"),
     Activation(
         name="celu", op="celu", torch_op="celu", reference=F.celu, output_qparams="given",
-        cases=(Case(args=(SCALE, ZP, 1.5), ref_args=(1.5,)),),
+        cases=(Case(args=(SCALE, ZP, 1.5), ref_args=(1.5,)),), input_arg="self",
+        output_format="contiguous",
         summary="``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``"),
     Activation(
         name="threshold", op="threshold", torch_op="threshold", reference=F.threshold,
         output_qparams="input", cases=(Case(args=(0.13, -0.5), ref_args=(0.13, -0.5)),),
+        takes_output_qparams=False,
         summary="``x if x > threshold else value``"),
     Activation(
         name="tanh", op="tanh", reference=torch.tanh, output_qparams=FIXED_TANH,
@@ -198,6 +218,7 @@ ROWS: Tuple[Activation, ...] = (
     Activation(
         name="softmax", op="softmax", torch_op="softmax", reference=torch.softmax,
         output_qparams="given", cases=(Case(args=(1, SCALE, ZP), ref_args=(1,), exact=False),),
+        output_format="contiguous",
         summary="``exp(x) / sum(exp(x), dim)``", module="Softmax", torch_module=nn.Softmax),
 )
 

@@ -5,6 +5,10 @@
 // Schemas: ops/activation.cpp.
 // Output memory format and default qparams follow PyTorch's quantized ops (celu and softmax
 // return contiguous tensors; the others keep channels-last).
+// Two doors (docs/pt2.md section 3): each op's core takes its quantized operands as QArg
+// (common/qarg.h); the legacy op (QuantizedCPU, and CPU for the float-input error) wraps its
+// tensors with QArg::quantized, the `.plain` overload (CPU) wraps plain codes and their qparams
+// with QArg::plain, and both call the same core: byte-identical on every ISA by construction.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
 #include "ops/quantized_cpu/unary_lut.h"
@@ -31,15 +36,23 @@ using unary::map_codes;
 using unary::map_unary;
 using unary::map_unary_cached;
 
-at::Tensor hardswish_quantized_cpu(const at::Tensor& qx, double output_scale,
-                                   int64_t output_zero_point) {
+// The quantized operand of an activation on each door (every activation but prelu takes quint8,
+// qint8 and qint32 codes).
+QArg legacy_in(const char* op, const char* arg, const at::Tensor& qx) {
+  return QArg::quantized(op, arg, qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
+}
+QArg plain_in(const char* op, const char* arg, const at::Tensor& x, double scale, int64_t zp) {
+  return QArg::plain(op, arg, x, scale, zp, {at::kQUInt8, at::kQInt8, at::kQInt32});
+}
+
+at::Tensor hardswish_core(const QArg& qx, double output_scale, int64_t output_zero_point) {
   return map_unary("hardswish", qx, output_scale, output_zero_point, keep_format(qx),
                    [](double v) { return v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0; });
 }
 
-at::Tensor elu_quantized_cpu(const at::Tensor& qx, double output_scale, int64_t output_zero_point,
-                             const at::Scalar& alpha, const at::Scalar& scale,
-                             const at::Scalar& input_scale) {
+at::Tensor elu_core(const QArg& qx, double output_scale, int64_t output_zero_point,
+                    const at::Scalar& alpha, const at::Scalar& scale,
+                    const at::Scalar& input_scale) {
   const double a = alpha.toDouble(), s = scale.toDouble(), is = input_scale.toDouble();
   TORCH_CHECK(std::isfinite(a) && std::isfinite(s) && std::isfinite(is), "qplugin::elu: expected "
               "finite alpha, scale and input_scale, got ", a, ", ", s, ", ", is);
@@ -68,8 +81,7 @@ void relu6_run(const at::Tensor& x, at::Tensor& y, T lo, T hi) {
   });
 }
 
-at::Tensor relu6_quantized_cpu(const at::Tensor& qx, bool inplace) {
-  checks::check_quantized_input("relu6", "qx", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
+at::Tensor relu6_core(const QArg& qx, bool inplace) {
   const int64_t zp = qx.q_zero_point();
   const auto r = qrange(qx.scalar_type());
   const float inv_scale = 1.0f / static_cast<float>(qx.q_scale());
@@ -79,10 +91,11 @@ at::Tensor relu6_quantized_cpu(const at::Tensor& qx, bool inplace) {
   const int64_t lo = std::min(std::max(zp, r.first), r.second);
   const auto fmt = keep_format(qx);
   const bool dense = qx.is_contiguous(fmt);
-  at::Tensor x = dense ? qx : qx.contiguous(fmt);
-  at::Tensor y = (inplace && dense) ? qx
-                                    : at::_empty_affine_quantized(qx.sizes(), qx.options(),
-                                                                  qx.q_scale(), zp, fmt);
+  TORCH_INTERNAL_ASSERT(!(inplace && qx.is_plain()), "qplugin::relu6: in-place on the PT2 door");
+  at::Tensor x = dense ? qx.tensor() : qx.tensor().contiguous(fmt);
+  at::Tensor y = (inplace && dense) ? qx.tensor()
+                                    : new_output(qx, qx.sizes(), qx.scalar_type(), qx.q_scale(),
+                                                 zp, fmt);
   if (qx.numel() > 0) {
     switch (qx.scalar_type()) {
       case at::kQUInt8: relu6_run<uint8_t>(x, y, lo, six); break;
@@ -91,8 +104,8 @@ at::Tensor relu6_quantized_cpu(const at::Tensor& qx, bool inplace) {
     }
   }
   if (inplace && !dense) {
-    qx.copy_(y);  // strided in-place: write back through qx's own strides
-    return qx;
+    qx.tensor().copy_(y);  // strided in-place: write back through qx's own strides
+    return qx.tensor();
   }
   return y;
 }
@@ -104,11 +117,9 @@ at::Tensor relu6_quantized_cpu(const at::Tensor& qx, bool inplace) {
 // table per distinct weight value (at most 256; looked up by kernels::table().lut8 along NCHW
 // planes), so every ISA gives the same bytes. Output in
 // the input's suggested memory format (as PyTorch's).
-at::Tensor prelu_quantized_cpu(const at::Tensor& qx, const at::Tensor& weight,
-                               double output_scale, int64_t output_zero_point) {
+at::Tensor prelu_core(const QArg& qx, const QArg& weight, double output_scale,
+                      int64_t output_zero_point) {
   const char* op = "prelu";
-  checks::check_quantized_input(op, "qx", qx, {at::kQUInt8});
-  checks::check_quantized_input(op, "weight", weight, {at::kQUInt8, at::kQInt8});
   TORCH_CHECK(qx.dim() >= 1, "qplugin::prelu: expected qx of rank >= 1, got a 0-d tensor");
   TORCH_CHECK(weight.dim() <= 1, "qplugin::prelu: expected a 0-d or 1-d weight, got ",
               weight.dim(), "-D (shape ", weight.sizes(), ")");
@@ -123,16 +134,16 @@ at::Tensor prelu_quantized_cpu(const at::Tensor& qx, const at::Tensor& weight,
               "qplugin::prelu: expected finite, positive scales of qx and weight, got ", sx,
               " and ", sw);
   const auto fmt = keep_format(qx);
-  const at::Tensor x = qx.contiguous(fmt);
-  at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options().dtype(at::kQUInt8),
-                                             output_scale, output_zero_point, fmt);
+  const at::Tensor x = qx.tensor().contiguous(fmt);
+  at::Tensor y = new_output(qx, qx.sizes(), at::kQUInt8, output_scale, output_zero_point, fmt);
   const int64_t numel = qx.numel();
   if (numel == 0) return y;
 
   // Weight codes as table rows: code = stored byte (qint8 offset by 128).
   const bool w_signed = weight.scalar_type() == at::kQInt8;
   const int64_t zw = weight.q_zero_point(), zx = qx.q_zero_point();
-  const at::Tensor wi = weight.int_repr().reshape({nw}).to(at::kLong).contiguous();
+  const at::Tensor wcodes = weight.is_plain() ? weight.tensor() : weight.tensor().int_repr();
+  const at::Tensor wi = wcodes.reshape({nw}).to(at::kLong).contiguous();
   const int64_t* wv = wi.data_ptr<int64_t>();
   std::vector<int> row_of(256, -1);
   std::vector<uint8_t> tables;
@@ -193,13 +204,9 @@ double finite_scalar(const char* op, const char* what, const c10::Scalar& s) {
   return v;
 }
 
-void check_input(const char* op, const at::Tensor& qx) {
-  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
-}
-
 // Fixed output qparams PyTorch picks for sigmoid/hardsigmoid ([0, 1]) and tanh ([-1, 1]) on
 // quantized tensors: 1/256 (2/256) scale over the 8-bit range, 2^-32 (2^-31) for qint32.
-std::pair<double, int64_t> fixed_qparams(const at::Tensor& qx, bool symmetric) {
+std::pair<double, int64_t> fixed_qparams(const QArg& qx, bool symmetric) {
   switch (qx.scalar_type()) {
     case at::kQUInt8: return symmetric ? std::make_pair(2.0 / 256, int64_t(128))
                                        : std::make_pair(1.0 / 256, int64_t(0));
@@ -210,7 +217,7 @@ std::pair<double, int64_t> fixed_qparams(const at::Tensor& qx, bool symmetric) {
   }
 }
 
-std::pair<double, int64_t> qparams_or(const char* op, const at::Tensor& qx,
+std::pair<double, int64_t> qparams_or(const char* op, const QArg& qx,
                                       std::optional<double> scale, std::optional<int64_t> zp,
                                       std::pair<double, int64_t> dflt) {
   TORCH_CHECK(scale.has_value() == zp.has_value(), "qplugin::", op,
@@ -219,10 +226,9 @@ std::pair<double, int64_t> qparams_or(const char* op, const at::Tensor& qx,
   return scale.has_value() ? std::make_pair(*scale, *zp) : dflt;
 }
 
-at::Tensor leaky_relu(const at::Tensor& qx, const c10::Scalar& negative_slope, bool inplace,
-                      double output_scale, int64_t output_zero_point) {
+at::Tensor leaky_relu_core(const QArg& qx, const c10::Scalar& negative_slope, bool inplace,
+                           double output_scale, int64_t output_zero_point) {
   const char* op = "leaky_relu";
-  check_input(op, qx);
   const double a = finite_scalar(op, "negative_slope", negative_slope);
   // Like PyTorch, inplace cannot change qparams: with new output qparams a new tensor is
   // returned (quantized::leaky_relu ignores inplace); with equal ones qx is updated.
@@ -234,34 +240,31 @@ at::Tensor leaky_relu(const at::Tensor& qx, const c10::Scalar& negative_slope, b
 
 double sigmoid_d(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
-at::Tensor sigmoid(const at::Tensor& qx, double output_scale, int64_t output_zero_point) {
+at::Tensor sigmoid_core(const QArg& qx, double output_scale, int64_t output_zero_point) {
   return map_unary_cached("sigmoid", qx, output_scale, output_zero_point, keep_format(qx),
                           sigmoid_d, {});
 }
 
-at::Tensor hardsigmoid(const at::Tensor& qx, std::optional<double> output_scale,
-                       std::optional<int64_t> output_zero_point) {
+at::Tensor hardsigmoid_core(const QArg& qx, std::optional<double> output_scale,
+                            std::optional<int64_t> output_zero_point) {
   const char* op = "hardsigmoid";
-  check_input(op, qx);
   const auto qp = qparams_or(op, qx, output_scale, output_zero_point, fixed_qparams(qx, false));
   return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx),
                           [](double v) { return std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0; },
                           {});
 }
 
-at::Tensor tanh_op(const at::Tensor& qx, std::optional<double> output_scale,
-                   std::optional<int64_t> output_zero_point) {
+at::Tensor tanh_core(const QArg& qx, std::optional<double> output_scale,
+                     std::optional<int64_t> output_zero_point) {
   const char* op = "tanh";
-  check_input(op, qx);
   const auto qp = qparams_or(op, qx, output_scale, output_zero_point, fixed_qparams(qx, true));
   return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx),
                           [](double v) { return std::tanh(v); }, {});
 }
 
-at::Tensor celu(const at::Tensor& qx, double output_scale, int64_t output_zero_point,
-                const c10::Scalar& alpha) {
+at::Tensor celu_core(const QArg& qx, double output_scale, int64_t output_zero_point,
+                     const c10::Scalar& alpha) {
   const char* op = "celu";
-  check_input(op, qx);
   const double a = finite_scalar(op, "alpha", alpha);
   TORCH_CHECK(a != 0.0, "qplugin::celu: expected a nonzero alpha, got 0");
   // Contiguous output whatever the input layout, as quantized::celu.
@@ -271,9 +274,9 @@ at::Tensor celu(const at::Tensor& qx, double output_scale, int64_t output_zero_p
 
 // y = x if x > threshold else value, decided on the dequantized value (exact); the output keeps
 // the input's qparams, so kept elements keep their codes.
-at::Tensor threshold(const at::Tensor& qx, const c10::Scalar& threshold, const c10::Scalar& value) {
+at::Tensor threshold_core(const QArg& qx, const c10::Scalar& threshold,
+                          const c10::Scalar& value) {
   const char* op = "threshold";
-  check_input(op, qx);
   const double t = threshold.toDouble(), v = value.toDouble();
   TORCH_CHECK(!std::isnan(t) && !std::isnan(v), "qplugin::threshold: expected threshold and value"
               " not NaN, got ", t, " and ", v);
@@ -288,10 +291,9 @@ at::Tensor threshold(const at::Tensor& qx, const c10::Scalar& threshold, const c
 
 // clamp(x, min, max) with the input's qparams: clamp(q, Q(min), Q(max)) (Q exact, round half to
 // even), which equals requantizing the float clamp; min > max gives max, as torch.clamp.
-at::Tensor clamp(const at::Tensor& qx, const std::optional<c10::Scalar>& min,
-                 const std::optional<c10::Scalar>& max) {
+at::Tensor clamp_core(const QArg& qx, const std::optional<c10::Scalar>& min,
+                      const std::optional<c10::Scalar>& max) {
   const char* op = "clamp";
-  check_input(op, qx);
   TORCH_CHECK(min.has_value() || max.has_value(), "qplugin::clamp: expected at least one of min "
               "and max, got neither");
   const double s = qx.q_scale();
@@ -314,8 +316,8 @@ at::Tensor clamp(const at::Tensor& qx, const std::optional<c10::Scalar>& min,
   }
   // 8-bit: a min/max pass (no table), as relu6.
   const auto fmt = keep_format(qx);
-  const at::Tensor x = qx.contiguous(fmt);
-  at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), s, zp, fmt);
+  const at::Tensor x = qx.tensor().contiguous(fmt);
+  at::Tensor y = new_output(qx, qx.sizes(), qx.scalar_type(), s, zp, fmt);
   const int64_t n = x.numel();
   const auto& k = kernels::table();
   at::parallel_for(0, n, unary::kGrain, [&](int64_t b, int64_t e) {
@@ -332,10 +334,9 @@ at::Tensor clamp(const at::Tensor& qx, const std::optional<c10::Scalar>& min,
   return y;
 }
 
-at::Tensor gelu(const at::Tensor& qx, std::optional<double> output_scale,
-                std::optional<int64_t> output_zero_point, c10::string_view approximate) {
+at::Tensor gelu_core(const QArg& qx, std::optional<double> output_scale,
+                     std::optional<int64_t> output_zero_point, c10::string_view approximate) {
   const char* op = "gelu";
-  check_input(op, qx);
   const auto qp =
       qparams_or(op, qx, output_scale, output_zero_point, {qx.q_scale(), qx.q_zero_point()});
   if (approximate == "none") {
@@ -351,7 +352,7 @@ at::Tensor gelu(const at::Tensor& qx, std::optional<double> output_scale,
   }, {1.0});  // the key's 1.0 tells the tanh form from erf's 0.0
 }
 
-at::Tensor silu(const at::Tensor& qx, double output_scale, int64_t output_zero_point) {
+at::Tensor silu_core(const QArg& qx, double output_scale, int64_t output_zero_point) {
   return map_unary_cached("silu", qx, output_scale, output_zero_point, keep_format(qx),
                           [](double v) { return v * sigmoid_d(v); }, {});
 }
@@ -359,17 +360,16 @@ at::Tensor silu(const at::Tensor& qx, double output_scale, int64_t output_zero_p
 // log(1 + e^v), overflow-safe.
 double softplus_d(double v) { return v > 30.0 ? v : std::log1p(std::exp(v)); }
 
-at::Tensor mish(const at::Tensor& qx, double output_scale, int64_t output_zero_point) {
+at::Tensor mish_core(const QArg& qx, double output_scale, int64_t output_zero_point) {
   return map_unary_cached("mish", qx, output_scale, output_zero_point, keep_format(qx),
                           [](double v) { return v * std::tanh(softplus_d(v)); }, {});
 }
 
 // torch.nn.functional.softplus: log(1 + exp(beta * x)) / beta, linear (x) where beta * x >
 // threshold.
-at::Tensor softplus(const at::Tensor& qx, double output_scale, int64_t output_zero_point,
-                    const c10::Scalar& beta, const c10::Scalar& threshold) {
+at::Tensor softplus_core(const QArg& qx, double output_scale, int64_t output_zero_point,
+                         const c10::Scalar& beta, const c10::Scalar& threshold) {
   const char* op = "softplus";
-  check_input(op, qx);
   const double b = finite_scalar(op, "beta", beta), t = threshold.toDouble();
   TORCH_CHECK(b != 0.0, "qplugin::softplus: expected a nonzero beta, got 0");
   TORCH_CHECK(!std::isnan(t), "qplugin::softplus: expected a threshold that is not NaN, got nan");
@@ -381,18 +381,17 @@ at::Tensor softplus(const at::Tensor& qx, double output_scale, int64_t output_ze
 
 // softmax over `dim`: y = quantize(exp(x - max) / sum exp(x - max)) in double. For 8-bit codes
 // x - max = (q - qmax) * s takes at most 256 values: a table of exp(-k s).
-at::Tensor softmax(const at::Tensor& qx, int64_t dim, double output_scale,
-                   int64_t output_zero_point) {
+at::Tensor softmax_core(const QArg& qx, int64_t dim, double output_scale,
+                        int64_t output_zero_point) {
   const char* op = "softmax";
-  check_input(op, qx);
   checks::check_output_qparams(op, output_scale, output_zero_point, qx.scalar_type());
   const int64_t nd = std::max<int64_t>(qx.dim(), 1);
   TORCH_CHECK(dim >= -nd && dim < nd, "qplugin::softmax: expected dim in [", -nd, ", ", nd - 1,
               "], got ", dim);
   if (dim < 0) dim += nd;
-  const at::Tensor x = qx.contiguous();
-  at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), output_scale,
-                                             output_zero_point, at::MemoryFormat::Contiguous);
+  const at::Tensor x = qx.tensor().contiguous();
+  at::Tensor y = new_output(qx, qx.sizes(), qx.scalar_type(), output_scale, output_zero_point,
+                            at::MemoryFormat::Contiguous);
   if (x.numel() == 0) return y;
   int64_t outer = 1, inner = 1;
   const int64_t D = qx.dim() == 0 ? 1 : qx.size(dim);
@@ -441,30 +440,150 @@ at::Tensor softmax(const at::Tensor& qx, int64_t dim, double output_scale,
   return y;
 }
 
+// ---- The two doors ------------------------------------------------------------------------
+// Legacy (quantized tensors): the arg names of the messages are the ones the ops always used.
+// `.plain` (docs/pt2.md section 3): every quantized operand x followed by (x_scale,
+// x_zero_point), optional output qparams required, `inplace` dropped.
+
+at::Tensor relu6_q(const at::Tensor& qx, bool inplace) {
+  return relu6_core(legacy_in("relu6", "qx", qx), inplace);
+}
+at::Tensor relu6_p(const at::Tensor& qx, double s, int64_t z) {
+  return relu6_core(plain_in("relu6", "qx", qx, s, z), false);
+}
+at::Tensor hardswish_q(const at::Tensor& qx, double os, int64_t oz) {
+  return hardswish_core(legacy_in("hardswish", "input", qx), os, oz);
+}
+at::Tensor hardswish_p(const at::Tensor& qx, double s, int64_t z, double os, int64_t oz) {
+  return hardswish_core(plain_in("hardswish", "input", qx, s, z), os, oz);
+}
+at::Tensor elu_q(const at::Tensor& qx, double os, int64_t oz, const at::Scalar& alpha,
+                 const at::Scalar& scale, const at::Scalar& input_scale) {
+  return elu_core(legacy_in("elu", "input", qx), os, oz, alpha, scale, input_scale);
+}
+at::Tensor elu_p(const at::Tensor& qx, double s, int64_t z, double os, int64_t oz,
+                 const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
+  return elu_core(plain_in("elu", "self", qx, s, z), os, oz, alpha, scale, input_scale);
+}
+at::Tensor prelu_q(const at::Tensor& qx, const at::Tensor& weight, double os, int64_t oz) {
+  return prelu_core(QArg::quantized("prelu", "qx", qx, {at::kQUInt8}),
+                    QArg::quantized("prelu", "weight", weight, {at::kQUInt8, at::kQInt8}), os, oz);
+}
+at::Tensor prelu_p(const at::Tensor& qx, double s, int64_t z, const at::Tensor& weight, double ws,
+                   int64_t wz, double os, int64_t oz) {
+  return prelu_core(QArg::plain("prelu", "qx", qx, s, z, {at::kQUInt8}),
+                    QArg::plain("prelu", "weight", weight, ws, wz, {at::kQUInt8, at::kQInt8}),
+                    os, oz);
+}
+at::Tensor leaky_relu_q(const at::Tensor& qx, const c10::Scalar& slope, bool inplace, double os,
+                        int64_t oz) {
+  return leaky_relu_core(legacy_in("leaky_relu", "input", qx), slope, inplace, os, oz);
+}
+at::Tensor leaky_relu_p(const at::Tensor& qx, double s, int64_t z, const c10::Scalar& slope,
+                        double os, int64_t oz) {
+  return leaky_relu_core(plain_in("leaky_relu", "qx", qx, s, z), slope, false, os, oz);
+}
+at::Tensor sigmoid_q(const at::Tensor& qx, double os, int64_t oz) {
+  return sigmoid_core(legacy_in("sigmoid", "input", qx), os, oz);
+}
+at::Tensor sigmoid_p(const at::Tensor& qx, double s, int64_t z, double os, int64_t oz) {
+  return sigmoid_core(plain_in("sigmoid", "qx", qx, s, z), os, oz);
+}
+at::Tensor hardsigmoid_q(const at::Tensor& qx, std::optional<double> os,
+                         std::optional<int64_t> oz) {
+  return hardsigmoid_core(legacy_in("hardsigmoid", "input", qx), os, oz);
+}
+at::Tensor hardsigmoid_p(const at::Tensor& qx, double s, int64_t z, double os, int64_t oz) {
+  return hardsigmoid_core(plain_in("hardsigmoid", "qx", qx, s, z), os, oz);
+}
+at::Tensor celu_q(const at::Tensor& qx, double os, int64_t oz, const c10::Scalar& alpha) {
+  return celu_core(legacy_in("celu", "input", qx), os, oz, alpha);
+}
+at::Tensor celu_p(const at::Tensor& qx, double s, int64_t z, double os, int64_t oz,
+                  const c10::Scalar& alpha) {
+  return celu_core(plain_in("celu", "self", qx, s, z), os, oz, alpha);
+}
+at::Tensor threshold_q(const at::Tensor& qx, const c10::Scalar& t, const c10::Scalar& v) {
+  return threshold_core(legacy_in("threshold", "input", qx), t, v);
+}
+at::Tensor threshold_p(const at::Tensor& qx, double s, int64_t z, const c10::Scalar& t,
+                       const c10::Scalar& v) {
+  return threshold_core(plain_in("threshold", "qx", qx, s, z), t, v);
+}
+at::Tensor clamp_q(const at::Tensor& qx, const std::optional<c10::Scalar>& mn,
+                   const std::optional<c10::Scalar>& mx) {
+  return clamp_core(legacy_in("clamp", "input", qx), mn, mx);
+}
+at::Tensor clamp_p(const at::Tensor& qx, double s, int64_t z, const std::optional<c10::Scalar>& mn,
+                   const std::optional<c10::Scalar>& mx) {
+  return clamp_core(plain_in("clamp", "qx", qx, s, z), mn, mx);
+}
+at::Tensor softmax_q(const at::Tensor& qx, int64_t dim, double os, int64_t oz) {
+  return softmax_core(legacy_in("softmax", "input", qx), dim, os, oz);
+}
+at::Tensor softmax_p(const at::Tensor& qx, double s, int64_t z, int64_t dim, double os,
+                     int64_t oz) {
+  return softmax_core(plain_in("softmax", "qx", qx, s, z), dim, os, oz);
+}
+at::Tensor tanh_q(const at::Tensor& qx, std::optional<double> os, std::optional<int64_t> oz) {
+  return tanh_core(legacy_in("tanh", "input", qx), os, oz);
+}
+at::Tensor tanh_p(const at::Tensor& qx, double s, int64_t z, double os, int64_t oz) {
+  return tanh_core(plain_in("tanh", "qx", qx, s, z), os, oz);
+}
+at::Tensor gelu_q(const at::Tensor& qx, std::optional<double> os, std::optional<int64_t> oz,
+                  c10::string_view approximate) {
+  return gelu_core(legacy_in("gelu", "input", qx), os, oz, approximate);
+}
+at::Tensor gelu_p(const at::Tensor& qx, double s, int64_t z, double os, int64_t oz,
+                  c10::string_view approximate) {
+  return gelu_core(plain_in("gelu", "qx", qx, s, z), os, oz, approximate);
+}
+at::Tensor silu_q(const at::Tensor& qx, double os, int64_t oz) {
+  return silu_core(legacy_in("silu", "input", qx), os, oz);
+}
+at::Tensor silu_p(const at::Tensor& qx, double s, int64_t z, double os, int64_t oz) {
+  return silu_core(plain_in("silu", "qx", qx, s, z), os, oz);
+}
+at::Tensor mish_q(const at::Tensor& qx, double os, int64_t oz) {
+  return mish_core(legacy_in("mish", "input", qx), os, oz);
+}
+at::Tensor mish_p(const at::Tensor& qx, double s, int64_t z, double os, int64_t oz) {
+  return mish_core(plain_in("mish", "qx", qx, s, z), os, oz);
+}
+at::Tensor softplus_q(const at::Tensor& qx, double os, int64_t oz, const c10::Scalar& beta,
+                      const c10::Scalar& threshold) {
+  return softplus_core(legacy_in("softplus", "input", qx), os, oz, beta, threshold);
+}
+at::Tensor softplus_p(const at::Tensor& qx, double s, int64_t z, double os, int64_t oz,
+                      const c10::Scalar& beta, const c10::Scalar& threshold) {
+  return softplus_core(plain_in("softplus", "qx", qx, s, z), os, oz, beta, threshold);
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
 
-#define QPLUGIN_REGISTER_ACT(m)                                          \
-  m.impl("relu6", TORCH_FN(qplugin::ops::relu6_quantized_cpu));          \
-  m.impl("hardswish", TORCH_FN(qplugin::ops::hardswish_quantized_cpu));  \
-  m.impl("elu", TORCH_FN(qplugin::ops::elu_quantized_cpu));              \
-  m.impl("prelu", TORCH_FN(qplugin::ops::prelu_quantized_cpu));          \
-  m.impl("leaky_relu", TORCH_FN(qplugin::ops::leaky_relu));              \
-  m.impl("sigmoid", TORCH_FN(qplugin::ops::sigmoid));                    \
-  m.impl("hardsigmoid", TORCH_FN(qplugin::ops::hardsigmoid));            \
-  m.impl("celu", TORCH_FN(qplugin::ops::celu));                          \
-  m.impl("threshold", TORCH_FN(qplugin::ops::threshold));                \
-  m.impl("clamp", TORCH_FN(qplugin::ops::clamp));                        \
-  m.impl("softmax", TORCH_FN(qplugin::ops::softmax));                    \
-  m.impl("tanh", TORCH_FN(qplugin::ops::tanh_op));                       \
-  m.impl("gelu", TORCH_FN(qplugin::ops::gelu));                          \
-  m.impl("silu", TORCH_FN(qplugin::ops::silu));                          \
-  m.impl("mish", TORCH_FN(qplugin::ops::mish));                          \
-  m.impl("softplus", TORCH_FN(qplugin::ops::softplus));
+#define QPLUGIN_ACT_IMPL(m, NAME) \
+  m.impl(#NAME, TORCH_FN(qplugin::ops::NAME##_q));
+#define QPLUGIN_ACT_PLAIN_IMPL(m, NAME) \
+  m.impl(#NAME ".plain", TORCH_FN(qplugin::ops::NAME##_p));
+#define QPLUGIN_ACT_OPS(X, m)                                                              \
+  X(m, relu6) X(m, hardswish) X(m, elu) X(m, prelu) X(m, leaky_relu) X(m, sigmoid)         \
+  X(m, hardsigmoid) X(m, celu) X(m, threshold) X(m, clamp) X(m, softmax) X(m, tanh)        \
+  X(m, gelu) X(m, silu) X(m, mish) X(m, softplus)
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_ACT(m) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_ACT(m) }
+// The PT2 door's `.plain` overloads take plain codes (CPU key); registered for QuantizedCPU too,
+// so that a quantized tensor passed to one gets QArg::plain's "expected a plain tensor of codes"
+// instead of the dispatcher's "could not run ... QuantizedCPU backend".
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
+  QPLUGIN_ACT_OPS(QPLUGIN_ACT_IMPL, m)
+  QPLUGIN_ACT_OPS(QPLUGIN_ACT_PLAIN_IMPL, m)
+}
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
+  QPLUGIN_ACT_OPS(QPLUGIN_ACT_IMPL, m)
+  QPLUGIN_ACT_OPS(QPLUGIN_ACT_PLAIN_IMPL, m)
+}
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_activation_kernel)

@@ -2,6 +2,9 @@
 // Schemas: ops/batch_norm.cpp. Microkernels: kernels/elementwise/* via kernels/dispatch.h.
 // Numerics (as PyTorch's): alpha[c] = w/sqrt(var+eps) * s_in/s_out, beta[c] = (b - mean*w/
 // sqrt(var+eps))/s_out; y = zp_out + nearbyint(alpha*(x - zp_in) + beta), clamped (ReLU: >= zp_out).
+// Two doors (docs/pt2.md section 3): batch_norm_impl takes the input as QArg (common/qarg.h); the
+// legacy ops wrap a quantized tensor, the `.plain` overloads (CPU key) plain codes with their
+// scale and zero point, and both call the same core (byte-identical on every ISA).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
 #include "register.h"
@@ -161,12 +165,11 @@ void run_affine_double(const at::Tensor& x, at::Tensor& y, int64_t N, int64_t C,
 }
 
 template <bool ReluFused>
-at::Tensor batch_norm_impl(const char* op, Rank rank, const at::Tensor& qx,
+at::Tensor batch_norm_impl(const char* op, Rank rank, const QArg& qx,
                            const c10::optional<at::Tensor>& weight,
                            const c10::optional<at::Tensor>& bias, const at::Tensor& mean,
                            const at::Tensor& var, double eps, double output_scale,
                            int64_t output_zero_point) {
-  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
   const int64_t dim = qx.dim();
   switch (rank) {
     case Rank::k1d:
@@ -226,11 +229,11 @@ at::Tensor batch_norm_impl(const char* op, Rank rank, const at::Tensor& qx,
                        : dim == 5 ? at::MemoryFormat::ChannelsLast3d
                                   : at::MemoryFormat::Contiguous;
   checks::check_numel(op, "an output", qx.sizes());  // expanded inputs (checks.h)
-  at::Tensor y = at::_empty_affine_quantized(qx.sizes(), qx.options(), output_scale,
-                                             output_zero_point, out_fmt);
+  at::Tensor y = new_output(qx, qx.sizes(), qx.scalar_type(), output_scale, output_zero_point,
+                            out_fmt);
   if (qx.numel() == 0) return y;
   const bool cl_in = nhwc_out && qx.is_contiguous(out_fmt);
-  at::Tensor x = cl_in ? qx : qx.contiguous();
+  at::Tensor x = cl_in ? qx.tensor() : qx.tensor().contiguous();
   const int64_t HW = qx.numel() / (N * C);
 
   const auto r = qrange(qx.scalar_type());
@@ -268,23 +271,39 @@ at::Tensor batch_norm_impl(const char* op, Rank rank, const at::Tensor& qx,
   return y;
 }
 
-#define QPLUGIN_BN_OP(fn, opname, rank, relu)                                                  \
+// Each op's two doors: fn (legacy, quantized input) and fn##_plain (plain codes + qparams;
+// `arg` names the input in its schema).
+#define QPLUGIN_BN_OP(fn, opname, rank, relu, arg)                                             \
   at::Tensor fn(const at::Tensor& qx, const c10::optional<at::Tensor>& weight,                \
                 const c10::optional<at::Tensor>& bias, const at::Tensor& mean,                \
                 const at::Tensor& var, double eps, double output_scale, int64_t output_zp) {  \
-    return batch_norm_impl<relu>(opname, rank, qx, weight, bias, mean, var, eps, output_scale, \
-                                 output_zp);                                                   \
+    return batch_norm_impl<relu>(                                                              \
+        opname, rank,                                                                          \
+        QArg::quantized(opname, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32}),          \
+        weight, bias, mean, var, eps, output_scale, output_zp);                                \
+  }                                                                                            \
+  at::Tensor fn##_plain(const at::Tensor& qx, double qx_scale, int64_t qx_zero_point,         \
+                        const c10::optional<at::Tensor>& weight,                              \
+                        const c10::optional<at::Tensor>& bias, const at::Tensor& mean,        \
+                        const at::Tensor& var, double eps, double output_scale,               \
+                        int64_t output_zp) {                                                  \
+    return batch_norm_impl<relu>(                                                              \
+        opname, rank,                                                                          \
+        QArg::plain(opname, arg, qx, qx_scale, qx_zero_point,                                  \
+                    {at::kQUInt8, at::kQInt8, at::kQInt32}),                                   \
+        weight, bias, mean, var, eps, output_scale, output_zp);                                \
   }
 
-QPLUGIN_BN_OP(quantized_batch_norm_quantized_cpu, "quantized_batch_norm", Rank::kAny, false)
-QPLUGIN_BN_OP(batch_norm_quantized_cpu, "batch_norm", Rank::kAny, false)
-QPLUGIN_BN_OP(batch_norm1d_quantized_cpu, "batch_norm1d", Rank::k1d, false)
-QPLUGIN_BN_OP(batch_norm2d_quantized_cpu, "batch_norm2d", Rank::k2d, false)
-QPLUGIN_BN_OP(batch_norm3d_quantized_cpu, "batch_norm3d", Rank::k3d, false)
-QPLUGIN_BN_OP(batch_norm_relu_quantized_cpu, "batch_norm_relu", Rank::kAny, true)
-QPLUGIN_BN_OP(batch_norm1d_relu_quantized_cpu, "batch_norm1d_relu", Rank::k1d, true)
-QPLUGIN_BN_OP(batch_norm2d_relu_quantized_cpu, "batch_norm2d_relu", Rank::k2d, true)
-QPLUGIN_BN_OP(batch_norm3d_relu_quantized_cpu, "batch_norm3d_relu", Rank::k3d, true)
+QPLUGIN_BN_OP(quantized_batch_norm_quantized_cpu, "quantized_batch_norm", Rank::kAny, false,
+              "input")
+QPLUGIN_BN_OP(batch_norm_quantized_cpu, "batch_norm", Rank::kAny, false, "qx")
+QPLUGIN_BN_OP(batch_norm1d_quantized_cpu, "batch_norm1d", Rank::k1d, false, "qx")
+QPLUGIN_BN_OP(batch_norm2d_quantized_cpu, "batch_norm2d", Rank::k2d, false, "qx")
+QPLUGIN_BN_OP(batch_norm3d_quantized_cpu, "batch_norm3d", Rank::k3d, false, "qx")
+QPLUGIN_BN_OP(batch_norm_relu_quantized_cpu, "batch_norm_relu", Rank::kAny, true, "qx")
+QPLUGIN_BN_OP(batch_norm1d_relu_quantized_cpu, "batch_norm1d_relu", Rank::k1d, true, "qx")
+QPLUGIN_BN_OP(batch_norm2d_relu_quantized_cpu, "batch_norm2d_relu", Rank::k2d, true, "qx")
+QPLUGIN_BN_OP(batch_norm3d_relu_quantized_cpu, "batch_norm3d_relu", Rank::k3d, true, "qx")
 #undef QPLUGIN_BN_OP
 
 }  // namespace
@@ -304,8 +323,32 @@ QPLUGIN_BN_OP(batch_norm3d_relu_quantized_cpu, "batch_norm3d_relu", Rank::k3d, t
   m.impl("batch_norm2d_relu", TORCH_FN(qplugin::ops::batch_norm2d_relu_quantized_cpu));     \
   m.impl("batch_norm3d_relu", TORCH_FN(qplugin::ops::batch_norm3d_relu_quantized_cpu));
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_BN(m) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_BN(m) }
+// The PT2 door: <op>.plain.
+#define QPLUGIN_REGISTER_BN_PLAIN(m)                                                       \
+  m.impl("quantized_batch_norm.plain",                                                     \
+         TORCH_FN(qplugin::ops::quantized_batch_norm_quantized_cpu_plain));                \
+  m.impl("batch_norm.plain", TORCH_FN(qplugin::ops::batch_norm_quantized_cpu_plain));      \
+  m.impl("batch_norm1d.plain", TORCH_FN(qplugin::ops::batch_norm1d_quantized_cpu_plain));  \
+  m.impl("batch_norm2d.plain", TORCH_FN(qplugin::ops::batch_norm2d_quantized_cpu_plain));  \
+  m.impl("batch_norm3d.plain", TORCH_FN(qplugin::ops::batch_norm3d_quantized_cpu_plain));  \
+  m.impl("batch_norm_relu.plain", TORCH_FN(qplugin::ops::batch_norm_relu_quantized_cpu_plain)); \
+  m.impl("batch_norm1d_relu.plain",                                                        \
+         TORCH_FN(qplugin::ops::batch_norm1d_relu_quantized_cpu_plain));                   \
+  m.impl("batch_norm2d_relu.plain",                                                        \
+         TORCH_FN(qplugin::ops::batch_norm2d_relu_quantized_cpu_plain));                   \
+  m.impl("batch_norm3d_relu.plain",                                                        \
+         TORCH_FN(qplugin::ops::batch_norm3d_relu_quantized_cpu_plain));
+
+// The plain overloads are registered for QuantizedCPU too: a quantized tensor passed to one gets
+// QArg::plain's "expected a plain tensor of codes" rather than the dispatcher's error.
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
+  QPLUGIN_REGISTER_BN(m)
+  QPLUGIN_REGISTER_BN_PLAIN(m)
+}
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
+  QPLUGIN_REGISTER_BN(m)
+  QPLUGIN_REGISTER_BN_PLAIN(m)
+}
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_batch_norm_kernel)

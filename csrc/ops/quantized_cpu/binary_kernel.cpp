@@ -4,6 +4,11 @@
 // Tensor x Tensor: exact round-half-even of (qa - za)*sa (+|*) (qb - zb)*sb / so (PyTorch's float
 // path is off by one on 5-10% of elements), broadcasting without materializing the inputs.
 // Scalar forms: PyTorch's rules for the output qparams (they are not given), exact values.
+// Two doors (docs/pt2.md section 3): the cores take QArg operands (common/qarg.h); the legacy
+// overloads wrap quantized tensors, the `.plain` / `.<ov>_plain` overloads (CPU key) wrap plain
+// codes with their qparams, and both call the same core (byte-identical on every ISA). On the
+// PT2 door the scalar forms return codes only: their output qparams are computed by the route
+// (qplugin/pt2/routes/elementwise.py) with the same rule as here.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
@@ -14,6 +19,7 @@
 #include <string>
 
 #include "common/checks.h"
+#include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/binary/binary_plan.h"
 #include "kernels/binary/exact.h"
@@ -47,9 +53,14 @@ std::vector<int64_t> broadcast_shape(const char* op, at::IntArrayRef a, at::IntA
   return out;
 }
 
-void check_pair(const char* op, const at::Tensor& qa, const at::Tensor& qb) {
-  checks::check_quantized_input(op, "qa", qa, {at::kQUInt8, at::kQInt8, at::kQInt32});
-  checks::check_quantized_input(op, "qb", qb, {at::kQUInt8, at::kQInt8, at::kQInt32});
+QArg legacy_in(const char* op, const char* arg, const at::Tensor& qx) {
+  return QArg::quantized(op, arg, qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
+}
+QArg plain_in(const char* op, const char* arg, const at::Tensor& x, double scale, int64_t zp) {
+  return QArg::plain(op, arg, x, scale, zp, {at::kQUInt8, at::kQInt8, at::kQInt32});
+}
+
+void check_pair(const char* op, const QArg& qa, const QArg& qb) {
   TORCH_CHECK(qa.scalar_type() == qb.scalar_type(), "qplugin::", op,
               ": expected qb of dtype ", c10::toString(qa.scalar_type()),
               " (the dtype of qa), got ", c10::toString(qb.scalar_type()));
@@ -74,6 +85,7 @@ bool is_dense(const at::Tensor& t) {
 
 // PyTorch's rule for the output of quantized add/mul: the input's suggested memory format.
 at::MemoryFormat format_of(const at::Tensor& t) { return t.suggest_memory_format(); }
+at::MemoryFormat format_of(const QArg& t) { return t.suggest_memory_format(); }
 
 // An input made iterable against y: expanded view when its run steps 0 or 1, else a compact copy
 // in y's memory format (mixed layouts; PyTorch copies there too).
@@ -91,20 +103,23 @@ at::Tensor iterable_input(const at::Tensor& x, const at::Tensor& y, bool is_a) {
   return e.contiguous(fmt);  // broadcast and mixed layout: materialize (rare)
 }
 
+// y: the output (either door), with qparams (so, zo) and quantized dtype qtype.
 template <bool kMul, bool kRelu>
-void run_binary(const char* op, const at::Tensor& qa, const at::Tensor& qb, const at::Tensor& y) {
+void run_binary(const char* op, const QArg& qa, const QArg& qb, const at::Tensor& y, double so,
+                int64_t zo, at::ScalarType qtype) {
   const int64_t numel = y.numel();
   if (numel == 0) return;
-  const at::Tensor a = iterable_input(qa, y, true), b = iterable_input(qb, y, false);
+  const at::Tensor a = iterable_input(qa.tensor(), y, true),
+                   b = iterable_input(qb.tensor(), y, false);
   const BinaryIter it(y, a, b);
   TORCH_INTERNAL_ASSERT(it.y_ok() && it.a_ok() && it.b_ok(), "qplugin::", op,
                         ": internal iteration error");
-  const double sa = qa.q_scale(), sb = qb.q_scale(), so = y.q_scale();
-  const int64_t za = qa.q_zero_point(), zb = qb.q_zero_point(), zo = y.q_zero_point();
-  const auto r = qrange(y.scalar_type());
+  const double sa = qa.q_scale(), sb = qb.q_scale();
+  const int64_t za = qa.q_zero_point(), zb = qb.q_zero_point();
+  const auto r = qrange(qtype);
   const int64_t lo = kRelu ? std::max<int64_t>(r.first, zo) : r.first, hi = r.second;
   const int64_t as = it.inner_a_step(), bs = it.inner_b_step();
-  if (y.scalar_type() == at::kQInt32) {
+  if (qtype == at::kQInt32) {
     const int32_t* ap = reinterpret_cast<const int32_t*>(a.data_ptr());
     const int32_t* bp = reinterpret_cast<const int32_t*>(b.data_ptr());
     int32_t* yp = reinterpret_cast<int32_t*>(y.data_ptr());
@@ -122,7 +137,7 @@ void run_binary(const char* op, const at::Tensor& qa, const at::Tensor& qb, cons
     });
     return;
   }
-  const bool is_signed = y.scalar_type() == at::kQInt8;
+  const bool is_signed = qtype == at::kQInt8;
   namespace kb = kernels::binary;
   const kb::ExactCtx ctx(kMul, is_signed, sa, za, sb, zb, so, zo, lo, hi);
   const kb::Params p = kMul ? kb::plan_mul(ctx, is_signed, sa, za, sb, zb, so, zo, lo, hi)
@@ -152,7 +167,7 @@ const char* name() {
 }
 
 template <bool kMul, bool kRelu>
-at::Tensor binary(const at::Tensor& qa, const at::Tensor& qb, double scale, int64_t zero_point) {
+at::Tensor binary_core(const QArg& qa, const QArg& qb, double scale, int64_t zero_point) {
   const char* op = name<kMul, kRelu>();
   check_pair(op, qa, qb);
   checks::check_output_qparams(op, scale, zero_point, qa.scalar_type());
@@ -161,10 +176,26 @@ at::Tensor binary(const at::Tensor& qa, const at::Tensor& qb, double scale, int6
   // Output memory format: qa's (as PyTorch's quantized add/mul), when qa has the output's rank.
   const auto fmt = static_cast<size_t>(qa.dim()) == shape.size() ? format_of(qa)
                                                                  : at::MemoryFormat::Contiguous;
-  at::Tensor y = at::_empty_affine_quantized(shape, qa.options(), scale,
-                                             zero_point, fmt);
-  run_binary<kMul, kRelu>(op, qa, qb, y);
+  at::Tensor y = new_output(qa, shape, qa.scalar_type(), scale, zero_point, fmt);
+  run_binary<kMul, kRelu>(op, qa, qb, y, scale, zero_point, qa.scalar_type());
   return y;
+}
+
+template <bool kMul, bool kRelu>
+at::Tensor binary(const at::Tensor& qa, const at::Tensor& qb, double scale, int64_t zero_point) {
+  const char* op = name<kMul, kRelu>();
+  return binary_core<kMul, kRelu>(legacy_in(op, "qa", qa), legacy_in(op, "qb", qb), scale,
+                                  zero_point);
+}
+
+template <bool kMul, bool kRelu>
+at::Tensor binary_plain(const at::Tensor& qa, double qa_scale, int64_t qa_zero_point,
+                        const at::Tensor& qb, double qb_scale, int64_t qb_zero_point,
+                        double scale, int64_t zero_point) {
+  const char* op = name<kMul, kRelu>();
+  return binary_core<kMul, kRelu>(plain_in(op, "qa", qa, qa_scale, qa_zero_point),
+                                  plain_in(op, "qb", qb, qb_scale, qb_zero_point), scale,
+                                  zero_point);
 }
 
 // out=: out's own qparams; out must have the broadcast shape. Writes in place when out is dense
@@ -173,7 +204,8 @@ template <bool kMul, bool kRelu>
 at::Tensor binary_out(const at::Tensor& qa, const at::Tensor& qb, at::Tensor out) {
   const char* op =
       kMul ? (kRelu ? "mul_relu.out" : "mul.out") : (kRelu ? "add_relu.out" : "add.out");
-  check_pair(op, qa, qb);
+  const QArg a = legacy_in(op, "qa", qa), b = legacy_in(op, "qb", qb);
+  check_pair(op, a, b);
   check_out(op, out, qa.scalar_type());
   const auto shape = broadcast_shape(op, qa.sizes(), qb.sizes());
   TORCH_CHECK(out.sizes().vec() == shape, "qplugin::", op, ": expected out of shape ",
@@ -190,13 +222,13 @@ at::Tensor binary_out(const at::Tensor& qa, const at::Tensor& qb, at::Tensor out
     }
   }
   if (direct) {
-    run_binary<kMul, kRelu>(op, qa, qb, out);
+    run_binary<kMul, kRelu>(op, a, b, out, out.q_scale(), out.q_zero_point(), out.scalar_type());
     return out;
   }
   at::Tensor tmp = at::_empty_affine_quantized(
       out.sizes(), out.options(), out.q_scale(),
       out.q_zero_point(), out.suggest_memory_format());
-  run_binary<kMul, kRelu>(op, qa, qb, tmp);
+  run_binary<kMul, kRelu>(op, a, b, tmp, out.q_scale(), out.q_zero_point(), out.scalar_type());
   out.copy_(tmp);
   return out;
 }
@@ -205,10 +237,11 @@ at::Tensor binary_out(const at::Tensor& qa, const at::Tensor& qb, at::Tensor out
 
 // y[i] = table(x[i]) over a dense copy of x in its memory format; qint32 via f per element.
 template <typename F32>
-void map_codes(const at::Tensor& x, const at::Tensor& y, const uint8_t* table, F32 f32) {
+void map_codes(const at::Tensor& x, const at::Tensor& y, at::ScalarType qtype,
+               const uint8_t* table, F32 f32) {
   const int64_t n = x.numel();
   if (n == 0) return;
-  if (x.scalar_type() == at::kQInt32) {
+  if (qtype == at::kQInt32) {
     const int32_t* xp = reinterpret_cast<const int32_t*>(x.data_ptr());
     int32_t* yp = reinterpret_cast<int32_t*>(y.data_ptr());
     at::parallel_for(0, n, kGrain / 8, [&](int64_t b, int64_t e) {
@@ -244,8 +277,7 @@ double scalar_value(const char* op, const c10::Scalar& b) {
 //   z - c_q > qmax: s' = ((z - c_q) - qmin) / (qmax - qmin) * s, z' = qmax
 // and y = z' + round((q - z + c_q) * s / s') (exact here; PyTorch rounds in float).
 template <bool kRelu>
-at::Tensor add_scalar_impl(const char* op, const at::Tensor& qa, const c10::Scalar& other) {
-  checks::check_quantized_input(op, "qa", qa, {at::kQUInt8, at::kQInt8, at::kQInt32});
+at::Tensor add_scalar_impl(const char* op, const QArg& qa, const c10::Scalar& other) {
   const double c = scalar_value(op, other);
   const double s = qa.q_scale();
   const int64_t z = qa.q_zero_point();
@@ -270,8 +302,8 @@ at::Tensor add_scalar_impl(const char* op, const at::Tensor& qa, const c10::Scal
     requant = false;
   }
   const auto fmt = format_of(qa);
-  const at::Tensor x = qa.contiguous(fmt);
-  at::Tensor y = at::_empty_affine_quantized(qa.sizes(), qa.options(), s2, z2, fmt);
+  const at::Tensor x = qa.tensor().contiguous(fmt);
+  at::Tensor y = new_output(qa, qa.sizes(), qa.scalar_type(), s2, z2, fmt);
   const int64_t lo = kRelu ? z2 : qmin;
   auto g = [&](int64_t q) -> int64_t {
     int64_t v = q;
@@ -282,15 +314,14 @@ at::Tensor add_scalar_impl(const char* op, const at::Tensor& qa, const c10::Scal
   };
   uint8_t table[256];
   if (qa.scalar_type() != at::kQInt32) fill_table(qa.scalar_type() == at::kQInt8, table, g);
-  map_codes(x, y, table, [&](int32_t q) { return static_cast<int32_t>(g(q)); });
+  map_codes(x, y, qa.scalar_type(), table, [&](int32_t q) { return static_cast<int32_t>(g(q)); });
   return y;
 }
 
 // PyTorch's mul_scalar rule (no arithmetic on the codes): c > 0: codes kept, s' = c*s; c == 0:
 // all codes 0 with (1.0, 0); c < 0: q' = qmax + qmin - q, s' = |c|*s, z' = qmax + qmin - z.
 template <bool kRelu>
-at::Tensor mul_scalar_impl(const char* op, const at::Tensor& qa, const c10::Scalar& other) {
-  checks::check_quantized_input(op, "qa", qa, {at::kQUInt8, at::kQInt8, at::kQInt32});
+at::Tensor mul_scalar_impl(const char* op, const QArg& qa, const c10::Scalar& other) {
   const double c = scalar_value(op, other);
   const double s = qa.q_scale();
   const int64_t z = qa.q_zero_point();
@@ -316,8 +347,8 @@ at::Tensor mul_scalar_impl(const char* op, const at::Tensor& qa, const c10::Scal
               ": expected the output scale |scalar| * scale to be finite and positive, got ", s2,
               " (scalar ", c, ", scale ", s, ")");
   const auto fmt = format_of(qa);
-  const at::Tensor x = qa.contiguous(fmt);
-  at::Tensor y = at::_empty_affine_quantized(qa.sizes(), qa.options(), s2, z2, fmt);
+  const at::Tensor x = qa.tensor().contiguous(fmt);
+  at::Tensor y = new_output(qa, qa.sizes(), qa.scalar_type(), s2, z2, fmt);
   const int64_t lo = kRelu ? z2 : qmin;
   auto g = [&](int64_t q) -> int64_t {
     int64_t v = mode == 1 ? q : (mode == 0 ? 0 : qmax + qmin - q);
@@ -326,15 +357,25 @@ at::Tensor mul_scalar_impl(const char* op, const at::Tensor& qa, const c10::Scal
   };
   uint8_t table[256];
   if (qa.scalar_type() != at::kQInt32) fill_table(qa.scalar_type() == at::kQInt8, table, g);
-  map_codes(x, y, table, [&](int32_t q) { return static_cast<int32_t>(g(q)); });
+  map_codes(x, y, qa.scalar_type(), table, [&](int32_t q) { return static_cast<int32_t>(g(q)); });
   return y;
 }
 
 template <bool kMul, bool kRelu>
-at::Tensor scalar_op(const at::Tensor& qa, const c10::Scalar& b) {
-  const char* op = kMul ? (kRelu ? "mul_relu.Scalar" : "mul.Scalar")
-                        : (kRelu ? "add_relu.Scalar" : "add.Scalar");
+const char* scalar_name() {
+  return kMul ? (kRelu ? "mul_relu.Scalar" : "mul.Scalar")
+              : (kRelu ? "add_relu.Scalar" : "add.Scalar");
+}
+
+template <bool kMul, bool kRelu>
+at::Tensor scalar_core(const char* op, const QArg& qa, const c10::Scalar& b) {
   return kMul ? mul_scalar_impl<kRelu>(op, qa, b) : add_scalar_impl<kRelu>(op, qa, b);
+}
+
+template <bool kMul, bool kRelu>
+at::Tensor scalar_op(const at::Tensor& qa, const c10::Scalar& b) {
+  const char* op = scalar_name<kMul, kRelu>();
+  return scalar_core<kMul, kRelu>(op, legacy_in(op, "qa", qa), b);
 }
 
 template <bool kMul, bool kRelu>
@@ -342,16 +383,31 @@ at::Tensor scalar2_op(const c10::Scalar& b, const at::Tensor& qa) {
   return scalar_op<kMul, kRelu>(qa, b);
 }
 
+// PT2 door of .Scalar / .Scalar2 / <base>_scalar[_relu]: codes only (the route computes the
+// output qparams with the same rule).
+template <bool kMul, bool kRelu>
+at::Tensor scalar_plain(const at::Tensor& qa, double qa_scale, int64_t qa_zero_point,
+                        const c10::Scalar& b) {
+  const char* op = scalar_name<kMul, kRelu>();
+  return scalar_core<kMul, kRelu>(op, plain_in(op, "qa", qa, qa_scale, qa_zero_point), b);
+}
+
+template <bool kMul, bool kRelu>
+at::Tensor scalar2_plain(const c10::Scalar& b, const at::Tensor& qa, double qa_scale,
+                         int64_t qa_zero_point) {
+  return scalar_plain<kMul, kRelu>(qa, qa_scale, qa_zero_point, b);
+}
+
 // out= of the scalar forms: like PyTorch, out takes the computed qparams.
 template <bool kMul, bool kRelu>
 at::Tensor scalar_out_op(const at::Tensor& qa, const c10::Scalar& b, at::Tensor out) {
   const char* op = kMul ? (kRelu ? "mul_relu.Scalar_out" : "mul.Scalar_out")
                         : (kRelu ? "add_relu.Scalar_out" : "add.Scalar_out");
-  checks::check_quantized_input(op, "qa", qa, {at::kQUInt8, at::kQInt8, at::kQInt32});
+  const QArg a = legacy_in(op, "qa", qa);
   check_out(op, out, qa.scalar_type());
   TORCH_CHECK(out.sizes() == qa.sizes(), "qplugin::", op, ": expected out of shape ",
               shape_str(qa.sizes()), " (the shape of qa), got ", shape_str(out.sizes()));
-  at::Tensor res = kMul ? mul_scalar_impl<kRelu>(op, qa, b) : add_scalar_impl<kRelu>(op, qa, b);
+  at::Tensor res = kMul ? mul_scalar_impl<kRelu>(op, a, b) : add_scalar_impl<kRelu>(op, a, b);
   out.copy_(res);  // quantized copy_ also takes res's qparams
   return out;
 }
@@ -369,6 +425,15 @@ at::Tensor scalar_tensor_op(const at::Tensor& qa, const at::Tensor& b) {
   const char* op = kMul ? (kRelu ? "mul_scalar_relu.Tensor" : "mul_scalar.Tensor")
                         : (kRelu ? "add_scalar_relu.Tensor" : "add_scalar.Tensor");
   return scalar_op<kMul, kRelu>(qa, scalar_of(op, b));
+}
+
+template <bool kMul, bool kRelu>
+at::Tensor scalar_tensor_plain(const at::Tensor& qa, double qa_scale, int64_t qa_zero_point,
+                               const at::Tensor& b) {
+  const char* op = kMul ? (kRelu ? "mul_scalar_relu.Tensor" : "mul_scalar.Tensor")
+                        : (kRelu ? "add_scalar_relu.Tensor" : "add_scalar.Tensor");
+  const QArg a = plain_in(op, "qa", qa, qa_scale, qa_zero_point);
+  return scalar_core<kMul, kRelu>(scalar_name<kMul, kRelu>(), a, scalar_of(op, b));
 }
 
 template <bool kMul, bool kRelu>
@@ -408,8 +473,35 @@ at::Tensor scalar_tensor_out_op(const at::Tensor& qa, const at::Tensor& b, at::T
   QPLUGIN_SCALAR_FAMILY(m, "mul_scalar", true, false)          \
   QPLUGIN_SCALAR_FAMILY(m, "mul_scalar_relu", true, true)
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_BINARY(m) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_BINARY(m) }
+// The PT2 door: <op>.plain. <op>.Scalar_plain, <op>.Scalar2_plain,
+// <base>_scalar[_relu].plain and .Tensor_plain.
+#define QPLUGIN_BINARY_PLAIN(m, NAME, MUL, RELU)                                        \
+  m.impl(NAME ".plain", TORCH_FN((qplugin::ops::binary_plain<MUL, RELU>)));            \
+  m.impl(NAME ".Scalar_plain", TORCH_FN((qplugin::ops::scalar_plain<MUL, RELU>)));     \
+  m.impl(NAME ".Scalar2_plain", TORCH_FN((qplugin::ops::scalar2_plain<MUL, RELU>)));
+#define QPLUGIN_SCALAR_PLAIN(m, NAME, MUL, RELU)                                        \
+  m.impl(NAME ".plain", TORCH_FN((qplugin::ops::scalar_plain<MUL, RELU>)));            \
+  m.impl(NAME ".Tensor_plain", TORCH_FN((qplugin::ops::scalar_tensor_plain<MUL, RELU>)));
+#define QPLUGIN_REGISTER_BINARY_PLAIN(m)                    \
+  QPLUGIN_BINARY_PLAIN(m, "add", false, false)              \
+  QPLUGIN_BINARY_PLAIN(m, "add_relu", false, true)          \
+  QPLUGIN_BINARY_PLAIN(m, "mul", true, false)               \
+  QPLUGIN_BINARY_PLAIN(m, "mul_relu", true, true)           \
+  QPLUGIN_SCALAR_PLAIN(m, "add_scalar", false, false)       \
+  QPLUGIN_SCALAR_PLAIN(m, "add_scalar_relu", false, true)   \
+  QPLUGIN_SCALAR_PLAIN(m, "mul_scalar", true, false)        \
+  QPLUGIN_SCALAR_PLAIN(m, "mul_scalar_relu", true, true)
+
+// The plain overloads are registered for QuantizedCPU too: a quantized tensor passed to one gets
+// QArg::plain's "expected a plain tensor of codes" rather than the dispatcher's error.
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
+  QPLUGIN_REGISTER_BINARY(m)
+  QPLUGIN_REGISTER_BINARY_PLAIN(m)
+}
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
+  QPLUGIN_REGISTER_BINARY(m)
+  QPLUGIN_REGISTER_BINARY_PLAIN(m)
+}
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_binary_kernel)

@@ -3,6 +3,9 @@
 // concatenation of every input's row; inputs whose qparams equal the output's are copied byte for
 // byte (memcpy; relu: a clamp at the zero point), others go through an exact 256-entry
 // requantization table (qint32: exact per element).
+// Two doors (docs/pt2.md section 3): the core takes the inputs as QArg (common/qarg.h); cat /
+// cat_relu wrap quantized tensors, cat.plain / cat_relu.plain (CPU key) wrap plain codes with
+// their scales and zero points, and both call the same core (byte-identical on every ISA).
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/binary/exact.h"
 #include "kernels/dispatch.h"
@@ -47,8 +51,10 @@ struct Segment {
   int64_t zp;
 };
 
+// y: the output (either door) with qparams (so, zo) and quantized dtype st.
 template <bool kRelu>
-void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at::Tensor& y) {
+void cat_into(const char* op, const std::vector<QArg>& xs, int64_t dim, at::Tensor& y, double so,
+              int64_t zo, at::ScalarType st) {
   const int64_t nd = y.dim();
   const auto fmt = y.is_contiguous() ? at::MemoryFormat::Contiguous : y.suggest_memory_format();
   const auto order = memory_order(nd, fmt);
@@ -57,10 +63,7 @@ void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at
   int64_t outer = 1, tail = 1;
   for (int64_t j = 0; j < k; ++j) outer *= y.size(order[j]);
   for (int64_t j = k + 1; j < nd; ++j) tail *= y.size(order[j]);
-  const auto st = y.scalar_type();
   const size_t esize = st == at::kQInt32 ? 4 : 1;
-  const double so = y.q_scale();
-  const int64_t zo = y.q_zero_point();
   const auto r = qrange(st);
   const int64_t lo = kRelu ? std::max<int64_t>(r.first, zo) : r.first, hi = r.second;
   const bool is_signed = st == at::kQInt8;
@@ -71,7 +74,7 @@ void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at
   for (const auto& x : xs) {
     const int64_t width = x.size(dim) * tail;
     if (width == 0) continue;
-    keep.push_back(x.contiguous(fmt));
+    keep.push_back(x.tensor().contiguous(fmt));
     Segment s;
     s.src = reinterpret_cast<const uint8_t*>(keep.back().data_ptr());
     s.width = width;
@@ -179,7 +182,7 @@ void cat_into(const char* op, const std::vector<at::Tensor>& xs, int64_t dim, at
 }
 
 struct CatPlan {
-  std::vector<at::Tensor> xs;
+  std::vector<QArg> xs;
   std::vector<int64_t> shape;
   int64_t dim;
   at::MemoryFormat fmt;
@@ -194,14 +197,42 @@ void check_per_tensor(const char* op, const std::string& nm, const at::Tensor& x
               c10::toString(x.qscheme()), "; only per-tensor quantization is supported in 'cat'");
 }
 
-CatPlan plan_cat(const char* op, const c10::List<at::Tensor>& qxs, int64_t dim) {
-  TORCH_CHECK(qxs.size() > 0, "qplugin::", op,
-              ": expected a non-empty list of tensors, got an empty list");
+void check_non_empty(const char* op, size_t n) {
+  TORCH_CHECK(n > 0, "qplugin::", op, ": expected a non-empty list of tensors, got an empty list");
+}
+
+// The legacy door's inputs: per-tensor quantized tensors.
+std::vector<QArg> legacy_inputs(const char* op, const c10::List<at::Tensor>& qxs) {
+  check_non_empty(op, qxs.size());
+  std::vector<QArg> xs;
+  for (size_t i = 0; i < qxs.size(); ++i) {
+    const std::string nm = "qx[" + std::to_string(i) + "]";
+    const at::Tensor x = qxs.get(i);
+    check_per_tensor(op, nm, x);
+    xs.push_back(QArg::quantized(op, nm.c_str(), x, {at::kQUInt8, at::kQInt8, at::kQInt32}));
+  }
+  return xs;
+}
+
+// The PT2 door's inputs: plain codes with one scale and zero point each.
+std::vector<QArg> plain_inputs(const char* op, const c10::List<at::Tensor>& xs_,
+                               at::ArrayRef<double> scales, at::IntArrayRef zero_points) {
+  check_non_empty(op, xs_.size());
+  TORCH_CHECK(scales.size() == xs_.size() && zero_points.size() == xs_.size(), "qplugin::", op,
+              ".plain: expected one qx_scales and qx_zero_points entry per tensor (", xs_.size(),
+              "), got ", scales.size(), " scales and ", zero_points.size(), " zero points");
+  std::vector<QArg> xs;
+  for (size_t i = 0; i < xs_.size(); ++i) {
+    const std::string nm = "qx[" + std::to_string(i) + "]";
+    xs.push_back(QArg::plain(op, nm.c_str(), xs_.get(i), scales[i], zero_points[i],
+                             {at::kQUInt8, at::kQInt8, at::kQInt32}));
+  }
+  return xs;
+}
+
+CatPlan plan_cat(const char* op, std::vector<QArg> xs, int64_t dim) {
   CatPlan p;
-  for (size_t i = 0; i < qxs.size(); ++i) p.xs.push_back(qxs.get(i));
-  const std::string name0 = "qx[0]";
-  check_per_tensor(op, name0, p.xs[0]);
-  checks::check_quantized_input(op, name0.c_str(), p.xs[0], {at::kQUInt8, at::kQInt8, at::kQInt32});
+  p.xs = std::move(xs);
   const auto& x0 = p.xs[0];
   const int64_t nd = x0.dim();
   TORCH_CHECK(nd > 0, "qplugin::", op, ": expected tensors with at least one dimension, got a "
@@ -216,8 +247,6 @@ CatPlan plan_cat(const char* op, const c10::List<at::Tensor>& qxs, int64_t dim) 
   for (size_t i = 0; i < p.xs.size(); ++i) {
     const auto& x = p.xs[i];
     const std::string nm = "qx[" + std::to_string(i) + "]";
-    check_per_tensor(op, nm, x);
-    checks::check_quantized_input(op, nm.c_str(), x, {at::kQUInt8, at::kQInt8, at::kQInt32});
     TORCH_CHECK(x.scalar_type() == x0.scalar_type(), "qplugin::", op, ": expected ", nm,
                 " of dtype ", c10::toString(x0.scalar_type()), " (the dtype of qx[0]), got ",
                 c10::toString(x.scalar_type()));
@@ -240,22 +269,38 @@ CatPlan plan_cat(const char* op, const c10::List<at::Tensor>& qxs, int64_t dim) 
 }
 
 template <bool kRelu>
+at::Tensor cat_core(const char* op, std::vector<QArg> xs, int64_t dim,
+                    std::optional<double> scale, std::optional<int64_t> zero_point) {
+  CatPlan p = plan_cat(op, std::move(xs), dim);
+  const double s = scale.has_value() ? *scale : p.xs[0].q_scale();
+  const int64_t z = zero_point.has_value() ? *zero_point : p.xs[0].q_zero_point();
+  const auto qtype = p.xs[0].scalar_type();
+  checks::check_output_qparams(op, s, z, qtype);
+  at::Tensor y = new_output(p.xs[0], p.shape, qtype, s, z, p.fmt);
+  cat_into<kRelu>(op, p.xs, p.dim, y, s, z, qtype);
+  return y;
+}
+
+template <bool kRelu>
 at::Tensor cat_op(const c10::List<at::Tensor>& qxs, int64_t dim, std::optional<double> scale,
                   std::optional<int64_t> zero_point) {
   const char* op = kRelu ? "cat_relu" : "cat";
-  CatPlan p = plan_cat(op, qxs, dim);
-  const double s = scale.has_value() ? *scale : p.xs[0].q_scale();
-  const int64_t z = zero_point.has_value() ? *zero_point : p.xs[0].q_zero_point();
-  checks::check_output_qparams(op, s, z, p.xs[0].scalar_type());
-  at::Tensor y = at::_empty_affine_quantized(p.shape, p.xs[0].options(), s, z, p.fmt);
-  cat_into<kRelu>(op, p.xs, p.dim, y);
-  return y;
+  return cat_core<kRelu>(op, legacy_inputs(op, qxs), dim, scale, zero_point);
+}
+
+template <bool kRelu>
+at::Tensor cat_plain(const c10::List<at::Tensor>& qx, at::ArrayRef<double> qx_scales,
+                     at::IntArrayRef qx_zero_points, int64_t dim, double scale,
+                     int64_t zero_point) {
+  const char* op = kRelu ? "cat_relu" : "cat";
+  return cat_core<kRelu>(op, plain_inputs(op, qx, qx_scales, qx_zero_points), dim, scale,
+                         zero_point);
 }
 
 template <bool kRelu>
 at::Tensor cat_out_op(const c10::List<at::Tensor>& qxs, int64_t dim, at::Tensor out) {
   const char* op = kRelu ? "cat_relu_out" : "cat_out";
-  CatPlan p = plan_cat(op, qxs, dim);
+  CatPlan p = plan_cat(op, legacy_inputs(op, qxs), dim);
   const auto dtype = p.xs[0].scalar_type();
   TORCH_CHECK(out.is_quantized() && out.qscheme() == at::kPerTensorAffine, "qplugin::", op,
               ": expected out to be a per-tensor quantized tensor (", c10::toString(dtype),
@@ -270,15 +315,15 @@ at::Tensor cat_out_op(const c10::List<at::Tensor>& qxs, int64_t dim, at::Tensor 
                 (out.dim() == 4 && out.is_contiguous(at::MemoryFormat::ChannelsLast)) ||
                 (out.dim() == 5 && out.is_contiguous(at::MemoryFormat::ChannelsLast3d));
   for (const auto& x : p.xs) {
-    if (at::get_overlap_status(out, x) != at::MemOverlapStatus::No) direct = false;
+    if (at::get_overlap_status(out, x.tensor()) != at::MemOverlapStatus::No) direct = false;
   }
   if (direct) {
-    cat_into<kRelu>(op, p.xs, p.dim, out);
+    cat_into<kRelu>(op, p.xs, p.dim, out, out.q_scale(), out.q_zero_point(), dtype);
     return out;
   }
   at::Tensor y = at::_empty_affine_quantized(p.shape, out.options(), out.q_scale(),
                                              out.q_zero_point(), p.fmt);
-  cat_into<kRelu>(op, p.xs, p.dim, y);
+  cat_into<kRelu>(op, p.xs, p.dim, y, out.q_scale(), out.q_zero_point(), dtype);
   out.copy_(y);
   return out;
 }
@@ -292,9 +337,20 @@ at::Tensor cat_out_op(const c10::List<at::Tensor>& qxs, int64_t dim, at::Tensor 
   m.impl("cat_relu", TORCH_FN(qplugin::ops::cat_op<true>));                   \
   m.impl("cat_out", TORCH_FN(qplugin::ops::cat_out_op<false>));               \
   m.impl("cat_relu_out", TORCH_FN(qplugin::ops::cat_out_op<true>));
+// The PT2 door (plain codes; also under QuantizedCPU so that a quantized tensor passed to it gets
+// QArg::plain's "expected a plain tensor of codes" rather than the dispatcher's error).
+#define QPLUGIN_REGISTER_CAT_PLAIN(m)                                          \
+  m.impl("cat.plain", TORCH_FN(qplugin::ops::cat_plain<false>));              \
+  m.impl("cat_relu.plain", TORCH_FN(qplugin::ops::cat_plain<true>));
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_CAT(m) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_CAT(m) }
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
+  QPLUGIN_REGISTER_CAT(m)
+  QPLUGIN_REGISTER_CAT_PLAIN(m)
+}
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
+  QPLUGIN_REGISTER_CAT(m)
+  QPLUGIN_REGISTER_CAT_PLAIN(m)
+}
 // An empty list has no tensor to dispatch on: this kernel gives it the op's own error.
 TORCH_LIBRARY_IMPL(qplugin, CompositeExplicitAutograd, m) { QPLUGIN_REGISTER_CAT(m) }
 

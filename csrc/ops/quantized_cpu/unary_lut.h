@@ -1,7 +1,10 @@
 // Exact unary maps on quantized tensors, shared by the activation kernels
 // (activation_kernel.cpp): on 8-bit inputs a 256-entry table computed
 // per call (y = clamp(nearbyint(f((q - zp_in) * s_in) / s_out) + zp_out), f in double), applied
-// in one vector lookup pass; on qint32 the same double math per element.
+// in one vector lookup pass; on qint32 the same double math per element. The input is a QArg
+// (common/qarg.h): a quantized tensor (legacy door) or plain codes with their qparams (the
+// `.plain` overloads); the output is made with new_output on the same door, so both doors run
+// the same code on the same bytes.
 #pragma once
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -12,6 +15,7 @@
 #include <initializer_list>
 
 #include "common/checks.h"
+#include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
 
@@ -24,6 +28,7 @@ constexpr int64_t kGrain = 64 * 1024;
 // Output memory format rule of PyTorch's elementwise quantized ops:
 // qx.contiguous(qx.suggest_memory_format()).
 inline at::MemoryFormat keep_format(const at::Tensor& x) { return x.suggest_memory_format(); }
+inline at::MemoryFormat keep_format(const QArg& x) { return x.suggest_memory_format(); }
 
 // Identity of an 8-bit table: the op (its name literal), the input dtype and qparams, the output
 // qparams and every other parameter the map depends on (extra). Building a table evaluates the
@@ -65,7 +70,7 @@ inline TableCache& table_cache() {
 }
 
 // Key of map_unary(op, qx, out_scale, out_zp, ...) with up to 4 extra parameters.
-inline TableKey make_key(const char* op, const at::Tensor& qx, double out_scale, int64_t out_zp,
+inline TableKey make_key(const char* op, const QArg& qx, double out_scale, int64_t out_zp,
                          std::initializer_list<double> extra) {
   TableKey k;
   k.op = op;
@@ -86,12 +91,12 @@ inline TableKey make_key(const char* op, const at::Tensor& qx, double out_scale,
 // qparams and memory format. inplace: write into qx (whose qparams must be the output's) and
 // return it. key: cache the 8-bit table under it (it must capture everything g depends on).
 template <typename G>
-at::Tensor map_codes(const char* op, const at::Tensor& qx, double out_scale, int64_t out_zp,
+at::Tensor map_codes(const char* op, const QArg& qx, double out_scale, int64_t out_zp,
                      at::MemoryFormat fmt, G g, bool inplace = false,
                      const TableKey* key = nullptr) {
-  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
   checks::check_output_qparams(op, out_scale, out_zp, qx.scalar_type());
   if (inplace) {
+    TORCH_INTERNAL_ASSERT(!qx.is_plain(), "qplugin::", op, ": in-place map on the PT2 door");
     TORCH_INTERNAL_ASSERT(qx.q_scale() == out_scale && qx.q_zero_point() == out_zp,
                           "qplugin::", op, ": in-place map with new qparams");
     fmt = keep_format(qx);
@@ -102,10 +107,10 @@ at::Tensor map_codes(const char* op, const at::Tensor& qx, double out_scale, int
                           ((qx.dim() == 4 && qx.is_contiguous(at::MemoryFormat::ChannelsLast)) ||
                            (qx.dim() == 5 && qx.is_contiguous(at::MemoryFormat::ChannelsLast3d)));
   const bool dense_in_place = inplace && qx.is_contiguous(fmt);
-  at::Tensor x = (cl_to_nchw || dense_in_place) ? qx : qx.contiguous(fmt);
-  at::Tensor y = dense_in_place ? qx
-                                : at::_empty_affine_quantized(qx.sizes(), qx.options(), out_scale,
-                                                              out_zp, fmt);
+  at::Tensor x = (cl_to_nchw || dense_in_place) ? qx.tensor() : qx.tensor().contiguous(fmt);
+  at::Tensor y = dense_in_place ? qx.tensor()
+                                : new_output(qx, qx.sizes(), qx.scalar_type(), out_scale, out_zp,
+                                             fmt);
   const int64_t n = x.numel();
   if (n > 0) {
     if (qx.scalar_type() == at::kQInt32) {
@@ -150,20 +155,17 @@ at::Tensor map_codes(const char* op, const at::Tensor& qx, double out_scale, int
     }
   }
   if (inplace && !dense_in_place) {
-    qx.copy_(y);  // strided in-place: write back through qx's own strides
-    return qx;
+    qx.tensor().copy_(y);  // strided in-place: write back through qx's own strides
+    return qx.tensor();
   }
   return y;
 }
 
-// y = quantize(f(dequantize(q))) with f evaluated in double and exact rounding.
 // y = quantize(f(dequantize(q))) with f evaluated in double and exact rounding; no table cache.
 template <typename F>
-at::Tensor map_unary(const char* op, const at::Tensor& qx, double out_scale, int64_t out_zp,
+at::Tensor map_unary(const char* op, const QArg& qx, double out_scale, int64_t out_zp,
                      at::MemoryFormat fmt, F f, bool inplace = false,
                      const TableKey* key = nullptr) {
-  // Validate before reading qparams (a float input has none).
-  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
   const double in_scale = qx.q_scale();
   const int64_t in_zp = qx.q_zero_point();
   const auto r = qrange(qx.scalar_type());
@@ -179,10 +181,9 @@ at::Tensor map_unary(const char* op, const at::Tensor& qx, double out_scale, int
 // map_unary with the 8-bit table cached per thread under (op, dtype, qparams, params): `params`
 // must list every value f depends on besides the qparams (e.g. {alpha}); `op` must name one f.
 template <typename F>
-at::Tensor map_unary_cached(const char* op, const at::Tensor& qx, double out_scale,
+at::Tensor map_unary_cached(const char* op, const QArg& qx, double out_scale,
                             int64_t out_zp, at::MemoryFormat fmt, F f,
                             std::initializer_list<double> params, bool inplace = false) {
-  checks::check_quantized_input(op, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32});
   const TableKey key = make_key(op, qx, out_scale, out_zp, params);
   return map_unary(op, qx, out_scale, out_zp, fmt, f, inplace, &key);
 }
