@@ -13,6 +13,7 @@ _library_path = _loader.load()
 from . import nn  # noqa: E402
 from . import quantization  # noqa: E402
 from . import _meta_dynamic  # noqa: E402,F401  (fake kernels of the dynamic ops, #17)
+from . import pt2  # noqa: E402  (PT2 door: fake classes and fake kernels, docs/pt2.md)
 
 
 def cpu_isa() -> str:
@@ -25,4 +26,4 @@ def library_path() -> str:
     return _library_path
 
 
-__all__ = ["cpu_isa", "library_path", "nn", "quantization", "__version__"]
+__all__ = ["cpu_isa", "library_path", "nn", "pt2", "quantization", "__version__"]

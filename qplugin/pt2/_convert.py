@@ -33,8 +33,16 @@ _SCALARS = "_qplugin_pt2_scalars"
 
 
 def _plain_op(name):
-    packet = getattr(torch.ops.qplugin, name, None) if hasattr(torch.ops.qplugin, name) else None
-    return getattr(packet, "plain", None) if packet is not None else None
+    """torch.ops.qplugin.<name>.plain, or None when this build does not register it."""
+    try:
+        return getattr(getattr(torch.ops.qplugin, name), "plain")
+    except (AttributeError, RuntimeError):
+        return None
+
+
+# Resolved once at import (qplugin's library is loaded by then), so that forward does no lookup
+# that Dynamo would have to trace.
+_QUANTIZE_PLAIN = _plain_op("quantize_per_tensor")
 
 
 class Quantize(torch.nn.Module):
@@ -60,8 +68,10 @@ class Quantize(torch.nn.Module):
         if X.dtype != torch.float32:
             raise ValueError(f"qplugin.pt2.Quantize: expected a torch.float32 input tensor, got "
                              f"{X.dtype}; convert it with .float() first")
-        codes = torch.ops.qplugin.quantize_per_tensor.plain(X, self.scale, self.zero_point,
-                                                            self.dtype)
+        if _QUANTIZE_PLAIN is None:
+            raise NotImplementedError("qplugin.pt2.Quantize: this build of qplugin registers no "
+                                      "qplugin::quantize_per_tensor.plain")
+        codes = _QUANTIZE_PLAIN(X, self.scale, self.zero_point, _CODES[self.dtype])
         return QTensor(codes, self.scale, self.zero_point)
 
     @classmethod

@@ -28,6 +28,10 @@ __all__ = ["QTensor"]
 
 _T = torch.Tensor
 _IS_QUANTIZED = _T.is_quantized.__get__
+try:  # qplugin::dequantize.plain (resolved once: forward does no lookup Dynamo must trace)
+    _DEQUANTIZE_PLAIN = torch.ops.qplugin.dequantize.plain
+except (AttributeError, RuntimeError):
+    _DEQUANTIZE_PLAIN = None
 
 # Ops that only move or select codes: result codes = op(codes), qparams unchanged (per tensor).
 _SAME_QPARAMS = {
@@ -111,6 +115,9 @@ class QTensor(torch.Tensor):
     def dequantize(self):
         """float32 values (codes - zero_point) * scale."""
         with torch._C.DisableTorchFunctionSubclass():
+            if self.axis is None and _DEQUANTIZE_PLAIN is not None:
+                # The same kernel as the TorchScript door's Tensor.dequantize.
+                return _DEQUANTIZE_PLAIN(self.int_data, self.scale, self.zero_point)
             codes = self.int_data.to(torch.float32)
             if self.axis is None:
                 return (codes - self.zero_point) * self.scale
