@@ -5,6 +5,11 @@
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
 #include "packed/conv_packed_params.h"
 #include "packed/embedding_packed_params.h"
 #include "packed/linear_fp16_packed_params.h"
@@ -13,6 +18,74 @@
 #include "register.h"
 
 namespace {
+
+// ---- PT2 door (docs/pt2.md section 2): __obj_flatten__ and __eq__ of every packed-params class.
+// __obj_flatten__ returns the shape and config as (name, value) pairs, never the weights:
+// torch.export turns it into the fake class's state (qplugin/pt2/fake/packed.py, which reads the
+// same names; they differ from the method names, as a fake object's attributes and methods share
+// one namespace) and Dynamo's guards call it on every compiled call, so it must be cheap (copying
+// the weights there would cost a pass over them per call). __eq__ compares the pickled states
+// (weights, bias, config): opcheck's checks compare torchbind arguments with ==.
+using Str = std::string;
+template <class V>
+std::tuple<Str, V> kv(const char* k, V v) {
+  return std::tuple<Str, V>(Str(k), std::move(v));
+}
+
+bool state_tensor_equal(const at::Tensor& a, const at::Tensor& b) {
+  if (a.defined() != b.defined()) return false;
+  if (!a.defined()) return true;
+  if (a.scalar_type() != b.scalar_type() || !a.sizes().equals(b.sizes())) return false;
+  if (a.is_quantized()) {
+    if (a.qscheme() != b.qscheme()) return false;
+    if (a.qscheme() == at::kPerTensorAffine) {
+      if (a.q_scale() != b.q_scale() || a.q_zero_point() != b.q_zero_point()) return false;
+    } else if (a.q_per_channel_axis() != b.q_per_channel_axis() ||
+               !at::equal(a.q_per_channel_scales(), b.q_per_channel_scales()) ||
+               !at::equal(a.q_per_channel_zero_points(), b.q_per_channel_zero_points())) {
+      return false;
+    }
+    return at::equal(a.int_repr(), b.int_repr());
+  }
+  return at::equal(a, b);
+}
+
+bool state_equal(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isTuple() && b.isTuple()) {
+    const auto& x = a.toTupleRef().elements();
+    const auto& y = b.toTupleRef().elements();
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (!state_equal(x[i], y[i])) return false;
+    }
+    return true;
+  }
+  if (a.isTensor() && b.isTensor()) return state_tensor_equal(a.toTensor(), b.toTensor());
+  if (a.isTensor() || b.isTensor() || a.isTuple() || b.isTuple()) return false;
+  return a == b;
+}
+
+template <class T>
+bool same_state(const c10::intrusive_ptr<T>& a, const c10::intrusive_ptr<T>& b) {
+  if (a.get() == b.get()) return true;
+  if (!a || !b) return false;
+  return state_equal(c10::IValue(a->getstate()), c10::IValue(b->getstate()));
+}
+
+Str qscheme_name(bool per_channel) {
+  return per_channel ? "per_channel_affine" : "per_tensor_affine";
+}
+
+template <class T>
+auto conv_obj_flatten(const c10::intrusive_ptr<T>& self) {
+  return std::make_tuple(kv("weight_shape", self->weight_shape()),
+                         kv("qscheme", qscheme_name(self->weight_per_channel())),
+                         kv("has_bias", self->bias_.has_value()), kv("strides", self->stride()),
+                         kv("paddings", self->padding()),
+                         kv("output_paddings", self->output_padding()),
+                         kv("dilations", self->dilation()), kv("n_groups", self->groups()),
+                         kv("transposed", self->transpose()));
+}
 
 // Conv2dPackedParams / Conv3dPackedParams: the same methods as PyTorch's Conv{2,3}dPackedParamsBase
 // (stride, padding, output_padding, dilation, groups, transpose, unpack) plus kernel(); pickled as a
@@ -30,7 +103,9 @@ void register_conv_class(torch::Library& m, const char* name) {
       .def("dilation", [](const P& self) { return self->dilation(); })
       .def("groups", [](const P& self) { return self->groups(); })
       .def("transpose", [](const P& self) { return self->transpose(); })
-      .def("kernel", [](const P& self) { return self->kernel_name(); });
+      .def("kernel", [](const P& self) { return self->kernel_name(); })
+      .def("__obj_flatten__", [](const P& self) { return conv_obj_flatten(self); })
+      .def("__eq__", [](const P& self, const P& other) { return same_state(self, other); });
 }
 
 }  // namespace
@@ -66,7 +141,18 @@ TORCH_LIBRARY(qplugin, m) {
              return self->packed_weight_bytes();
            })
       .def("kernel",
-           [](const c10::intrusive_ptr<LinearPackedParams>& self) { return self->kernel_name(); });
+           [](const c10::intrusive_ptr<LinearPackedParams>& self) { return self->kernel_name(); })
+      .def("__obj_flatten__",
+           [](const c10::intrusive_ptr<LinearPackedParams>& self) {
+             return std::make_tuple(kv("weight_shape", std::vector<int64_t>{self->out_features(),
+                                                                            self->in_features()}),
+                                    kv("qscheme", qscheme_name(self->per_channel())),
+                                    kv("has_bias", self->bias().has_value()));
+           })
+      .def("__eq__", [](const c10::intrusive_ptr<LinearPackedParams>& self,
+                        const c10::intrusive_ptr<LinearPackedParams>& other) {
+        return same_state(self, other);
+      });
   // LinearPackedParamsFp16 (dynamic fp16 linear, #17): pickled as a versioned, unpacked state
   // (linear_fp16_packed_params.h).
   using qplugin::LinearPackedParamsFp16;
@@ -77,7 +163,14 @@ TORCH_LIBRARY(qplugin, m) {
       .def("unpack", [](const PF& self) { return self->unpack(); })
       .def("bias", [](const PF& self) { return self->bias(); })
       .def("in_features", [](const PF& self) { return self->in_features(); })
-      .def("out_features", [](const PF& self) { return self->out_features(); });
+      .def("out_features", [](const PF& self) { return self->out_features(); })
+      .def("__obj_flatten__",
+           [](const PF& self) {
+             return std::make_tuple(kv("weight_shape", std::vector<int64_t>{self->out_features(),
+                                                                            self->in_features()}),
+                                    kv("has_bias", self->bias().has_value()));
+           })
+      .def("__eq__", [](const PF& self, const PF& other) { return same_state(self, other); });
   register_conv_class<qplugin::Conv2dPackedParams>(m, "Conv2dPackedParams");
   register_conv_class<qplugin::Conv3dPackedParams>(m, "Conv3dPackedParams");
   // EmbeddingPackedParams: PyTorch's EmbeddingPackedParamsBase methods (bit_rate, version, unpack)
@@ -90,7 +183,14 @@ TORCH_LIBRARY(qplugin, m) {
       .def("unpack", [](const EP& self) { return self->unpack(); })
       .def("bit_rate", [](const EP& self) { return self->bit_rate(); })
       .def("version", [](const EP& self) { return self->version(); })
-      .def("kernel", [](const EP& self) { return self->kernel_name(); });
+      .def("kernel", [](const EP& self) { return self->kernel_name(); })
+      .def("__obj_flatten__",
+           [](const EP& self) {
+             return std::make_tuple(kv("bits", self->bit_rate()),
+                                    kv("num_embeddings", self->num_embeddings()),
+                                    kv("embedding_dim", self->embedding_dim()));
+           })
+      .def("__eq__", [](const EP& self, const EP& other) { return same_state(self, other); });
 
   // The schemas, after the classes they name.
   namespace s = qplugin::schemas;

@@ -66,6 +66,9 @@ struct ConvPackedParamsBase : torch::CustomClassHolder, driver::ConvPlan {
   int64_t groups() const { return groups_; }
   bool transpose() const { return transpose_; }
   std::string kernel_name() const;
+  // Shape and qscheme of the weight as given (conv1d: 4-D with H = 1); for __obj_flatten__.
+  std::vector<int64_t> weight_shape() const { return weight_.sizes().vec(); }
+  bool weight_per_channel() const { return weight_.qscheme() != at::kPerTensorAffine; }
 
   // The packed form (driver::ConvPlan, the base) is read by driver/conv_gemm.cpp.
   c10::optional<at::Tensor> bias_;  // float32 [C_out]

@@ -64,6 +64,8 @@ struct LinearPackedParams : torch::CustomClassHolder {
   int64_t in_features() const { return K_; }
   int64_t out_features() const { return N_; }
   c10::optional<at::Tensor> bias() const { return bias_; }
+  // The weight is quantized per output channel (else per tensor); for __obj_flatten__.
+  bool per_channel() const { return per_channel_; }
   // Bytes held: the packed weight plus the O(out_features) vectors.
   int64_t packed_size_bytes() const;
   // Bytes of the packed weight buffer alone.

@@ -8,6 +8,7 @@ The qplugin.nn modules call `torch.ops.qplugin.<op>` as on the TorchScript door;
 arguments the call runs the op's `.plain` overload (qplugin/pt2/_router.py).
 """
 from ._qtensor import QTensor
+from . import fake  # noqa: F401  (registers the fake classes and fake kernels)
 from ._convert import DeQuantize, Quantize, from_quantized, to_quantized
 
 __all__ = ["QTensor", "Quantize", "DeQuantize", "from_quantized", "to_quantized"]
