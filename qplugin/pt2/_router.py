@@ -121,17 +121,21 @@ class _Plan:
     def run(self, args, kwargs):
         from ._qtensor import QTensor
         a = self.bind(args, kwargs)
+        for n, v in a.items():  # before the route reads qparams: activations are per tensor
+            if isinstance(v, QTensor):
+                self._per_tensor(n, v)
+            elif isinstance(v, (list, tuple)):
+                for t in v:
+                    if isinstance(t, QTensor):
+                        self._per_tensor(n, t)
         out = self.route.out(a) if self.route.out is not None else None
         plain_args = []
         for kind, n, fill in self.steps:
             v = a[n]
             if kind == "arg":
                 if isinstance(v, QTensor):
-                    self._per_tensor(n, v)
                     v = v.int_data
                 elif isinstance(v, (list, tuple)) and len(v) > 0 and isinstance(v[0], QTensor):
-                    for t in v:
-                        self._per_tensor(n, t)
                     v = [t.int_data for t in v]
                 elif v is None and fill >= 0:
                     if out is None:
@@ -172,6 +176,19 @@ class _Plan:
                                       f"(axis {t.axis}); expected a per-tensor activation")
 
 
+class _BrokenPlan:
+    """A Route whose .plain schema does not follow the convention: the error, when called."""
+
+    def __init__(self, route: Route, message: str):
+        self.route, self.message = route, message
+
+    def matches(self, args, kwargs) -> bool:
+        return True
+
+    def run(self, args, kwargs):
+        raise RuntimeError(self.message)
+
+
 _BY_OVERLOAD: Optional[Dict[Any, _Plan]] = None
 _BY_PACKET: Optional[Dict[Any, Tuple[_Plan, ...]]] = None
 
@@ -200,7 +217,10 @@ def plans():
             _, plain = _overload(r.plain)
             if legacy is None or plain is None:
                 continue
-            p = _Plan(r, legacy, plain)
+            try:
+                p = _Plan(r, legacy, plain)
+            except RuntimeError as e:  # a row that breaks the convention fails when called
+                p = _BrokenPlan(r, str(e))
             by_ov[legacy] = p
             by_packet.setdefault(packet, []).append(p)
         _BY_PACKET = {k: tuple(v) for k, v in by_packet.items()}
