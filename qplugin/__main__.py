@@ -85,6 +85,9 @@ def _parser():
     p.add_argument("--seed", type=int, default=0, help="seed of the demo's data and training")
     p.add_argument("--profile", action="store_true",
                    help="also print the per-module time breakdown (batch 1 and 32; printed anyway for a batch size whose latency bar is missed)")
+    p.add_argument("--no-pt2", action="store_true",
+                   help="skip the PyTorch 2 rows (torch.export, torch.compile, AOTInductor .pt2 "
+                        "saved beside the TorchScript file)")
     return p
 
 
@@ -107,7 +110,8 @@ def main(argv=None):
         _parser().error(f"--epochs: expected a positive count, got {args.epochs}")
     from qplugin.demo import run
     return run.run(threads=args.threads, save=args.save, model_spec=args.model,
-                   epochs=args.epochs, seed=args.seed, profile=args.profile)
+                   epochs=args.epochs, seed=args.seed, profile=args.profile,
+                   pt2=not args.no_pt2)
 
 
 if __name__ == "__main__":

@@ -306,3 +306,55 @@ def test_threads_run_rejects_bad_count(loader, demo_files, tmp_path):
     r, _ = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--threads-run", "0",
                                           model, inp], tmp_path)
     assert r.returncode == 2 and "expected --threads-run N with N > 0, got 0" in r.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# --pt2: the demo model's PT2 form (qplugin.pt2.from_quantized), exported and packaged with
+# AOTInductor, run by torch::inductor::AOTIModelPackageLoader with qplugin's library dlopen'ed
+# first; no Python in the process, output identical to Python's (issue #15).
+
+
+@pytest.fixture(scope="session")
+def demo_pt2(demo_files, tmp_path_factory):
+    """(model.pt2, input.pt, Python's output): the TorchScript fixture's model, in PT2 form."""
+    model_path, input_path, expected = demo_files
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("cpp_pt2")
+    x, _ = demo_data.make_dataset(64, seed=3)
+    model = demo_model.DemoNet().to(memory_format=torch.channels_last)
+    model.train()
+    with torch.no_grad():
+        model(x)
+    demo_model.fuse(model.eval())
+    prepared = copy.deepcopy(model)
+    prepared.qconfig = qplugin.quantization.get_default_qconfig("x86")
+    qplugin.quantization.prepare(prepared, inplace=True)
+    with torch.no_grad():
+        prepared(x)
+    pmodel = qplugin.pt2.from_quantized(qplugin.quantization.convert(prepared))
+    inp = torch.load(input_path)
+    ep = torch.export.export(pmodel, (inp,), strict=False)
+    pkg = torch._inductor.aoti_compile_and_package(ep, package_path=str(out / "model.pt2"))
+    return pkg, input_path, pmodel(inp)
+
+
+def test_pt2_loader_matches_python(loader, demo_pt2, tmp_path):
+    pkg, inp, expected = demo_pt2
+    r, output = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--threads", "1",
+                                               "--bench", "3", "--pt2", pkg, inp], tmp_path)
+    _check_output(r, output, expected)
+    assert f"loaded AOTInductor package {pkg}" in r.stdout
+    assert re.search(r"bench: 3 runs, median [0-9.e+-]+ ms", r.stdout), r.stdout
+
+
+def test_pt2_loader_errors(loader, demo_pt2, tmp_path):
+    pkg, inp, _ = demo_pt2
+    r, _ = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--pt2",
+                                          str(tmp_path / "missing.pt2"), inp], tmp_path)
+    assert r.returncode == 1 and "expected a readable .pt2 package" in r.stderr, r.stderr
+    r, _ = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--threads-run", "2",
+                                          "--pt2", pkg, inp], tmp_path)
+    assert r.returncode == 2 and "expected no --threads-run with --pt2" in r.stderr
+    r, _ = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--bench", "0",
+                                          "--pt2", pkg, inp], tmp_path)
+    assert r.returncode == 2 and "expected --bench N with N > 0, got 0" in r.stderr

@@ -209,17 +209,17 @@ def _torch_ao_convert(prepared: nn.Module, sample: torch.Tensor):
 
 
 def run(threads: int = 1, save: str = "qplugin_demo.pt", model_spec: Optional[str] = None,
-        epochs: int = 2, seed: int = 0, profile: bool = False) -> int:
+        epochs: int = 2, seed: int = 0, profile: bool = False, pt2: bool = True) -> int:
     """The whole job; returns the exit status (1 only if the saved TorchScript model's output
     differs from the eager model's). The thread count is restored afterwards."""
     threads_before = torch.get_num_threads()
     try:
-        return _run(threads, save, model_spec, epochs, seed, profile)
+        return _run(threads, save, model_spec, epochs, seed, profile, pt2)
     finally:
         torch.set_num_threads(threads_before)
 
 
-def _run(threads, save, model_spec, epochs, seed, profile):
+def _run(threads, save, model_spec, epochs, seed, profile, pt2):
     t_start = time.perf_counter()
     _log(f"qplugin {qplugin.__version__} (torch {torch.__version__}), kernel ISA "
          f"{qplugin.cpu_isa()}; " + ("" if model_spec else
@@ -335,5 +335,85 @@ def _run(threads, save, model_spec, epochs, seed, profile):
              f"    tools/cpp_loader/build.sh && tools/cpp_loader/qplugin_loader --lib "
              f"{qplugin.library_path()} {path} input.pt output.pt\n"
              "    (input.pt: torch.save(tensor, 'input.pt'); output.pt: read with torch.load)")
+    if pt2:
+        ok &= _pt2_rows(qmodel, x1, xb, save, threads, lat.get(ours))
     _log(f"\ndone in {time.perf_counter() - t_start:.0f} s")
     return 0 if ok else 1
+
+
+def _pt2_rows(qmodel, x1, xb, save, threads, eager_lat) -> bool:
+    """The PyTorch 2 door (issue #15): the model's PT2 form (qplugin.pt2.from_quantized) run
+    eagerly, exported (torch.export, ep.module()), compiled (torch.compile, Inductor) and
+    packaged with AOTInductor (.pt2 beside the TorchScript file, timed here through
+    aoti_load_package, the runtime tools/cpp_loader --pt2 uses); every output must equal the
+    TorchScript-door model's. Returns False if one differs."""
+    t0 = time.perf_counter()
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    batch = torch.export.Dim("batch", min=1, max=4096)
+    try:
+        ep = torch.export.export(pmodel, (xb,), dynamic_shapes=({0: batch},), strict=False)
+    except Exception as e:  # a model whose shape logic specializes the batch: static shapes
+        _log(f"PT2: dynamic-batch export failed ({type(e).__name__}); exporting batch 32 "
+             "and batch 1 separately")
+        ep = None
+    eps = {1: torch.export.export(pmodel, (x1,), strict=False) if ep is None else ep,
+           32: torch.export.export(pmodel, (xb,), strict=False) if ep is None else ep}
+    exported = {b: e.module() for b, e in eps.items()}
+    compiled = torch.compile(pmodel)
+    pkg = None
+    if save:
+        pkg = os.path.splitext(os.path.abspath(save))[0] + ".pt2"
+        torch._inductor.aoti_compile_and_package(eps[32], package_path=pkg)
+        aoti = torch._inductor.aoti_load_package(pkg)
+    else:
+        aoti = None
+    ok = True
+    with torch.inference_mode():
+        for x in (x1, xb):
+            want = qmodel(x)
+            b = x.shape[0]
+            runs = {"eager": pmodel(x), "exported": exported[b](x), "compiled": compiled(x)}
+            if aoti is not None and (ep is not None or b == 32):
+                runs["AOTI"] = aoti(x)
+            bad = [k for k, v in runs.items() if not torch.equal(v, want)]
+            ok &= not bad
+            if bad:
+                _log(f"PT2: batch {b}: output of {', '.join(bad)} DIFFERS from the TorchScript-"
+                     "door model's")
+    _log(f"\nPyTorch 2 door (qplugin.pt2.from_quantized; exported, compiled, AOTInductor "
+         f"built in {time.perf_counter() - t0:.0f} s); outputs "
+         f"{'identical to' if ok else 'DIFFERENT from'} the qplugin int8 model's; latency "
+         f"medians at {threads} thread(s), interleaved rounds:")
+    rows = {"qplugin int8 (TorchScript door, eager)": (lambda x: qmodel(x)),
+            "PT2 eager (QTensor)": (lambda x: pmodel(x)),
+            "PT2 exported (ep.module())": None,
+            "PT2 torch.compile (Inductor)": (lambda x: compiled(x))}
+    if aoti is not None:
+        rows["PT2 AOTInductor (.pt2)"] = None
+    lat = {}
+    torch.set_num_threads(threads)
+    with torch.inference_mode():
+        for b, x in ((1, x1), (32, xb)):
+            fns = {}
+            for label, fn in rows.items():
+                if label.startswith("PT2 exported"):
+                    fns[label] = (lambda x=x, b=b: exported[b](x))
+                elif label.startswith("PT2 AOTInductor"):
+                    if ep is not None or b == 32:
+                        fns[label] = (lambda x=x: aoti(x))
+                else:
+                    fns[label] = (lambda x=x, fn=fn: fn(x))
+            for k, v in interleaved_latency(fns, 0.5 if b == 1 else 1.0).items():
+                lat.setdefault(k, {})[b] = v
+    _log("| model | batch 1 ms | batch 32 ms | images/s (b32) |")
+    _log("|---|---|---|---|")
+    for label in rows:
+        l1, l32 = lat[label].get(1), lat[label].get(32)
+        _log(f"| {label} | {'n/a' if l1 is None else f'{l1 * 1e3:.3f}'} | "
+             f"{l32 * 1e3:.3f} | {32 / l32:.0f} |")
+    if pkg is not None:
+        _log(f"\nsaved AOTInductor package: {pkg} ({os.path.getsize(pkg):,} bytes); run it "
+             "from C++ without Python:\n"
+             f"    tools/cpp_loader/build.sh && tools/cpp_loader/qplugin_loader --lib "
+             f"{qplugin.library_path()} --bench 20 --pt2 {pkg} input.pt output.pt")
+    return ok

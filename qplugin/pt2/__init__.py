@@ -1,10 +1,14 @@
 """qplugin's PyTorch 2 front door (docs/pt2.md): quantized activations as `QTensor` (plain
 uint8/int8 codes plus qparams), for torch.export, torch.compile and AOTInductor.
 
-Built so far: the carrier. The plain-tensor ops, `from_quantized` / `to_quantized` and the
-exported-model tests follow (issue #15).
+    pmodel = qplugin.pt2.from_quantized(qmodel)     # a converted qplugin model, same modules
+    ep = torch.export.export(pmodel, (x,))          # qplugin:: .plain ops on uint8/int8 tensors
+
+The qplugin.nn modules call `torch.ops.qplugin.<op>` as on the TorchScript door; on QTensor
+arguments the call runs the op's `.plain` overload (qplugin/pt2/_router.py).
 """
 from ._qtensor import QTensor
 from . import fake  # noqa: F401  (registers the fake classes and fake kernels)
+from ._convert import DeQuantize, Quantize, from_quantized, to_quantized
 
-__all__ = ["QTensor"]
+__all__ = ["QTensor", "Quantize", "DeQuantize", "from_quantized", "to_quantized"]

@@ -22,9 +22,16 @@ Changes with: docs/pt2.md, tests/pt2/test_qtensor.py.
 """
 import torch
 
+from . import _router
+
 __all__ = ["QTensor"]
 
 _T = torch.Tensor
+_IS_QUANTIZED = _T.is_quantized.__get__
+try:  # qplugin::dequantize.plain (resolved once: forward does no lookup Dynamo must trace)
+    _DEQUANTIZE_PLAIN = torch.ops.qplugin.dequantize.plain
+except (AttributeError, RuntimeError):
+    _DEQUANTIZE_PLAIN = None
 
 # Ops that only move or select codes: result codes = op(codes), qparams unchanged (per tensor).
 _SAME_QPARAMS = {
@@ -108,6 +115,9 @@ class QTensor(torch.Tensor):
     def dequantize(self):
         """float32 values (codes - zero_point) * scale."""
         with torch._C.DisableTorchFunctionSubclass():
+            if self.axis is None and _DEQUANTIZE_PLAIN is not None:
+                # The same kernel as the TorchScript door's Tensor.dequantize.
+                return _DEQUANTIZE_PLAIN(self.int_data, self.scale, self.zero_point)
             codes = self.int_data.to(torch.float32)
             if self.axis is None:
                 return (codes - self.zero_point) * self.scale
@@ -122,9 +132,24 @@ class QTensor(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if _router.is_qplugin_op(func):
+            # A qplugin op called by a module as on the TorchScript door: its .plain overload.
+            return _router.route_call(func, args, kwargs)
         name = getattr(func, "__name__", repr(func))
         if func is _T.dequantize or func is torch.dequantize:
             return args[0].dequantize()
+        if func == _IS_QUANTIZED:
+            # Module code branches on it (pooling, upsample, functional forms): a QTensor is a
+            # quantized activation, on plain codes.
+            return True
+        if func in (_T.q_scale, _T.q_zero_point, _T.int_repr):
+            q = args[0]
+            if q.axis is not None:
+                raise NotImplementedError(f"qplugin.QTensor: {name} on a per-channel QTensor "
+                                          f"(axis {q.axis}); use .scale / .zero_point")
+            if func is _T.q_scale:
+                return q.scale
+            return q.zero_point if func is _T.q_zero_point else q.int_data
         q = args[0] if args else None
         if not isinstance(q, QTensor):
             q = next((a for a in (list(args) + list(kwargs.values())) if isinstance(a, QTensor)),

@@ -3,7 +3,8 @@
 // process. Build: build.sh (g++) or CMakeLists.txt; docs/deployment.md. Test:
 // tests/test_cpp_loader.py.
 //
-//   qplugin_loader [--lib PATH] [--threads N] [--threads-run N] MODEL.pt INPUT.pt OUTPUT.pt
+//   qplugin_loader [--lib PATH] [--threads N] [--threads-run N] [--bench N] MODEL.pt INPUT.pt OUTPUT.pt
+//   qplugin_loader [--lib PATH] [--threads N] [--bench N] --pt2 MODEL.pt2 INPUT.pt OUTPUT.pt
 //
 // --lib PATH: qplugin's op library (qplugin/_C*.so) to dlopen; without it, the loader uses the
 //   qplugin it was linked with (linked.cpp, which calls qplugin_register_all()), else a _C*.so
@@ -14,6 +15,12 @@
 // --threads-run N: after the first forward, runs the same module from N std::threads at once
 //   (kThreadsRunIters forwards each, same input) and checks that every output equals the first
 //   (values, shape, dtype, strides); exits 4 if any differs or throws.
+// --pt2 MODEL.pt2: an AOTInductor package (torch._inductor.aoti_compile_and_package of a
+//   qplugin.pt2 model, issue #15) run with torch::inductor::AOTIModelPackageLoader instead of a
+//   TorchScript model; qplugin's library is loaded first the same way (its ops and packed-params
+//   classes must be registered before the package's proxy executor resolves them).
+// --bench N: after the first forward, N more forwards; prints "bench: N runs, median X ms"
+//   (wall time per forward, one input).
 #include <dlfcn.h>
 #include <glob.h>
 
@@ -28,7 +35,12 @@
 #include <thread>
 #include <vector>
 
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
 #include <ATen/Parallel.h>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/script.h>
 #include <torch/serialize.h>
 
@@ -85,7 +97,9 @@ std::vector<std::string> python_libraries_mapped() {
 }
 
 int usage() {
-  std::cerr << "usage: qplugin_loader [--lib PATH] [--threads N] [--threads-run N] MODEL.pt "
+  std::cerr << "usage: qplugin_loader [--lib PATH] [--threads N] [--threads-run N] [--bench N] "
+               "MODEL.pt INPUT.pt OUTPUT.pt\n"
+               "       qplugin_loader [--lib PATH] [--threads N] [--bench N] --pt2 MODEL.pt2 "
                "INPUT.pt OUTPUT.pt\n";
   return 2;
 }
@@ -131,12 +145,28 @@ int threads_run(torch::jit::Module& model, const torch::Tensor& x, const torch::
   return bad;
 }
 
+// Median wall time (ms) of n calls of fn.
+double median_ms(int n, const std::function<void()>& fn) {
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string lib;
   int threads = 0;
   int run_threads = 0;
+  int bench = 0;
+  std::string pt2;
   std::vector<std::string> pos;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -151,12 +181,29 @@ int main(int argc, char** argv) {
                   << "\n";
         return 2;
       }
+    } else if (a == "--bench" && i + 1 < argc) {
+      bench = std::atoi(argv[++i]);
+      if (bench <= 0) {
+        std::cerr << "qplugin_loader: expected --bench N with N > 0, got " << argv[i] << "\n";
+        return 2;
+      }
+    } else if (a == "--pt2" && i + 1 < argc) {
+      pt2 = argv[++i];
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;
     } else {
       pos.push_back(a);
     }
+  }
+  if (!pt2.empty()) {
+    if (run_threads > 0) {
+      std::cerr << "qplugin_loader: expected no --threads-run with --pt2 (one AOTInductor "
+                   "runner), got --threads-run "
+                << run_threads << "\n";
+      return 2;
+    }
+    pos.insert(pos.begin(), pt2);
   }
   if (pos.size() != 3) return usage();
   const std::string model_path = pos[0], input_path = pos[1], output_path = pos[2];
@@ -187,8 +234,6 @@ int main(int argc, char** argv) {
                    .call();
     std::cout << "qplugin: kernel ISA " << isa << ", " << at::get_num_threads() << " thread(s)\n";
 
-    torch::jit::Module model = torch::jit::load(model_path);
-    model.eval();
     std::vector<char> bytes = read_file(input_path);
     c10::IValue in = torch::pickle_load(bytes);
     if (!in.isTensor()) {
@@ -199,9 +244,37 @@ int main(int argc, char** argv) {
     }
     torch::Tensor x = in.toTensor();
     c10::IValue out;
+    std::function<c10::IValue()> forward;
+    std::unique_ptr<torch::jit::Module> model;
+    std::unique_ptr<torch::inductor::AOTIModelPackageLoader> package;
+    if (!pt2.empty()) {
+      if (!std::ifstream(pt2)) {
+        throw std::runtime_error("expected a readable .pt2 package, got " + pt2);
+      }
+      package = std::make_unique<torch::inductor::AOTIModelPackageLoader>(pt2);
+      std::cout << "loaded AOTInductor package " << pt2 << "\n";
+      forward = [&]() -> c10::IValue {
+        std::vector<at::Tensor> outs = package->run({x});
+        if (outs.size() != 1) {
+          throw std::runtime_error("expected the package to return one tensor, got " +
+                                   std::to_string(outs.size()));
+        }
+        return outs[0];
+      };
+    } else {
+      model = std::make_unique<torch::jit::Module>(torch::jit::load(model_path));
+      model->eval();
+      forward = [&]() -> c10::IValue { return model->forward({x}); };
+    }
     {
       c10::InferenceMode guard;
-      out = model.forward({x});
+      out = forward();
+    }
+    if (bench > 0) {
+      c10::InferenceMode guard;
+      forward();  // warm-up
+      const double ms = median_ms(bench, [&] { forward(); });
+      std::cout << "bench: " << bench << " runs, median " << ms << " ms\n";
     }
     if (!out.isTensor()) {
       std::cerr << "qplugin_loader: expected the model to return a tensor, got " << out.tagKind()
@@ -210,7 +283,7 @@ int main(int argc, char** argv) {
     }
     if (run_threads > 0) {
       const torch::Tensor first = out.toTensor();
-      const int bad = threads_run(model, x, first, run_threads);
+      const int bad = threads_run(*model, x, first, run_threads);
       if (bad != 0) {
         std::cerr << "qplugin_loader: --threads-run: " << bad << " of "
                   << run_threads * kThreadsRunIters

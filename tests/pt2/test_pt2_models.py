@@ -1,0 +1,328 @@
+# PT2 door, whole models (issue #15, deliverables 3-7): a converted qplugin model turned into its
+# PT2 form with qplugin.pt2.from_quantized runs on QTensor (plain uint8/int8 codes) through the
+# .plain ops, bit-identical to the TorchScript-door model; it exports with torch.export
+# (strict=False: qplugin:: ops, no quantized:: op, no quantized dtype), round-trips through
+# torch.export.save/load in a fresh process, compiles with Inductor (0 graph breaks), packages
+# with AOTInductor, and never creates a quantized-dtype tensor.
+# Changes with: qplugin/pt2/_convert.py, qplugin/pt2/_router.py, qplugin/pt2/_qtensor.py,
+# qplugin/demo/model.py, tests/test_cpp_loader.py (the C++ run of the .pt2).
+import copy
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import qplugin
+from qplugin.demo import data as demo_data
+from qplugin.demo import model as demo_model
+from qplugin.pt2 import QTensor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+QUANTIZED_DTYPES = {torch.quint8, torch.qint8, torch.qint32, torch.quint4x2, torch.quint2x4}
+
+
+def _convert(float_model, calib):
+    """float model (QuantStub ... DeQuantStub) -> qplugin-converted model, qplugin's own prepare
+    and convert with the x86 default qconfig."""
+    prepared = copy.deepcopy(float_model).eval()
+    prepared.qconfig = qplugin.quantization.get_default_qconfig("x86")
+    qplugin.quantization.prepare(prepared, inplace=True)
+    with torch.no_grad():
+        for x in calib:
+            prepared(x)
+    return qplugin.quantization.convert(prepared)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    """(TorchScript-door model, input batch of 5, channels_last) for DemoNet with BN statistics
+    from data, fused, calibrated, converted."""
+    torch.manual_seed(0)
+    x, _ = demo_data.make_dataset(64, seed=3)
+    model = demo_model.DemoNet().to(memory_format=torch.channels_last)
+    model.train()
+    with torch.no_grad():
+        model(x)  # BN running statistics from data: the folded weights are not trivial
+    demo_model.fuse(model.eval())
+    qmodel = _convert(model, [x])
+    return qmodel, x[:5].contiguous(memory_format=torch.channels_last)
+
+
+@pytest.fixture(scope="module")
+def demo_ep(demo):
+    qmodel, x = demo
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    return pmodel, torch.export.export(pmodel, (x,), strict=False)
+
+
+def _legacy(qmodel, x):
+    with torch.no_grad():
+        return qmodel(x)
+
+
+def _check_graph(ep):
+    """qplugin:: ops present, no quantized:: op, no QTensor and no quantized dtype anywhere."""
+    targets = []
+    for node in ep.graph.nodes:
+        vals = node.meta.get("val")
+        for v in (vals if isinstance(vals, (tuple, list)) else [vals]):
+            if isinstance(v, torch.Tensor):
+                assert not isinstance(v, QTensor), node.format_node()
+                assert v.dtype not in QUANTIZED_DTYPES, node.format_node()
+        for a in list(node.args) + list(node.kwargs.values()):
+            assert a not in QUANTIZED_DTYPES, node.format_node()
+        if node.op == "call_function":
+            t = str(node.target)
+            targets.append(t)
+            assert not t.startswith("quantized.") and "quantized_decomposed" not in t, t
+            assert "quantize_per_tensor.default" not in t, t
+    qops = [t for t in targets if t.startswith("qplugin.")]
+    assert qops and all(t.endswith(".plain") for t in qops), targets
+    return qops
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversion.
+
+
+def test_demo_from_quantized_is_bit_identical(demo, isa):
+    qmodel, x = demo
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    for xb in (x[:1], x):
+        want = _legacy(qmodel, xb)
+        got = pmodel(xb)
+        assert type(got) is torch.Tensor and got.dtype == torch.float32
+        assert torch.equal(got, want)
+
+
+def test_from_quantized_copies_and_to_quantized_goes_back(demo):
+    qmodel, x = demo
+    want = _legacy(qmodel, x)
+    before = {k: v.clone() for k, v in qmodel.state_dict().items() if isinstance(v, torch.Tensor)}
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    assert pmodel is not qmodel
+    assert isinstance(pmodel.quant, qplugin.pt2.Quantize)
+    assert isinstance(pmodel.dequant, qplugin.pt2.DeQuantize)
+    assert isinstance(qmodel.quant, qplugin.nn.Quantize)  # the original is untouched
+    assert torch.equal(_legacy(qmodel, x), want)
+    after = qmodel.state_dict()
+    assert all(torch.equal(after[k], v) for k, v in before.items())
+    # Python scalars for the qparams: constants under export / compile.
+    assert isinstance(pmodel.quant.scale, float) and isinstance(pmodel.quant.zero_point, int)
+    assert isinstance(pmodel.res.skip.scale, float)
+    back = qplugin.pt2.to_quantized(pmodel)
+    assert isinstance(back.quant, qplugin.nn.Quantize)
+    assert torch.equal(_legacy(back, x), want)
+    assert set(back.state_dict()) == set(qmodel.state_dict())
+    for k, v in qmodel.state_dict().items():
+        if isinstance(v, torch.Tensor) and not v.is_quantized:
+            assert torch.equal(back.state_dict()[k], v) and back.state_dict()[k].dtype == \
+                v.dtype, k
+    # The TorchScript door still works on the way back.
+    assert torch.equal(torch.jit.script(back)(x), want)
+
+
+def test_from_quantized_inplace(demo):
+    qmodel, x = demo
+    want = _legacy(qmodel, x)
+    m = copy.deepcopy(qmodel)
+    out = qplugin.pt2.from_quantized(m, inplace=True)
+    assert out is m and isinstance(m.quant, qplugin.pt2.Quantize)
+    assert torch.equal(m(x), want)
+
+
+def test_pt2_model_pickles(demo, tmp_path):
+    qmodel, x = demo
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    want = pmodel(x)
+    again = pickle.loads(pickle.dumps(pmodel))
+    assert torch.equal(again(x), want)
+    torch.save(pmodel, tmp_path / "m.pt")
+    assert torch.equal(torch.load(tmp_path / "m.pt", weights_only=False)(x), want)
+
+
+def test_from_quantized_errors(demo):
+    qmodel, _ = demo
+    with pytest.raises(TypeError, match="expected a torch.nn.Module, got int"):
+        qplugin.pt2.from_quantized(3)
+    with pytest.raises(TypeError, match="expected an eager module, got a TorchScript module"):
+        qplugin.pt2.from_quantized(torch.jit.script(qmodel))
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    # A quantized-dtype input to the PT2 model's Quantize: rejected with a clear message.
+    with pytest.raises(ValueError, match="expected a torch.float32 input tensor"):
+        pmodel.quant(torch.zeros(1, 3, 8, 8, dtype=torch.float64))
+    # A legacy qplugin op without a PT2 route, called on a QTensor: named in the error.
+    q = QTensor(torch.zeros(1, 4, dtype=torch.uint8), 0.1, 0)
+    with pytest.raises(NotImplementedError, match=r"qplugin\.pt2: .*has no PT2 route"):
+        torch.ops.qplugin.linear_prepack(q, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.export.
+
+
+def test_demo_export(demo, demo_ep, isa):
+    qmodel, x = demo
+    _, ep = demo_ep
+    qops = _check_graph(ep)
+    assert any("conv2d_relu.plain" in t for t in qops) and any("linear.plain" in t for t in qops)
+    assert torch.equal(ep.module()(x), _legacy(qmodel, x))
+
+
+def test_demo_export_save_load_fresh_process(demo, demo_ep, tmp_path):
+    qmodel, x = demo
+    _, ep = demo_ep
+    path, inp, out = tmp_path / "demo.pt2", tmp_path / "x.pt", tmp_path / "y.pt"
+    torch.export.save(ep, str(path))
+    torch.save(x, inp)
+    code = (f"import sys; sys.path.insert(0, {ROOT!r}); import qplugin, torch; "
+            f"ep = torch.export.load({str(path)!r}); "
+            f"torch.save(ep.module()(torch.load({str(inp)!r})), {str(out)!r})")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert torch.equal(torch.load(out), _legacy(qmodel, x))
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.compile.
+
+
+def test_demo_compile_no_graph_break(demo):
+    qmodel, x = demo
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    torch._dynamo.reset()
+    explain = torch._dynamo.explain(pmodel)(x)
+    assert explain.graph_break_count == 0, explain.break_reasons
+    assert explain.graph_count == 1
+    torch._dynamo.reset()
+    cm = torch.compile(pmodel, backend="inductor")
+    want = _legacy(qmodel, x)
+    assert torch.equal(cm(x), want)
+    assert torch.equal(cm(x), want)  # second call: the compiled artifact, not tracing
+
+
+# ---------------------------------------------------------------------------------------------
+# AOTInductor.
+
+
+def test_demo_aoti_package(demo, demo_ep, tmp_path):
+    qmodel, x = demo
+    _, ep = demo_ep
+    path = torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "d.pt2"))
+    runner = torch._inductor.aoti_load_package(path)
+    assert torch.equal(runner(x), _legacy(qmodel, x))
+
+
+# ---------------------------------------------------------------------------------------------
+# Never a quantized dtype on the PT2 path (after conversion).
+
+
+class _NoQuantizedTensors(TorchDispatchMode):
+    """Fails on any op (aten or qplugin) that takes or returns a quantized-dtype tensor."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        flat = torch.utils._pytree.tree_leaves((args, kwargs, out))
+        for t in flat:
+            if isinstance(t, torch.Tensor) and not isinstance(t, QTensor):
+                assert t.dtype not in QUANTIZED_DTYPES, f"{func} touched a {t.dtype} tensor"
+        return out
+
+
+def _raise(name):
+    def f(*a, **k):
+        raise AssertionError(f"{name} called on the PT2 path")
+    return f
+
+
+def test_no_quantized_dtype_on_pt2_path(demo, tmp_path, monkeypatch):
+    qmodel, x = demo
+    want = _legacy(qmodel, x)
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    for name in ("quantize_per_tensor", "quantize_per_channel",
+                 "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor"):
+        monkeypatch.setattr(torch, name, _raise(f"torch.{name}"))
+    with _NoQuantizedTensors():
+        assert torch.equal(pmodel(x), want)
+    assert torch.equal(pmodel(x), want)
+    ep = torch.export.export(pmodel, (x,), strict=False)
+    _check_graph(ep)
+    assert torch.equal(ep.module()(x), want)
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(pmodel)(x), want)
+
+
+def test_no_quantized_dtype_check_can_fail(monkeypatch):
+    # The dispatch-mode check above is not vacuous: a quantized tensor created under it fails.
+    with pytest.raises(AssertionError, match="touched a torch.quint8 tensor"):
+        with _NoQuantizedTensors():
+            torch._make_per_tensor_quantized_tensor(torch.zeros(2, dtype=torch.uint8), 0.1, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Single modules: each converted alone, PT2 form bit-identical to the legacy one, exported.
+
+
+class _Wrap(nn.Module):
+    def __init__(self, body):
+        super().__init__()
+        self.quant = qplugin.quantization.QuantStub()
+        self.body = body
+        self.dequant = qplugin.quantization.DeQuantStub()
+
+    def forward(self, x):
+        return self.dequant(self.body(self.quant(x)))
+
+
+class _Add(nn.Module):
+    def __init__(self, relu=False):
+        super().__init__()
+        self.f = qplugin.nn.FloatFunctional()
+        self.relu = relu
+
+    def forward(self, x):
+        return self.f.add_relu(x, x) if self.relu else self.f.add(x, x)
+
+
+SINGLE = {
+    "linear": (lambda: nn.Linear(12, 7), (4, 12)),
+    "linear_relu": (lambda: nn.Sequential(nn.Linear(12, 7), nn.ReLU()), (4, 12)),
+    "conv2d": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9)),
+    "conv2d_relu": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, stride=2), nn.ReLU()), (2, 3, 9, 9)),
+    "conv2d_depthwise": (lambda: nn.Conv2d(6, 6, 3, groups=6), (2, 6, 8, 8)),
+    "conv1d": (lambda: nn.Conv1d(3, 5, 3), (2, 3, 11)),
+    "conv_transpose2d": (lambda: nn.ConvTranspose2d(4, 3, 3, stride=2), (2, 4, 5, 5)),
+    "relu6": (lambda: nn.ReLU6(), (2, 3, 4, 4)),
+    "hardswish": (lambda: nn.Hardswish(), (2, 3, 4, 4)),
+    "add": (lambda: _Add(), (2, 3, 4, 4)),
+    "add_relu": (lambda: _Add(relu=True), (2, 3, 4, 4)),
+    "max_pool2d": (lambda: nn.MaxPool2d(2), (2, 3, 6, 6)),
+    "adaptive_avg_pool2d": (lambda: nn.AdaptiveAvgPool2d(1), (2, 3, 6, 6)),
+}
+
+
+def _fuse_if_needed(body):
+    if isinstance(body, nn.Sequential) and len(body) == 2:
+        qplugin.quantization.fuse_modules(body, [["0", "1"]], inplace=True)
+    return body
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE))
+def test_single_module(name, isa):
+    make, shape = SINGLE[name]
+    torch.manual_seed(1)
+    m = _Wrap(_fuse_if_needed(make().eval())).eval()
+    x = torch.randn(*shape)
+    qmodel = _convert(m, [x, torch.randn(*shape) * 1.5])
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    want = _legacy(qmodel, x)
+    assert torch.equal(pmodel(x), want)
+    ep = torch.export.export(pmodel, (x,), strict=False)
+    _check_graph(ep)
+    assert torch.equal(ep.module()(x), want)
