@@ -199,6 +199,7 @@ TORCH_LIBRARY(qplugin, m) {
   s::define_linear_dynamic(m);
   s::define_rnn_dynamic(m);
   s::define_conv(m);
+  s::define_conv_dynamic(m);
   s::define_embedding(m);
   s::define_matmul(m);
   s::define_activation(m);

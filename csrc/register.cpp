@@ -10,6 +10,7 @@
 // One entry per file with a TORCH_LIBRARY / _FRAGMENT / _IMPL block (unit = its path under csrc/).
 #define QPLUGIN_REGISTRATION_UNITS(X) \
   X(library) \
+  X(cpu_conv_dynamic_kernel) \
   X(cpu_embedding_kernel) \
   X(cpu_quantize_kernel) \
   X(cpu_linear_dynamic_kernel) \

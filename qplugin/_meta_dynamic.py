@@ -1,9 +1,12 @@
 """Fake (meta) kernels of the dynamic ops (float in, float out), for FakeTensor tracing
 (torch.compile / torch.export) and torch.library.opcheck: the output shape is the input's with
 the last dimension replaced by out_features; the RNN layer ops return [T, B, H] (or packed rows)
-and the last states. The packed-params objects are read through their in_features() /
+and the last states; the dynamic convs return PyTorch's conv / transposed-conv output shape
+(channels-last for 2-d/3-d, as the real kernel), read from the packed object's unpack(),
+stride(), padding(), output_padding(), dilation(), groups(). The packed-params objects are read through their in_features() /
 out_features() methods, which a FakeScriptObject forwards to the real object.
-Changes with: csrc/ops/linear_dynamic.cpp, csrc/ops/rnn_dynamic.cpp (schemas and checks).
+Changes with: csrc/ops/linear_dynamic.cpp, csrc/ops/rnn_dynamic.cpp, csrc/ops/conv_dynamic.cpp
+(schemas and checks).
 """
 import torch
 
@@ -27,11 +30,54 @@ def _linear_fake(op):
     return fake
 
 
+def _conv_fake(op, dim, transposed):
+    hint = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}[dim]
+
+    def fake(x, w, reduce_range=False):
+        torch._check(x.dtype == torch.float32,
+                     lambda: f"qplugin::{op}: expected a float32 input, got {x.dtype}")
+        torch._check(x.dim() == dim + 2, lambda: f"qplugin::{op}: expected a {dim + 2}-D input "
+                     f"{hint}, got {x.dim()}-D (shape {tuple(x.shape)})")
+        # unpack() copies real tensors through ATen: outside the fake mode (shapes only).
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+        with unset_fake_temporarily():
+            wshape = tuple(w.unpack()[0].shape)
+        groups = int(w.groups())
+        # The packed 1-d ops live on the 2-d class with H = 1: drop that leading spatial entry.
+        drop = 1 if dim == 1 else 0
+        k = list(wshape[2 + drop:])
+        stride, padding = list(w.stride())[drop:], list(w.padding())[drop:]
+        dilation, out_pad = list(w.dilation())[drop:], list(w.output_padding())[drop:]
+        c_in = wshape[0] if transposed else wshape[1] * groups
+        c_out = wshape[1] * groups if transposed else wshape[0]
+        torch._check(x.shape[1] == c_in, lambda: f"qplugin::{op}: expected an input with "
+                     f"{c_in} channels, got {x.shape[1]}")
+        out = []
+        for i in range(dim):
+            n = x.shape[2 + i]
+            if transposed:
+                out.append((n - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k[i] - 1)
+                           + (out_pad[i] if out_pad else 0) + 1)
+            else:
+                out.append((n + 2 * padding[i] - dilation[i] * (k[i] - 1) - 1) // stride[i] + 1)
+        if dim == 1:  # channels-last (N, C, 1, L) squeezed, as the real kernel (and PyTorch)
+            return torch.empty((x.shape[0], c_out, 1, out[0]), dtype=torch.float32,
+                               device=x.device, memory_format=torch.channels_last).squeeze(2)
+        fmt = torch.channels_last if dim == 2 else torch.channels_last_3d
+        return torch.empty((x.shape[0], c_out, *out), dtype=torch.float32, device=x.device,
+                           memory_format=fmt)
+    return fake
+
+
 def _register():
     lib = torch.library
     for op in ("linear_dynamic", "linear_relu_dynamic", "linear_dynamic_fp16",
                "linear_relu_dynamic_fp16"):
         lib.register_fake(f"qplugin::{op}", _linear_fake(op))
+    for dim in (1, 2, 3):
+        for transposed in (False, True):
+            op = f"conv_transpose{dim}d_dynamic" if transposed else f"conv{dim}d_dynamic"
+            lib.register_fake(f"qplugin::{op}", _conv_fake(op, dim, transposed))
 
     def rnn_fake(x, batch_sizes, h0, *rest):
         H = h0.shape[1]

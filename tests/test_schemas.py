@@ -131,6 +131,13 @@ MIRRORS = {
     "cat_relu": torch.ops.quantized.cat_relu,
     "cat_out": torch.ops.quantized.cat_out,
     "cat_relu_out": torch.ops.quantized.cat_relu_out,
+    # dynamic convs (issue 17)
+    "conv1d_dynamic": torch.ops.quantized.conv1d_dynamic,
+    "conv2d_dynamic": torch.ops.quantized.conv2d_dynamic,
+    "conv3d_dynamic": torch.ops.quantized.conv3d_dynamic,
+    "conv_transpose1d_dynamic": torch.ops.quantized.conv_transpose1d_dynamic,
+    "conv_transpose2d_dynamic": torch.ops.quantized.conv_transpose2d_dynamic,
+    "conv_transpose3d_dynamic": torch.ops.quantized.conv_transpose3d_dynamic,
 }
 # Mirrors with several overloads (every overload equals PyTorch's, modulo the namespace).
 OVERLOADED_MIRRORS = {
@@ -309,6 +316,24 @@ qplugin::conv3d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPacked
 
     def test_quantized_gru_layer_dynamic(self):
         self.assertExpectedInline(schema("quantized_gru_layer_dynamic"), """qplugin::quantized_gru_layer_dynamic(Tensor input, Tensor? batch_sizes, Tensor h0, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, bool reverse=False, bool reduce_range=True) -> (Tensor output, Tensor h_n)""")
+
+    def test_conv1d_dynamic(self):
+        self.assertExpectedInline(schema("conv1d_dynamic"), """qplugin::conv1d_dynamic(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, bool reduce_range=False) -> Tensor""")
+
+    def test_conv_transpose1d_dynamic(self):
+        self.assertExpectedInline(schema("conv_transpose1d_dynamic"), """qplugin::conv_transpose1d_dynamic(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, bool reduce_range=False) -> Tensor""")
+
+    def test_conv2d_dynamic(self):
+        self.assertExpectedInline(schema("conv2d_dynamic"), """qplugin::conv2d_dynamic(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, bool reduce_range=False) -> Tensor""")
+
+    def test_conv_transpose2d_dynamic(self):
+        self.assertExpectedInline(schema("conv_transpose2d_dynamic"), """qplugin::conv_transpose2d_dynamic(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, bool reduce_range=False) -> Tensor""")
+
+    def test_conv3d_dynamic(self):
+        self.assertExpectedInline(schema("conv3d_dynamic"), """qplugin::conv3d_dynamic(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams packed_weight, bool reduce_range=False) -> Tensor""")
+
+    def test_conv_transpose3d_dynamic(self):
+        self.assertExpectedInline(schema("conv_transpose3d_dynamic"), """qplugin::conv_transpose3d_dynamic(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPackedParams packed_weight, bool reduce_range=False) -> Tensor""")
 
     def test_linear_unpack(self):
         self.assertExpectedInline(schema("linear_unpack"), """qplugin::linear_unpack(__torch__.torch.classes.qplugin.LinearPackedParams W_prepack) -> (Tensor W_origin, Tensor? B_origin)""")

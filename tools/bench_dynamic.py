@@ -9,7 +9,7 @@ quantize_dynamic vs qplugin.quantization.quantize_dynamic, same process, same in
 Models (random weights, nothing downloaded): a BERT-base encoder built from plain torch.nn
 modules (hidden 768, 12 heads, FFN 3072, GELU, post-LayerNorm; --layers, default a 2-layer slice),
 sequence 128, batch 1 and 8; an LSTM (2 layers, input 256, hidden 512), sequence 50, batch 1 and
-16. Plus the dynamic linear op at M = 1, 32, 256 for 768->3072 and 4096->4096 (qplugin's
+16. Plus a dynamic conv (64->64 3x3, 1x64x56x56; --only conv) and the dynamic linear op at M = 1, 32, 256 for 768->3072 and 4096->4096 (qplugin's
 linear_dynamic vs torch.ops.quantized.linear_dynamic, both reduce_range=True as the modules).
 Calls of the implementations are interleaved round by round (machine noise hits all alike);
 medians. Ratio columns: qplugin / torch.ao and qplugin / fp32 (the issue-17 bars, 1 thread:
@@ -169,15 +169,43 @@ def bench_linear(threads, min_time):
                      q, diff)
 
 
+def bench_conv(threads, min_time):
+    """Dynamic conv 64->64 3x3 pad 1 on 1x64x56x56 (ResNet stage 1): the modules torch.ao's
+    and qplugin's from_float make from one float conv (default dynamic qconfig, reduce_range)."""
+    from qplugin.nn import dynamic as qnnd
+    torch.manual_seed(0)
+    f = torch.nn.Conv2d(64, 64, 3, padding=1).eval()
+    x = torch.randn(1, 64, 56, 56)
+    qm = qq.quantize_dynamic(torch.nn.Sequential(copy.deepcopy(f)), {torch.nn.Conv2d},
+                             mapping={torch.nn.Conv2d: qnnd.Conv2d})
+    ao = None
+    if tq is not None:
+        import torch.ao.nn.quantized.dynamic as nnqd
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ao = tq.quantize_dynamic(torch.nn.Sequential(copy.deepcopy(f)), {torch.nn.Conv2d},
+                                     mapping={torch.nn.Conv2d: nnqd.Conv2d})
+    with torch.no_grad():
+        yq = qm(x)
+        diff = (yq - ao(x)).abs().max().item() if ao is not None else float("nan")
+        for t in threads:
+            torch.set_num_threads(t)
+            fns = [lambda: f(x), (lambda: ao(x)) if ao is not None else (lambda: None),
+                   lambda: qm(x)]
+            f32, a, q = _time(fns, min_time)
+            _row("conv2d_dynamic 64->64 3x3 56x56", 1, t, f32, a if ao is not None else None,
+                 q, diff)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", action="append", choices=["bert", "lstm", "linear"])
+    ap.add_argument("--only", action="append", choices=["bert", "lstm", "linear", "conv"])
     ap.add_argument("--threads", type=int, action="append")
     ap.add_argument("--layers", type=int, default=2, help="BERT encoder layers (12 = full)")
     ap.add_argument("--isa", default="auto", help="qplugin ISA tier (QPLUGIN_CPU_ISA)")
     ap.add_argument("--min-time", type=float, default=2.0, help="seconds per case")
     args = ap.parse_args()
-    which = args.only or ["bert", "lstm", "linear"]
+    which = args.only or ["bert", "lstm", "linear", "conv"]
     threads = args.threads or [1, 2]
     print(f"qplugin ISA: {qplugin.cpu_isa()}; torch {torch.__version__} CPU capability "
           f"{torch.backends.cpu.get_cpu_capability()}")
@@ -196,6 +224,8 @@ def main():
                     args.min_time)
     if "linear" in which:
         bench_linear(threads, args.min_time)
+    if "conv" in which:
+        bench_conv(threads, args.min_time)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ namespace schemas {
 
 void define_activation(torch::Library& m);
 void define_conv(torch::Library& m);
+void define_conv_dynamic(torch::Library& m);
 void define_elementwise(torch::Library& m);
 void define_embedding(torch::Library& m);
 void define_linear(torch::Library& m);

@@ -132,7 +132,7 @@ def _migrate_cell(qcls):
 def _register_migrations() -> None:
     from qplugin._ao import torch_ao
     from qplugin.nn import dynamic as qnnd
-    from ._migrate import _MIGRATIONS
+    from ._migrate import _MIGRATIONS, _conv
 
     nnqd = torch_ao("nn.quantized.dynamic")
     nniqd = torch_ao("nn.intrinsic.quantized.dynamic")
@@ -145,6 +145,11 @@ def _register_migrations() -> None:
         table[getattr(nnqd, name)] = _migrate_rnn(getattr(qnnd, name))
     for name in ("LSTMCell", "GRUCell", "RNNCell"):
         table[getattr(nnqd, name)] = _migrate_cell(getattr(qnnd, name))
+    # Dynamic convs: the static conv builder (same constructor arguments, weight(), bias()).
+    for name in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+                 "ConvTranspose3d"):
+        if hasattr(nnqd, name):
+            table[getattr(nnqd, name)] = _conv(getattr(qnnd, name))
     _MIGRATIONS.update(table)
     DYNAMIC_MIGRATIONS.update(table)
 

@@ -116,11 +116,8 @@ at::Tensor linear_dynamic_cpu(const at::Tensor& x, const Packed& w, bool reduce_
 
 }  // namespace
 
-void linear_dynamic_into(const char* op, const float* xp, int64_t M, const LinearPackedParams& w,
-                         bool reduce_range, bool relu, float* out, int64_t ldo,
-                         std::vector<uint8_t>& scratch) {
-  const int64_t K = w.in_features();
-  const int64_t numel = M * K;
+DynamicQParams quantize_dynamic_into(const char* op, const float* xp, int64_t numel,
+                                     bool reduce_range, uint8_t* ap) {
   const auto& qk = kernels::dynamic::quant_act_kernels();
   // Min and max over the whole input (as PyTorch's FindMinMax), per chunk, then combined.
   float mn = 0.0f, mx = 0.0f;
@@ -159,8 +156,6 @@ void linear_dynamic_into(const char* op, const float* xp, int64_t M, const Linea
   }
   const ActQParams qp = choose_qparams(mn, mx, reduce_range);
   const float scale_f = static_cast<float>(qp.scale);
-  if (static_cast<int64_t>(scratch.size()) < numel) scratch.resize(static_cast<size_t>(numel));
-  uint8_t* ap = scratch.data();
   const float inv_scale = 1.0f / scale_f;  // fbgemm multiplies by the float reciprocal
   const float top = reduce_range ? 127.0f : 255.0f;
   const float zp = static_cast<float>(qp.zero_point);
@@ -171,7 +166,19 @@ void linear_dynamic_into(const char* op, const float* xp, int64_t M, const Linea
   } else if (numel > 0) {
     qk.quantize(xp, numel, inv_scale, zp, top, ap);
   }
-  w.gemm_f32(ap, /*lda=*/K, M, scale_f, qp.zero_point, relu, /*a_7bit=*/reduce_range, out, ldo);
+  return {qp.scale, qp.zero_point};
+}
+
+void linear_dynamic_into(const char* op, const float* xp, int64_t M, const LinearPackedParams& w,
+                         bool reduce_range, bool relu, float* out, int64_t ldo,
+                         std::vector<uint8_t>& scratch) {
+  const int64_t K = w.in_features();
+  const int64_t numel = M * K;
+  if (static_cast<int64_t>(scratch.size()) < numel) scratch.resize(static_cast<size_t>(numel));
+  uint8_t* ap = scratch.data();
+  const DynamicQParams qp = quantize_dynamic_into(op, xp, numel, reduce_range, ap);
+  w.gemm_f32(ap, /*lda=*/K, M, static_cast<float>(qp.scale), qp.zero_point, relu,
+             /*a_7bit=*/reduce_range, out, ldo);
 }
 
 namespace {

@@ -8,9 +8,12 @@ TorchScript: script / save / load (LSTM and GRU take Tensor or PackedSequence, a
 Multi-layer, bidirectional, batch_first, PackedSequence input, hx given or not; dropout is
 ignored in eval as torch's (these modules are inference-only). No proj_size (torch.ao's dynamic
 LSTM has none either).
-State dict: `_all_weight_values.<i>.param` = (w_ih, b_ih, w_hh, b_hh) per layer and direction
-(w qint8, or float32 holding float16 values) — not torch.ao's CellParams objects; a torch.ao
-model converts with from_float of its float original, or through `_weight_bias()`.
+State dict: torch.ao's keys. LSTM/GRU: `_all_weight_values.<i>.param` = (w_ih, b_ih, w_hh, b_hh)
+per layer and direction (w qint8, or float32 holding float16 values) where torch.ao has its
+CellParams objects; cells: `_packed_weight_ih` / `_packed_weight_hh` = (w, b) pairs where
+torch.ao has packed linear objects. torch.ao checkpoints load here (the objects are read through
+their pickled state); qplugin checkpoints do not load into torch.ao (its objects can only be made
+by torch.ops.quantized, which qplugin never calls).
 Changes with: csrc/ops/rnn_dynamic.cpp, csrc/ops/cpu/rnn_dynamic_kernel.cpp,
 tests/dynamic/test_rnn_dynamic.py.
 """
@@ -59,8 +62,9 @@ class _CellParamsBase(torch.nn.Module):
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
+        # Only `param`, torch.ao's key (the dtype follows from w_ih: quantized = qint8); a
+        # `dtype` entry of older qplugin checkpoints is still accepted on load.
         destination[prefix + "param"] = self.unpacked()
-        destination[prefix + "dtype"] = self.dtype
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -468,6 +472,36 @@ class GRU(_RNNBase):
         return out, hidden
 
 
+# Cell state-dict layout (torch.ao's dynamic RNNCellBase keys):
+#   self
+#   |--- _packed_weight_ih : (w_ih, b_ih)      w qint8, or float32 holding float16 values
+#   |--- _packed_weight_hh : (w_hh, b_hh)
+# torch.ao stores its packed objects under these keys; qplugin stores the unpacked pairs and
+# reads either (a torch.ao object through its pickled state: a copy, no PyTorch kernel runs).
+# The `_params.param` (w_ih, b_ih, w_hh, b_hh) tuple of earlier qplugin checkpoints still loads.
+def _cell_state_dict_hook(module, state_dict, prefix, local_metadata):
+    key = prefix + "_params.param"
+    if key in state_dict:
+        w_ih, b_ih, w_hh, b_hh = state_dict.pop(key)
+        state_dict[prefix + "_packed_weight_ih"] = (w_ih, b_ih)
+        state_dict[prefix + "_packed_weight_hh"] = (w_hh, b_hh)
+
+
+def _pair(v):
+    if isinstance(v, torch.ScriptObject):
+        v = v.__getstate__()[0]
+    w, b = v[0], v[1]
+    return w.detach(), None if b is None else b.detach()
+
+
+def _cell_load_pre_hook(state_dict, prefix, local_metadata, strict, missing_keys,
+                        unexpected_keys, error_msgs):
+    ih, hh = prefix + "_packed_weight_ih", prefix + "_packed_weight_hh"
+    if ih in state_dict and hh in state_dict:
+        (w_ih, b_ih), (w_hh, b_hh) = _pair(state_dict.pop(ih)), _pair(state_dict.pop(hh))
+        state_dict[prefix + "_params.param"] = (w_ih, b_ih, w_hh, b_hh)
+
+
 class _CellBase(torch.nn.Module):
     _FLOAT_MODULE = None
     _GATES = 1
@@ -492,6 +526,8 @@ class _CellBase(torch.nn.Module):
             w_ih = torch.quantize_per_tensor(w_ih, 0.1, 0, torch.qint8)
             w_hh = torch.quantize_per_tensor(w_hh, 0.1, 0, torch.qint8)
         self._params = _cell_params(dtype, w_ih, b_ih, w_hh, b_hh)
+        self._register_state_dict_hook(_cell_state_dict_hook)
+        self._register_load_state_dict_pre_hook(_cell_load_pre_hook)
 
     def _get_name(self):
         return "DynamicQuantized" + type(self).__name__

@@ -1,0 +1,206 @@
+"""qplugin.nn.dynamic.Conv1d/2d/3d and ConvTranspose1d/2d/3d (≙ torch.ao.nn.quantized.dynamic
+Conv*): float input and output, the weight quantized once (qint8, per tensor or per channel), the
+input quantized per call by torch.ops.qplugin.conv*_dynamic (reduce_range=True by default, as
+torch.ao's forward).
+
+They are qplugin.nn's static convs (constructor, state dict, TorchScript state, pickling, repr)
+with a float forward, as torch.ao's are nnq's. Numerics are PyTorch's: the conv result is
+requantized with the *input's* per-call scale and zero point before it is returned as float, so
+it is clamped to the input's range and rounded to its step (PyTorch warns of "poor numerical
+accuracy" for these modules; qplugin reproduces the numerics, not the warning).
+
+Changes with: csrc/ops/conv_dynamic.cpp (schemas), csrc/ops/cpu/conv_dynamic_kernel.cpp,
+qplugin/nn/modules/conv.py (the base classes), qplugin/quantization/_dynamic.py (migration),
+tests/dynamic/test_conv_dynamic.py.
+The state-dict layout is torch.ao's (version 3: weight, bias, scale, zero_point), so checkpoints
+load both ways.
+"""
+import torch
+import torch.nn.functional as F
+
+from qplugin.nn.modules import conv as _conv
+from qplugin.nn.modules.conv import _quantize_conv_weight, _reverse_repeat_padding
+
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+
+
+def _dynamic_from_float(cls, mod, use_precomputed_fake_quant, transposed):
+    """torch.ao's nnq._ConvNd / _ConvTransposeNd.from_float for a dynamic qconfig: an exact
+    float module with a qconfig (its weight observer; None: the default dynamic qconfig), no
+    activation observer needed (scale/zero_point stay 1.0/0 unless one with a quantized dtype is
+    attached, as torch.ao)."""
+    ft = cls._FLOAT_MODULE
+    where = f"qplugin.nn.dynamic.{cls.__name__}.from_float"
+    if hasattr(mod, "weight_fake_quant"):  # a QAT module (torch.ao takes these too)
+        wpp = mod.weight_fake_quant
+    else:
+        if type(mod) is not ft:
+            raise TypeError(f"{where}: expected {ft.__module__}.{ft.__name__}, got "
+                            f"{type(mod).__name__}")
+        if not hasattr(mod, "qconfig"):
+            raise ValueError(f"{where}: expected a module with a qconfig (e.g. "
+                             "qplugin.quantization.default_dynamic_qconfig)")
+        qconfig = mod.qconfig
+        if qconfig is None or qconfig.weight is None:
+            from qplugin.quantization import default_dynamic_qconfig
+            qconfig = default_dynamic_qconfig
+        wpp = qconfig.weight()
+    if not use_precomputed_fake_quant:
+        wpp(mod.weight)
+    if wpp.dtype != torch.qint8:
+        raise ValueError(f"{where}: expected a weight observer of dtype torch.qint8 (dynamic "
+                         f"convs have no float16 form, as in torch.ao), got {wpp.dtype}")
+    qweight = _quantize_conv_weight(mod.weight.float(), wpp, 1 if transposed else 0)
+    bias = None if mod.bias is None else mod.bias.detach().float()
+    if transposed:
+        q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
+                mod.output_padding, mod.groups, mod.bias is not None, mod.dilation,
+                mod.padding_mode)
+    else:
+        q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
+                mod.dilation, mod.groups, mod.bias is not None, mod.padding_mode)
+    q.set_weight_bias(qweight, bias)
+    app = getattr(mod, "activation_post_process", None)
+    if app is not None and getattr(app, "dtype", torch.float) != torch.float:
+        s, z = app.calculate_qparams()
+        q.scale = float(s)
+        q.zero_point = int(z)
+    return q
+
+
+def _check_rank(where: str, input: torch.Tensor, rank: int, shape: str) -> None:
+    if len(input.shape) != rank:
+        raise ValueError(f"qplugin.nn.dynamic.{where}: expected a {rank}-D input {shape}, got "
+                         f"{len(input.shape)}-D")
+
+
+class Conv1d(_conv.Conv1d):
+    r"""Dynamically quantized 1-d conv (≙ torch.ao.nn.quantized.dynamic.Conv1d): float
+    (N, C, L) in and out; ``reduce_range`` (constructor) is accepted and ignored, as torch.ao."""
+
+    _FLOAT_MODULE = torch.nn.Conv1d
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None,
+                 reduce_range=True):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode)
+
+    def _get_name(self):
+        return "DynamicQuantizedConv1d"
+
+    def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
+        _check_rank("Conv1d", input, 3, "(N, C, L)")
+        if self.padding_mode != "zeros":
+            input = F.pad(input, _reverse_repeat_padding(list(self.padding[:1])),
+                          mode=self.padding_mode)
+        return torch.ops.qplugin.conv1d_dynamic(input, self._packed_params, reduce_range)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        r"""From a float ``nn.Conv1d`` with a dynamic qconfig (per tensor or per channel)."""
+        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, False)
+
+
+class Conv2d(_conv.Conv2d):
+    r"""Dynamically quantized 2-d conv (≙ torch.ao.nn.quantized.dynamic.Conv2d): float
+    (N, C, H, W) in, float out (channels-last, as torch.ao's)."""
+
+    _FLOAT_MODULE = torch.nn.Conv2d
+
+    def _get_name(self):
+        return "DynamicQuantizedConv2d"
+
+    def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
+        _check_rank("Conv2d", input, 4, "(N, C, H, W)")
+        if self.padding_mode != "zeros":
+            input = F.pad(input, _reverse_repeat_padding(list(self.padding)),
+                          mode=self.padding_mode)
+        return torch.ops.qplugin.conv2d_dynamic(input, self._packed_params, reduce_range)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        r"""From a float ``nn.Conv2d`` with a dynamic qconfig (per tensor or per channel)."""
+        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, False)
+
+
+class Conv3d(_conv.Conv3d):
+    r"""Dynamically quantized 3-d conv (≙ torch.ao.nn.quantized.dynamic.Conv3d): float
+    (N, C, D, H, W) in, float out (channels-last-3d, as torch.ao's)."""
+
+    _FLOAT_MODULE = torch.nn.Conv3d
+
+    def _get_name(self):
+        return "DynamicQuantizedConv3d"
+
+    def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
+        _check_rank("Conv3d", input, 5, "(N, C, D, H, W)")
+        if self.padding_mode != "zeros":
+            input = F.pad(input, _reverse_repeat_padding(list(self.padding)),
+                          mode=self.padding_mode)
+        return torch.ops.qplugin.conv3d_dynamic(input, self._packed_params, reduce_range)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        r"""From a float ``nn.Conv3d`` with a dynamic qconfig (per tensor or per channel)."""
+        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, False)
+
+
+class ConvTranspose1d(_conv.ConvTranspose1d):
+    r"""Dynamically quantized transposed 1-d conv (≙ torch.ao.nn.quantized.dynamic
+    .ConvTranspose1d): float (N, C, L) in and out; per-channel weights along axis 1."""
+
+    _FLOAT_MODULE = torch.nn.ConvTranspose1d
+
+    def _get_name(self):
+        return "DynamicQuantizedConvTranspose1d"
+
+    def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
+        _check_rank("ConvTranspose1d", input, 3, "(N, C, L)")
+        return torch.ops.qplugin.conv_transpose1d_dynamic(input, self._packed_params,
+                                                          reduce_range)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        r"""From a float ``nn.ConvTranspose1d`` with a dynamic qconfig."""
+        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, True)
+
+
+class ConvTranspose2d(_conv.ConvTranspose2d):
+    r"""Dynamically quantized transposed 2-d conv (≙ torch.ao.nn.quantized.dynamic
+    .ConvTranspose2d): float (N, C, H, W) in, float out (channels-last)."""
+
+    _FLOAT_MODULE = torch.nn.ConvTranspose2d
+
+    def _get_name(self):
+        return "DynamicQuantizedConvTranspose2d"
+
+    def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
+        _check_rank("ConvTranspose2d", input, 4, "(N, C, H, W)")
+        return torch.ops.qplugin.conv_transpose2d_dynamic(input, self._packed_params,
+                                                          reduce_range)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        r"""From a float ``nn.ConvTranspose2d`` with a dynamic qconfig."""
+        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, True)
+
+
+class ConvTranspose3d(_conv.ConvTranspose3d):
+    r"""Dynamically quantized transposed 3-d conv (≙ torch.ao.nn.quantized.dynamic
+    .ConvTranspose3d): float (N, C, T, H, W) in, float out (channels-last-3d)."""
+
+    _FLOAT_MODULE = torch.nn.ConvTranspose3d
+
+    def _get_name(self):
+        return "DynamicQuantizedConvTranspose3d"
+
+    def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
+        _check_rank("ConvTranspose3d", input, 5, "(N, C, T, H, W)")
+        return torch.ops.qplugin.conv_transpose3d_dynamic(input, self._packed_params,
+                                                          reduce_range)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        r"""From a float ``nn.ConvTranspose3d`` with a dynamic qconfig."""
+        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, True)
