@@ -32,6 +32,15 @@ std::tuple<Str, V> kv(const char* k, V v) {
   return std::tuple<Str, V>(Str(k), std::move(v));
 }
 
+// __len__ raises TypeError ("has no len()"), as len() of any unsized Python object does: without
+// it a torchbind object's len() raises NotImplementedError, which PyTorch's schema checker
+// (SchemaCheckMode.clone_inputs, opcheck's test_schema) does not expect from a non-sequence.
+template <class P>
+int64_t no_len(const P&, const char* cls) {
+  TORCH_CHECK_TYPE(false, "object of type qplugin.", cls, " has no len()");
+  return 0;
+}
+
 bool state_tensor_equal(const at::Tensor& a, const at::Tensor& b) {
   if (a.defined() != b.defined()) return false;
   if (!a.defined()) return true;
@@ -105,7 +114,8 @@ void register_conv_class(torch::Library& m, const char* name) {
       .def("transpose", [](const P& self) { return self->transpose(); })
       .def("kernel", [](const P& self) { return self->kernel_name(); })
       .def("__obj_flatten__", [](const P& self) { return conv_obj_flatten(self); })
-      .def("__eq__", [](const P& self, const P& other) { return same_state(self, other); });
+      .def("__eq__", [](const P& self, const P& other) { return same_state(self, other); })
+      .def("__len__", [name](const P& self) { return no_len(self, name); });
 }
 
 }  // namespace
@@ -152,6 +162,9 @@ TORCH_LIBRARY(qplugin, m) {
       .def("__eq__", [](const c10::intrusive_ptr<LinearPackedParams>& self,
                         const c10::intrusive_ptr<LinearPackedParams>& other) {
         return same_state(self, other);
+      })
+      .def("__len__", [](const c10::intrusive_ptr<LinearPackedParams>& self) {
+        return no_len(self, "LinearPackedParams");
       });
   // LinearPackedParamsFp16 (dynamic fp16 linear, #17): pickled as a versioned, unpacked state
   // (linear_fp16_packed_params.h).
@@ -170,7 +183,8 @@ TORCH_LIBRARY(qplugin, m) {
                                                                             self->in_features()}),
                                     kv("has_bias", self->bias().has_value()));
            })
-      .def("__eq__", [](const PF& self, const PF& other) { return same_state(self, other); });
+      .def("__eq__", [](const PF& self, const PF& other) { return same_state(self, other); })
+      .def("__len__", [](const PF& self) { return no_len(self, "LinearPackedParamsFp16"); });
   register_conv_class<qplugin::Conv2dPackedParams>(m, "Conv2dPackedParams");
   register_conv_class<qplugin::Conv3dPackedParams>(m, "Conv3dPackedParams");
   // EmbeddingPackedParams: PyTorch's EmbeddingPackedParamsBase methods (bit_rate, version, unpack)
@@ -190,7 +204,8 @@ TORCH_LIBRARY(qplugin, m) {
                                     kv("num_embeddings", self->num_embeddings()),
                                     kv("embedding_dim", self->embedding_dim()));
            })
-      .def("__eq__", [](const EP& self, const EP& other) { return same_state(self, other); });
+      .def("__eq__", [](const EP& self, const EP& other) { return same_state(self, other); })
+      .def("__len__", [](const EP& self) { return no_len(self, "EmbeddingPackedParams"); });
 
   // The schemas, after the classes they name.
   namespace s = qplugin::schemas;

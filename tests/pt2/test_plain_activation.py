@@ -122,11 +122,12 @@ def test_bad_inputs_name_the_op(op):
     plain, pargs, _, _, _ = plain_call(ROUTES[op], (x,) + _cases(op, torch.quint8)[0])
     bad_input_cases(plain, pargs, 0, _row(op).input_arg, op)
     if _row(op).takes_output_qparams:
-        for i, v, match in ((3, 0.0, "output_scale"), (3, float("nan"), "output_scale"),
-                            (4, 256, "output_zero_point")):
+        names = [a.name for a in plain._schema.arguments]
+        for name, v, match in (("output_scale", 0.0, "output_scale"),
+                               ("output_scale", float("nan"), "output_scale"),
+                               ("output_zero_point", 256, "output_zero_point")):
             args = list(pargs)
-            j = i + (1 if op == "softmax" else 0)  # softmax: dim comes first
-            args[j] = v
+            args[names.index(name)] = v  # by name: softmax / leaky_relu put arguments first
             raises_naming(op, lambda: plain(*args), match)
 
 

@@ -32,6 +32,19 @@ def _stats(gen, c=5, affine=True):
     return w, b, mean, var
 
 
+def _xq(shape, qdtype, gen, lay):
+    """A quantized input of `shape` in layout `lay`: transposed / strided layouts change the
+    shape they are applied to, so the tensor is made at the shape they map back to `shape`."""
+    base = list(shape)
+    if lay == "transposed":
+        base[-1], base[-2] = base[-2], base[-1]
+    elif lay == "strided":
+        base[-1] = 2 * base[-1] - 1
+    x = qtensor(tuple(base), qdtype, gen, layout=LAYOUTS[lay])
+    assert tuple(x.shape) == tuple(shape), (lay, x.shape, shape)
+    return x
+
+
 def test_every_op_has_a_route():
     for op in OPS:
         assert op in ROUTES and hasattr(getattr(torch.ops.qplugin, op), "plain")
@@ -45,7 +58,7 @@ def test_plain_is_byte_identical(op, qdtype, isa):
     for shape in OPS[op]:
         for lay in layouts_for(len(shape)):
             for affine in (True, False):
-                x = qtensor(shape, qdtype, gen, layout=LAYOUTS[lay])
+                x = _xq(shape, qdtype, gen, lay)
                 w, b, mean, var = _stats(gen, affine=affine)
                 run_both(ROUTES[op], (x, w, b, mean, var, 1e-5, 0.07, zp),
                          what=f"{op} {shape} {lay} affine={affine} {qdtype} {isa}")
@@ -58,7 +71,7 @@ def test_opcheck_and_fake(op):
         for lay in ("channels_last", "transposed"):
             if lay == "channels_last" and len(shape) != 4:
                 continue
-            x = qtensor(shape, torch.qint8, gen, layout=LAYOUTS[lay])
+            x = _xq(shape, torch.qint8, gen, lay)
             plain, pargs, _, _, _ = plain_call(ROUTES[op], (x,) + _stats(gen) + (1e-5, 0.07, 1))
             assert_fake_matches(plain, pargs)
             opcheck(plain, pargs)

@@ -102,7 +102,7 @@ def _cat_lists(qdtype, gen):
     yield [qtensor((2, 3, 4, 5), qdtype, gen, layout=cl),
            qtensor((2, 5, 4, 5), qdtype, gen, layout=cl, **same)], 1
     yield [qtensor((2, 3, 4, 5), qdtype, gen, layout=cl), qtensor((2, 3, 4, 5), qdtype, gen)], 0
-    yield [qtensor((3, 4), qdtype, gen, layout=LAYOUTS["transposed"]),
+    yield [qtensor((4, 3), qdtype, gen, layout=LAYOUTS["transposed"]),
            qtensor((3, 2), qdtype, gen), qtensor((3, 0), qdtype, gen)], 1
     yield [qtensor((700, 100), qdtype, gen), qtensor((700, 60), qdtype, gen)], 1  # long rows
 

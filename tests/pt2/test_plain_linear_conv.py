@@ -220,11 +220,11 @@ def _bad_input_cases():
     return [
         # (op name in the message, callable, message regex)
         ("linear.plain", lambda: Q.linear.plain(codes_lin.float(), 0.05, 17, w_lin, 0.1, 0),
-         r"qplugin::linear\.plain: expected X of dtype uint8 .*got float"),
+         r"qplugin::linear\.plain: expected X of dtype Byte .*got Float"),
         ("linear.plain", lambda: Q.linear.plain(qx_lin, 0.05, 17, w_lin, 0.1, 0),
          r"qplugin::linear\.plain: expected X to be a plain tensor of codes"),
         ("linear.plain", lambda: Q.linear.plain(codes_lin.to(torch.int8), 0.05, 17, w_lin, 0.1, 0),
-         r"qplugin::linear\.plain: expected X of dtype uint8 .*got Char"),
+         r"qplugin::linear\.plain: expected X of dtype Byte .*got Char"),
         ("linear.plain", lambda: Q.linear.plain(codes_lin, 0.0, 17, w_lin, 0.1, 0),
          r"qplugin::linear\.plain: expected a finite, positive X_scale, got 0"),
         ("linear.plain", lambda: Q.linear.plain(codes_lin, -1.0, 17, w_lin, 0.1, 0),
@@ -245,14 +245,14 @@ def _bad_input_cases():
          r"qplugin::linear\.plain: expected output_zero_point in \[0, 255\]"),
         ("linear_relu.plain", lambda: Q.linear_relu.plain(codes_lin.float(), 0.05, 1, w_lin, 0.1,
                                                           0),
-         r"qplugin::linear_relu\.plain: expected X of dtype uint8"),
+         r"qplugin::linear_relu\.plain: expected X of dtype Byte"),
         ("linear_tanh.plain", lambda: Q.linear_tanh.plain(codes_lin, 0.05, 1000, w_lin, 0.1, 0),
          r"qplugin::linear_tanh\.plain: expected X_zero_point"),
         ("linear_leaky_relu.plain",
          lambda: Q.linear_leaky_relu.plain(codes_lin[:, :3], 0.05, 1, w_lin, 0.1, 0, 0.1),
          r"qplugin::linear_leaky_relu\.plain: expected input with in_features = 10"),
         ("conv2d.plain", lambda: plain2(codes2.float(), 0.05, 17, w2, 0.1, 0),
-         r"qplugin::conv2d\.plain: expected qx of dtype uint8 .*got float"),
+         r"qplugin::conv2d\.plain: expected qx of dtype Byte .*got Float"),
         ("conv2d.plain", lambda: plain2(codes2, 0.0, 17, w2, 0.1, 0),
          r"qplugin::conv2d\.plain: expected a finite, positive qx_scale"),
         ("conv2d.plain", lambda: plain2(codes2, 0.05, 256, w2, 0.1, 0),
@@ -263,8 +263,10 @@ def _bad_input_cases():
          r"qplugin::conv2d\.plain: expected a 4-D input"),
         ("conv2d.plain", lambda: plain2(codes2, 0.05, 1, w_t, 0.1, 0),
          r"qplugin::conv2d\.plain: expected packed weights of a conv"),
-        ("conv2d.plain", lambda: plain2(codes2[:, :, :1, :1], 0.05, 1, w2, 0.1, 0),
-         r"qplugin::conv2d\.plain: expected the \(dilated\) kernel to fit"),
+        # dilated kernel height 3 with no height padding over an input of height 2
+        ("conv2d_relu.plain", lambda: Q.conv2d_relu.plain(
+            _qx((2, 4, 2, 8))[1], 0.05, 1, _conv_case("conv2d_grouped_dil", False, 0)[2], 0.1,
+            0), r"qplugin::conv2d_relu\.plain: expected the \(dilated\) kernel to fit"),
         ("conv2d.plain", lambda: plain2(codes2, 0.05, 1, w2, float("inf"), 0),
          r"qplugin::conv2d\.plain: expected a finite, positive output_scale"),
         ("conv1d.plain", lambda: Q.conv1d.plain(codes2, 0.05, 1, w2, 0.1, 0),
@@ -294,13 +296,14 @@ def test_fake_kernels_reject_like_the_real_ones():
     from torch._subclasses.fake_tensor import FakeTensorMode
     w = Q.linear_prepack(_qw((6, 10), False), None)
     _, codes = _qx((3, 10))
+    codes_i8 = codes.to(torch.int8)
     with FakeTensorMode() as m:
         fx = m.from_tensor(codes)
         with pytest.raises(Exception, match=r"qplugin::linear\.plain: expected input with "
                                             r"in_features = 10"):
             Q.linear.plain(fx[:, :9], 0.05, 1, w, 0.1, 0)
-        with pytest.raises(Exception, match=r"qplugin::linear\.plain: expected X of dtype uint8"):
-            Q.linear.plain(m.from_tensor(codes.to(torch.int8)), 0.05, 1, w, 0.1, 0)
+        with pytest.raises(Exception, match=r"qplugin::linear\.plain: expected X of dtype Byte"):
+            Q.linear.plain(m.from_tensor(codes_i8), 0.05, 1, w, 0.1, 0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ def test_quantize_bit_exact_with_torch(qdtype, cdtype, lo, hi):
                 assert bad.numel() == 0, (scale, zp, x[bad[:5]].tolist(), got[bad[:5]].tolist(),
                                           want[bad[:5]].tolist())
                 n += x.numel()
-    assert n > 1_000_000
+    assert n > 750_000  # 10 scales x 5 zero points x 2 spellings x 7516 values
 
 
 def test_quantize_nonfinite():
@@ -110,7 +110,8 @@ def test_dequantize_bit_exact_with_torch(qdtype, cdtype, lo, hi):
 
 def test_quantize_dequantize_roundtrip_mutation_check():
     # The bit-exact tests can fail: rounding x / scale in double instead gives other codes.
-    x = torch.randn(20000, generator=torch.Generator().manual_seed(0)) * 3
+    # Values at and next to code ties (random values almost never land where the two differ).
+    x = _values(0.017, 0)
     got = Q.quantize_per_tensor.plain(x, 0.017, 5, torch.uint8)
     alt = torch.clamp(torch.round(x.double() / 0.017) + 5, 0, 255).to(torch.uint8)
     assert not torch.equal(got, alt)
@@ -161,9 +162,9 @@ BAD = [
     (lambda: Q.quantize_per_tensor.plain(torch.randn(3), 0.1, 128, torch.int8),
      r"qplugin::quantize_per_tensor\.plain: expected zero_point in \[-128, 127\]"),
     (lambda: Q.dequantize.plain(torch.randn(3), 0.1, 0),
-     r"qplugin::dequantize\.plain: expected self of dtype uint8 or int8 .*got float"),
+     r"qplugin::dequantize\.plain: expected self of dtype Byte or Char .*got Float"),
     (lambda: Q.dequantize.plain(torch.arange(3, dtype=torch.int32), 0.1, 0),
-     r"qplugin::dequantize\.plain: expected self of dtype uint8 or int8"),
+     r"qplugin::dequantize\.plain: expected self of dtype Byte or Char"),
     (lambda: Q.dequantize.plain(torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.quint8),
                                 0.1, 0),
      r"qplugin::dequantize\.plain: expected self to be a plain tensor of codes"),

@@ -67,10 +67,10 @@ at::Tensor conv_dynamic_cpu(const at::Tensor& x, const c10::intrusive_ptr<PP>& w
   // 1-d: dequantized before the squeeze, as PyTorch, so the output keeps the (N, L, C) memory
   // order of the channels-last 2-d result (strides (C*L, 1, C)).
   if (Dim == 1) {
-    return at::dequantize(w->apply(qx.unsqueeze(2), qp.scale, qp.zero_point, /*relu=*/false, op))
+    return at::dequantize(w->apply(QArg::quantized(op, "input", qx.unsqueeze(2), {at::kQUInt8}), qp.scale, qp.zero_point, /*relu=*/false, op))
         .squeeze(2);
   }
-  return at::dequantize(w->apply(qx, qp.scale, qp.zero_point, /*relu=*/false, op));
+  return at::dequantize(w->apply(QArg::quantized(op, "input", qx, {at::kQUInt8}), qp.scale, qp.zero_point, /*relu=*/false, op));
 }
 
 using P2 = Conv2dPackedParams;

@@ -224,6 +224,14 @@ std::vector<QArg> plain_inputs(const char* op, const c10::List<at::Tensor>& xs_,
   std::vector<QArg> xs;
   for (size_t i = 0; i < xs_.size(); ++i) {
     const std::string nm = "qx[" + std::to_string(i) + "]";
+    // Mixed code dtypes are named as such before the qparams are checked against the dtype.
+    const at::Tensor& xi = xs_.get(i);
+    const at::Tensor& x0 = xs_.get(0);
+    TORCH_CHECK(i == 0 || xi.is_quantized() || x0.is_quantized() ||
+                    xi.scalar_type() == x0.scalar_type(),
+                "qplugin::", op, ".plain: expected ", nm, " of dtype ",
+                c10::toString(x0.scalar_type()), " (the dtype of qx[0]; codes of one dtype), got ",
+                c10::toString(xi.scalar_type()));
     xs.push_back(QArg::plain(op, nm.c_str(), xs_.get(i), scales[i], zero_points[i],
                              {at::kQUInt8, at::kQInt8, at::kQInt32}));
   }

@@ -16,10 +16,17 @@ def register(qualname, fn):
     return torch.library.register_fake(qualname, fn)
 
 
+def c10_name(dtype):
+    """The dtype as the C++ messages spell it (c10::toString: Byte, Char, Int, Float)."""
+    return {torch.uint8: "Byte", torch.int8: "Char", torch.int32: "Int", torch.float32: "Float",
+            torch.float64: "Double", torch.int64: "Long"}.get(dtype,
+                                                               str(dtype).replace("torch.", ""))
+
+
 def check_codes(op, arg, x, dtypes=(torch.uint8,)):
-    want = " or ".join(str(d).replace("torch.", "") for d in dtypes)
+    want = " or ".join(c10_name(d) for d in dtypes)
     torch._check(x.dtype in dtypes, lambda: f"qplugin::{op}: expected {arg} of dtype {want} "
-                 f"(quantized codes), got {str(x.dtype).replace('torch.', '')}")
+                 f"(quantized codes), got {c10_name(x.dtype)}")
 
 
 def check_qparams(op, arg, scale, zero_point, dtype):

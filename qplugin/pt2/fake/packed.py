@@ -188,7 +188,12 @@ def packed_view(obj):
         qn = obj._type().qualified_name()
         cls = _BY_QUALNAME.get(qn)
         if cls is not None:
-            return cls.__obj_unflatten__(obj.__obj_flatten__())
+            # A real object met inside a fake kernel (opcheck's fake check, FakeTensorMode over
+            # real arguments): its __obj_flatten__ reads the real weight's qscheme through the
+            # dispatcher, which the active fake mode would reject; it reads metadata only.
+            with torch._C._DisableTorchDispatch():
+                flat = obj.__obj_flatten__()
+            return cls.__obj_unflatten__(flat)
         raise TypeError(f"qplugin: expected a qplugin packed-params object, got {qn}")
     raise TypeError(f"qplugin: expected a qplugin packed-params object, got "
                     f"{type(obj).__name__}")
