@@ -68,7 +68,7 @@ class QTensor(torch.Tensor):
         if isinstance(int_data, QTensor):
             raise TypeError("qplugin.QTensor: expected plain codes, got a QTensor")
         return torch.Tensor._make_wrapper_subclass(
-            cls, int_data.shape, strides=int_data.stride(), storage_offset=int_data.storage_offset(),
+            cls, int_data.shape, strides=int_data.stride(),
             dtype=int_data.dtype, device=int_data.device, requires_grad=False)
 
     def __init__(self, int_data, scale, zero_point, axis=None):
