@@ -359,9 +359,16 @@ def _pt2_rows(qmodel, x1, xb, save, threads, eager_lat) -> bool:
     eps = {1: torch.export.export(pmodel, (x1,), strict=False) if ep is None else ep,
            32: torch.export.export(pmodel, (xb,), strict=False) if ep is None else ep}
     exported = {b: e.module() for b, e in eps.items()}
-    compiled = torch.compile(pmodel)
+    try:  # Inductor imports torch.ao.quantization's pt2e decompositions (torch 2.13/2.14)
+        importlib.import_module("torch._inductor.compile_fx")
+        inductor = None
+    except ImportError as e:
+        inductor = f"{type(e).__name__}: {e}"
+        _log(f"PT2: torch.compile and AOTInductor not available here ({inductor}); their rows "
+             "are skipped")
+    compiled = torch.compile(pmodel) if inductor is None else None
     pkg = None
-    if save:
+    if save and inductor is None:
         pkg = os.path.splitext(os.path.abspath(save))[0] + ".pt2"
         torch._inductor.aoti_compile_and_package(eps[32], package_path=pkg)
         aoti = torch._inductor.aoti_load_package(pkg)
@@ -372,7 +379,9 @@ def _pt2_rows(qmodel, x1, xb, save, threads, eager_lat) -> bool:
         for x in (x1, xb):
             want = qmodel(x)
             b = x.shape[0]
-            runs = {"eager": pmodel(x), "exported": exported[b](x), "compiled": compiled(x)}
+            runs = {"eager": pmodel(x), "exported": exported[b](x)}
+            if compiled is not None:
+                runs["compiled"] = compiled(x)
             if aoti is not None and (ep is not None or b == 32):
                 runs["AOTI"] = aoti(x)
             bad = [k for k, v in runs.items() if not torch.equal(v, want)]
@@ -386,8 +395,9 @@ def _pt2_rows(qmodel, x1, xb, save, threads, eager_lat) -> bool:
          f"medians at {threads} thread(s), interleaved rounds:")
     rows = {"qplugin int8 (TorchScript door, eager)": (lambda x: qmodel(x)),
             "PT2 eager (QTensor)": (lambda x: pmodel(x)),
-            "PT2 exported (ep.module())": None,
-            "PT2 torch.compile (Inductor)": (lambda x: compiled(x))}
+            "PT2 exported (ep.module())": None}
+    if compiled is not None:
+        rows["PT2 torch.compile (Inductor)"] = (lambda x: compiled(x))
     if aoti is not None:
         rows["PT2 AOTInductor (.pt2)"] = None
     lat = {}

@@ -41,6 +41,8 @@ _SAME_QPARAMS = {
     _T.narrow, torch.narrow, _T.__getitem__, _T.clone, torch.clone, _T.detach, torch.detach,
     _T.expand, _T.flip, torch.flip, _T.view_as, _T.reshape_as, _T.movedim, torch.movedim,
 }
+# relu forms (torch.nn.functional.relu(x, inplace) included).
+_RELUS = {torch.relu, _T.relu, torch.relu_, _T.relu_, torch.nn.functional.relu}
 # Ops returning a tuple or list of code tensors.
 _SPLITS = {_T.chunk, torch.chunk, _T.split, torch.split, _T.unbind, torch.unbind}
 def _check_per_tensor_args(scale, zero_point, dtype):
@@ -142,6 +144,19 @@ class QTensor(torch.Tensor):
             # Module code branches on it (pooling, upsample, functional forms): a QTensor is a
             # quantized activation, on plain codes.
             return True
+        if func in _RELUS:
+            # relu of a per-tensor quantized tensor keeps its qparams: max(code, zero_point) (what
+            # PyTorch's quantized relu computes; float nn.ReLU modules stay in converted models).
+            q = args[0]
+            if q.axis is not None:
+                raise NotImplementedError(f"qplugin.QTensor: {name} on a per-channel QTensor")
+            inplace = func in (torch.relu_, _T.relu_) or bool(
+                kwargs.get("inplace", args[1] if len(args) > 1 else False))
+            if inplace:
+                with torch._C.DisableTorchFunctionSubclass():
+                    q.int_data.clamp_min_(q.zero_point)
+                return q
+            return q._wrap(torch.clamp_min(q.int_data, q.zero_point))
         if func in (_T.q_scale, _T.q_zero_point, _T.int_repr):
             q = args[0]
             if q.axis is not None:

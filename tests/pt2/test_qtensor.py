@@ -104,10 +104,10 @@ def test_dequantize_per_tensor_and_per_channel():
 
 
 @pytest.mark.parametrize("op", [
-    lambda q: q + 1, lambda q: q * q, lambda q: torch.relu(q), lambda q: q.float(),
+    lambda q: q + 1, lambda q: q * q, lambda q: torch.sigmoid(q), lambda q: q.float(),
     lambda q: q.sum(), lambda q: torch.nn.functional.max_pool2d(q, 2),
     lambda q: torch.nn.functional.conv2d(q, torch.zeros(1, 3, 1, 1)), lambda q: q.mean(),
-], ids=["add", "mul", "relu", "float", "sum", "max_pool2d", "conv2d", "mean"])
+], ids=["add", "mul", "sigmoid", "float", "sum", "max_pool2d", "conv2d", "mean"])
 def test_arithmetic_is_rejected_by_name(op):
     q = QTensor(_codes((2, 3, 4, 4)), 0.1, 3)
     with pytest.raises(NotImplementedError, match=r"qplugin.QTensor: .*not supported"):
@@ -179,3 +179,30 @@ def test_compile_has_no_graph_break():
     assert torch._dynamo.explain(m)(x).graph_break_count == 0
     for got, want in zip(torch.compile(m)(x), m(x)):
         assert torch.equal(got, want)
+
+
+def test_relu_forms_match_pytorch_quantized_relu():
+    # Converted models keep float nn.ReLU modules between quantized ones (torch.ao does too):
+    # relu of a per-tensor QTensor is max(code, zero_point) with the same qparams, in every form.
+    for dtype, zp in ((torch.uint8, 100), (torch.int8, -7)):
+        lo, hi = (0, 256) if dtype == torch.uint8 else (-128, 128)
+        c = torch.randint(lo, hi, (2, 3, 5), dtype=torch.int64).to(dtype)
+        qdt = torch.quint8 if dtype == torch.uint8 else torch.qint8
+        want = torch.relu(torch._make_per_tensor_quantized_tensor(c, 0.1, zp)).int_repr()
+        assert not torch.equal(want, c)  # the case has codes below the zero point
+        for f in (torch.relu, torch.nn.functional.relu, lambda t: t.relu(), torch.nn.ReLU()):
+            out = f(QTensor(c, 0.1, zp))
+            assert isinstance(out, QTensor) and (out.scale, out.zero_point) == (0.1, zp)
+            assert torch.equal(out.int_data, want)
+        for f in (torch.nn.ReLU(inplace=True), torch.relu_, lambda t: t.relu_()):
+            q = QTensor(c.clone(), 0.1, zp)
+            assert f(q) is q and torch.equal(q.int_data, want)
+        assert qdt in (torch.quint8, torch.qint8)
+
+
+def test_unsupported_compute_op_names_itself():
+    q = QTensor(torch.zeros(2, 3, dtype=torch.uint8), 0.1, 3)
+    with pytest.raises(NotImplementedError, match=r"qplugin\.QTensor: .*add"):
+        q + q
+    with pytest.raises(NotImplementedError, match=r"qplugin\.QTensor: .*sigmoid"):
+        torch.sigmoid(q)
