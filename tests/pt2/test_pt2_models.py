@@ -30,8 +30,14 @@ def _convert(float_model, calib):
     """float model (QuantStub ... DeQuantStub) -> qplugin-converted model, qplugin's own prepare
     and convert with the x86 default qconfig."""
     prepared = copy.deepcopy(float_model).eval()
-    prepared.qconfig = qplugin.quantization.get_default_qconfig("x86")
-    qplugin.quantization.prepare(prepared, inplace=True)
+    Q = qplugin.quantization
+    prepared.qconfig = Q.get_default_qconfig("x86")
+    for mod in prepared.modules():  # per-tensor weights (per channel is rejected, as torch.ao)
+        if isinstance(mod, (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d,
+                            torch.nn.ConvTranspose3d)):
+            mod.qconfig = Q.QConfig(activation=prepared.qconfig.activation,
+                                    weight=Q.default_weight_observer)
+    Q.prepare(prepared, inplace=True)
     with torch.no_grad():
         for x in calib:
             prepared(x)
