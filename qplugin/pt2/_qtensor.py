@@ -20,6 +20,8 @@ outputs are float (the model's Quantize / DeQuantize make and unmake QTensors in
 
 Changes with: docs/pt2.md, tests/pt2/test_qtensor.py.
 """
+import sys
+
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
@@ -29,6 +31,8 @@ __all__ = ["QTensor"]
 
 _T = torch.Tensor
 _IS_QUANTIZED = _T.is_quantized.__get__
+# PyTorch modules whose `t.is_quantized` means a quantized dtype (fakeification of a tensor).
+_FAKE_CONVERTERS = frozenset({"torch._subclasses.fake_tensor", "torch._subclasses.meta_utils"})
 try:  # qplugin::dequantize.plain (resolved once: forward does no lookup Dynamo must trace)
     _DEQUANTIZE_PLAIN = torch.ops.qplugin.dequantize.plain
 except (AttributeError, RuntimeError):
@@ -165,8 +169,10 @@ class QTensor(torch.Tensor):
             return args[0].dequantize()
         if func == _IS_QUANTIZED:
             # Module code branches on it (pooling, upsample, functional forms): a QTensor is a
-            # quantized activation, on plain codes.
-            return True
+            # quantized activation, on plain codes. Not to PyTorch's fake-tensor converter, which
+            # asks whether the storage has a quantized dtype (it refuses those: "quantized nyi in
+            # meta tensors", so a QTensor input of a compiled region would fall back to eager).
+            return sys._getframe(1).f_globals.get("__name__") not in _FAKE_CONVERTERS
         if func in (_T.q_scale, _T.q_zero_point, _T.int_repr):
             q = args[0]
             if q.axis is not None:
