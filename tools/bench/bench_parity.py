@@ -2,7 +2,7 @@
 conv2d_add(_relu), matmul, 2-bit embedding bags, optimized_qparams prepack — qplugin vs
 torch.ops.quantized vs the fp32 torch op, same inputs, one process.
 
-Usage:  python tools/bench/bench_parity.py [--threads 1 2] [--isa auto|avx2|scalar]
+Usage:  python tools/bench/bench_parity.py [--threads 1 2] [--isa auto|avx2|scalar] [--only TEXT]
 
 PyTorch has linear_leaky_relu / linear_tanh / conv2d_add only on its onednn engine (symmetric
 weights), so those rows switch torch.backends.quantized.engine to onednn for PyTorch's call.
@@ -135,6 +135,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--isa", default="auto")
+    ap.add_argument("--only", action="append", default=[],
+                    help="run the rows whose name contains this text (repeatable)")
     args = ap.parse_args()
     isa = torch.ops.qplugin._set_cpu_isa(args.isa)
     print(f"CPU: {cpu_name()}; qplugin ISA {isa}; torch {torch.__version__}")
@@ -146,6 +148,8 @@ def main():
         for n in args.threads:
             torch.set_num_threads(n)
             for name, fq, ft, ff in cases():
+                if args.only and not any(o in name for o in args.only):
+                    continue
                 a, b, c = bench([fq, ft, ff])
                 print(f"| {name} | {n} | {a:.3f} | {b:.3f} | {c:.3f} | {a / b:.2f} | {a / c:.2f} |",
                       flush=True)
