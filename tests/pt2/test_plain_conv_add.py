@@ -101,7 +101,8 @@ def test_bytes_equal_legacy(isa, relu, per_channel, x_layout, a_layout):
         for oscale, ozp in ((0.06, 110), (0.5, 0), (0.02, 255)):
             plain, pargs = run_both(_route(relu), (x, acc, packed, oscale, ozp),
                                     what=f"{NAMES[relu]}.plain case {i}")
-            assert pargs[0].stride() == x.stride() and pargs[3].stride() == acc.stride()
+            if x.numel() > 0:  # the layouts reached the plain kernel unchanged
+                assert pargs[0].stride() == x.stride() and pargs[3].stride() == acc.stride()
 
 
 @pytest.mark.parametrize("relu", [False, True], ids=["add", "add_relu"])
