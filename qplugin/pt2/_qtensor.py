@@ -20,7 +20,10 @@ outputs are float (the model's Quantize / DeQuantize make and unmake QTensors in
 
 Changes with: docs/pt2.md, tests/pt2/test_qtensor.py.
 """
+import sys
+
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from . import _router
 
@@ -28,6 +31,8 @@ __all__ = ["QTensor"]
 
 _T = torch.Tensor
 _IS_QUANTIZED = _T.is_quantized.__get__
+# PyTorch modules whose `t.is_quantized` means a quantized dtype (fakeification of a tensor).
+_FAKE_CONVERTERS = frozenset({"torch._subclasses.fake_tensor", "torch._subclasses.meta_utils"})
 try:  # qplugin::dequantize.plain (resolved once: forward does no lookup Dynamo must trace)
     _DEQUANTIZE_PLAIN = torch.ops.qplugin.dequantize.plain
 except (AttributeError, RuntimeError):
@@ -56,6 +61,28 @@ def _check_per_tensor_args(scale, zero_point, dtype):
                          f"got {zero_point}")
 
 
+def _dynamo_tls():
+    from torch._dynamo import symbolic_convert  # Dynamo's tracer state (current_tx while tracing)
+    return symbolic_convert.tls
+
+
+def _traced_int(value, codes):
+    """`value` (a Python int: the zero point) as `q_zero_point()` returns it. Dynamo puts a
+    method call on a QTensor (an opaque traceable wrapper subclass to it) in its graph and runs
+    it on fake codes to learn the result; an int result is a graph break there ("torch.* op
+    returned non-Tensor"; a float, like q_scale's, is taken as a constant). While Dynamo traces,
+    on fake codes, the result is therefore a SymInt whose expression is the constant itself:
+    Dynamo specializes on it (a constant, as q_scale) and it works as the int (int(), ==,
+    arithmetic, int arguments of ops, QTensor's zero_point). Anywhere else (eager, export,
+    AOTAutograd) the plain int."""
+    if (isinstance(codes, FakeTensor) and codes.fake_mode.shape_env is not None
+            and getattr(_dynamo_tls(), "current_tx", None) is not None):
+        import sympy
+        from torch.fx.experimental.sym_node import SymNode
+        return torch.SymInt(SymNode(sympy.Integer(value), codes.fake_mode.shape_env, int, value))
+    return value
+
+
 class QTensor(torch.Tensor):
     """Quantized activation on plain tensors: `int_data` (uint8 or int8 codes) with `scale` and
     `zero_point` (per tensor: float and int; per channel: float32 and int64 tensors along
@@ -77,6 +104,8 @@ class QTensor(torch.Tensor):
         if axis is None:
             if isinstance(scale, int) and not isinstance(scale, bool):
                 scale = float(scale)
+            if isinstance(zero_point, torch.SymInt):  # q_zero_point() while Dynamo traces
+                zero_point = int(zero_point)
             _check_per_tensor_args(scale, zero_point, int_data.dtype)
         else:
             if isinstance(axis, bool) or not isinstance(axis, int) or not (
@@ -142,8 +171,10 @@ class QTensor(torch.Tensor):
             return args[0].dequantize()
         if func == _IS_QUANTIZED:
             # Module code branches on it (pooling, upsample, functional forms): a QTensor is a
-            # quantized activation, on plain codes.
-            return True
+            # quantized activation, on plain codes. Not to PyTorch's fake-tensor converter, which
+            # asks whether the storage has a quantized dtype (it refuses those: "quantized nyi in
+            # meta tensors", so a QTensor input of a compiled region would fall back to eager).
+            return sys._getframe(1).f_globals.get("__name__") not in _FAKE_CONVERTERS
         if func in _RELUS:
             # relu of a per-tensor quantized tensor keeps its qparams: max(code, zero_point) (what
             # PyTorch's quantized relu computes; float nn.ReLU modules stay in converted models).
@@ -164,7 +195,7 @@ class QTensor(torch.Tensor):
                                           f"(axis {q.axis}); use .scale / .zero_point")
             if func is _T.q_scale:
                 return q.scale
-            return q.zero_point if func is _T.q_zero_point else q.int_data
+            return _traced_int(q.zero_point, q.int_data) if func is _T.q_zero_point else q.int_data
         q = args[0] if args else None
         if not isinstance(q, QTensor):
             q = next((a for a in (list(args) + list(kwargs.values())) if isinstance(a, QTensor)),

@@ -229,9 +229,12 @@ def plans():
 
 
 def _reset():
-    """Forget the compiled plans (tests that add routes)."""
+    """Recompiles the plans from the current routes (tests that add routes). Done eagerly, as at
+    import (qplugin/pt2/__init__.py): torch.compile traces route_call, and building the plans
+    (importing the route modules) inside a compiled region would be a graph break."""
     global _BY_OVERLOAD, _BY_PACKET
     _BY_OVERLOAD = _BY_PACKET = None
+    plans()
 
 
 def is_qplugin_op(func) -> bool:

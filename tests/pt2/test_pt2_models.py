@@ -212,6 +212,26 @@ def test_demo_compile_no_graph_break(demo):
     assert torch.equal(cm(x), want)  # second call: the compiled artifact, not tracing
 
 
+def test_compile_qtensor_input_no_graph_break(demo):
+    # A compiled region that takes and returns QTensors (the model's inner modules): the input
+    # is fakeified (QTensor is not a quantized-dtype tensor to PyTorch's fake-tensor converter)
+    # and the conv / pool ops trace to their .plain overloads.
+    qmodel, x = demo
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    inner = nn.Sequential(pmodel.stem, pmodel.conv, pmodel.pool, pmodel.res)
+    q = pmodel.quant(x)
+    want = inner(q)
+    torch._dynamo.reset()
+    explain = torch._dynamo.explain(inner)(q)
+    assert explain.graph_break_count == 0 and not explain.break_reasons, explain.break_reasons
+    assert explain.graph_count == 1
+    torch._dynamo.reset()
+    got = torch.compile(inner, backend="aot_eager")(q)
+    assert isinstance(got, QTensor) and (got.scale, got.zero_point) == (want.scale,
+                                                                         want.zero_point)
+    assert torch.equal(got.int_data, want.int_data)
+
+
 # ---------------------------------------------------------------------------------------------
 # AOTInductor.
 

@@ -206,3 +206,29 @@ def test_unsupported_compute_op_names_itself():
         q + q
     with pytest.raises(NotImplementedError, match=r"qplugin\.QTensor: .*sigmoid"):
         torch.sigmoid(q)
+
+
+class _QParamsInForward(torch.nn.Module):
+    def forward(self, x):
+        q = QTensor(torch.clamp(torch.round(x / 0.5) + 10, 0, 255).to(torch.uint8), 0.5, 10)
+        z = q.q_zero_point()
+        r = QTensor(q.int_data, q.q_scale(), z)  # q_zero_point() is a valid zero_point
+        return r.dequantize() + z, torch.full((2,), z), r.int_repr() - z, q.is_quantized
+
+
+def test_compile_q_zero_point_is_a_constant():
+    # Dynamo runs a method call on a QTensor on fake codes: an int result would be a graph
+    # break; q_zero_point() is a constant there, as q_scale().
+    m, x = _QParamsInForward(), torch.randn(3, 4, generator=torch.Generator().manual_seed(2))
+    want = m(x)
+    assert type(want[3]) is bool and type(QTensor(x.to(torch.uint8), 0.5, 10).q_zero_point()) is int
+    torch._dynamo.reset()
+    explain = torch._dynamo.explain(m)(x)
+    assert explain.graph_break_count == 0 and explain.graph_count == 1, explain.break_reasons
+    assert not explain.break_reasons  # (a break in the outermost frame is not counted)
+    for backend in ("aot_eager", "inductor"):
+        torch._dynamo.reset()
+        got = torch.compile(m, backend=backend)(x)
+        assert all(torch.equal(g, w) for g, w in zip(got[:3], want[:3])) and got[3] is True
+    ep = torch.export.export(m, (x,), strict=False)
+    assert all(torch.equal(g, w) for g, w in zip(ep.module()(x)[:3], want[:3]))

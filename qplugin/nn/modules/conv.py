@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch.nn.modules.utils import _pair, _single, _triple
 
 from qplugin.nn.modules.linear import _hide_packed_params_repr
-from qplugin.nn.modules.utils import _check_zero_point
+from qplugin.nn.modules.utils import _check_zero_point, _packed_op_call
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -333,7 +333,10 @@ class Conv1d(_ConvNd):
         if self.padding_mode != "zeros":
             input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
                                    self.padding_mode)
-        return torch.ops.qplugin.conv1d(input, self._packed_params, self.scale, self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv1d(input, self._packed_params, self.scale, self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv1d.default,
+                               (input, self._packed_params, self.scale, self.zero_point))
 
 
 class Conv2d(_ConvNd):
@@ -368,7 +371,10 @@ class Conv2d(_ConvNd):
         if self.padding_mode != "zeros":
             input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
                                    self.padding_mode)
-        return torch.ops.qplugin.conv2d(input, self._packed_params, self.scale, self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv2d(input, self._packed_params, self.scale, self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv2d.new,
+                               (input, self._packed_params, self.scale, self.zero_point))
 
 
 class Conv3d(_ConvNd):
@@ -404,7 +410,10 @@ class Conv3d(_ConvNd):
         if self.padding_mode != "zeros":
             input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
                                    self.padding_mode)
-        return torch.ops.qplugin.conv3d(input, self._packed_params, self.scale, self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv3d(input, self._packed_params, self.scale, self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv3d.new,
+                               (input, self._packed_params, self.scale, self.zero_point))
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -476,8 +485,11 @@ class ConvTranspose1d(_ConvTransposeNd):
         if len(input.shape) != 3:
             raise ValueError("qplugin.nn.ConvTranspose1d: expected a 3-D input, got "
                              f"{len(input.shape)}-D")
-        return torch.ops.qplugin.conv_transpose1d(input, self._packed_params, self.scale,
-                                                   self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv_transpose1d(input, self._packed_params, self.scale,
+                                                       self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv_transpose1d.default,
+                               (input, self._packed_params, self.scale, self.zero_point))
 
 
 class ConvTranspose2d(_ConvTransposeNd):
@@ -507,8 +519,11 @@ class ConvTranspose2d(_ConvTransposeNd):
         if len(input.shape) != 4:
             raise ValueError("qplugin.nn.ConvTranspose2d: expected a 4-D input, got "
                              f"{len(input.shape)}-D")
-        return torch.ops.qplugin.conv_transpose2d(input, self._packed_params, self.scale,
-                                                   self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv_transpose2d(input, self._packed_params, self.scale,
+                                                       self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv_transpose2d.default,
+                               (input, self._packed_params, self.scale, self.zero_point))
 
 
 class ConvTranspose3d(_ConvTransposeNd):
@@ -538,5 +553,8 @@ class ConvTranspose3d(_ConvTransposeNd):
         if len(input.shape) != 5:
             raise ValueError("qplugin.nn.ConvTranspose3d: expected a 5-D input, got "
                              f"{len(input.shape)}-D")
-        return torch.ops.qplugin.conv_transpose3d(input, self._packed_params, self.scale,
-                                                   self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv_transpose3d(input, self._packed_params, self.scale,
+                                                       self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv_transpose3d.default,
+                               (input, self._packed_params, self.scale, self.zero_point))

@@ -7,7 +7,7 @@ load in both directions; only the packed object inside differs (qplugin's, repac
 """
 import torch
 
-from qplugin.nn.modules.utils import _check_zero_point
+from qplugin.nn.modules.utils import _check_zero_point, _packed_op_call
 
 __all__ = ["LinearPackedParams", "Linear"]
 
@@ -186,8 +186,11 @@ class Linear(torch.nn.Module):
         return _hide_packed_params_repr(self, LinearPackedParams)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.qplugin.linear(x, self._packed_params._packed_params, self.scale,
-                                        self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.linear(x, self._packed_params._packed_params, self.scale,
+                                            self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.linear.default,
+                               (x, self._packed_params._packed_params, self.scale, self.zero_point))
 
     # State-dict layout (the same as torch.ao.nn.quantized.Linear's, so checkpoints load both
     # ways; the packed weights never leave the process: they are unpacked here and repacked

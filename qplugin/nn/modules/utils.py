@@ -213,3 +213,25 @@ class _FromFloat:
 
     def _get_name(self):
         return type(self).__name__
+
+
+# (QTensor class, router) of the PT2 door, registered by qplugin.pt2 when it is imported.
+_PT2_ROUTER: List[Any] = []
+
+
+def _packed_op_call(op, args: Tuple[Any, ...]):
+    """``op(*args)`` for a qplugin op taking packed params (a torchbind object): conv, linear.
+
+    On a qplugin.pt2.QTensor activation (``args[0]``) the op's PT2 route runs here, in Python,
+    rather than from QTensor's __torch_function__: under torch.compile the packed params are a
+    fake script object, and a torchbind op called with one dispatches in Python without
+    consulting __torch_function__ (and a packet call fails overload resolution), so the legacy
+    op must not reach the graph. Dynamo inlines this function and the router: the graph gets the
+    op's `.plain` overload on the codes. The modules call it with the overload, not the packet,
+    outside TorchScript (which does not know overload names).
+    """
+    if _PT2_ROUTER:
+        qtensor, route = _PT2_ROUTER[0]
+        if isinstance(args[0], qtensor):
+            return route(op, args, {})
+    return op(*args)

@@ -5,6 +5,7 @@ Changes with: qplugin/nn/modules/conv.py.
 import torch
 
 from qplugin.nn.modules.conv import Conv1d, Conv2d, Conv3d, _pad_quantized, _reverse_repeat_padding
+from qplugin.nn.modules.utils import _packed_op_call
 
 __all__ = ["ConvReLU1d", "ConvReLU2d", "ConvReLU3d"]
 
@@ -32,8 +33,11 @@ class ConvReLU1d(_ConvReLUMixin, Conv1d):
         if self.padding_mode != "zeros":
             input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
                                    self.padding_mode)
-        return torch.ops.qplugin.conv1d_relu(input, self._packed_params, self.scale,
-                                             self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv1d_relu(input, self._packed_params, self.scale,
+                                                 self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv1d_relu.default,
+                               (input, self._packed_params, self.scale, self.zero_point))
 
 
 class ConvReLU2d(_ConvReLUMixin, Conv2d):
@@ -46,8 +50,11 @@ class ConvReLU2d(_ConvReLUMixin, Conv2d):
         if self.padding_mode != "zeros":
             input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
                                    self.padding_mode)
-        return torch.ops.qplugin.conv2d_relu(input, self._packed_params, self.scale,
-                                             self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv2d_relu(input, self._packed_params, self.scale,
+                                                 self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv2d_relu.new,
+                               (input, self._packed_params, self.scale, self.zero_point))
 
 
 class ConvReLU3d(_ConvReLUMixin, Conv3d):
@@ -60,5 +67,8 @@ class ConvReLU3d(_ConvReLUMixin, Conv3d):
         if self.padding_mode != "zeros":
             input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
                                    self.padding_mode)
-        return torch.ops.qplugin.conv3d_relu(input, self._packed_params, self.scale,
-                                             self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv3d_relu(input, self._packed_params, self.scale,
+                                                 self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv3d_relu.new,
+                               (input, self._packed_params, self.scale, self.zero_point))

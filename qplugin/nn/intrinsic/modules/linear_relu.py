@@ -6,6 +6,7 @@ Changes with: qplugin/nn/modules/linear.py.
 import torch
 
 from qplugin.nn.modules.linear import Linear
+from qplugin.nn.modules.utils import _packed_op_call
 
 __all__ = ["LinearLeakyReLU", "LinearReLU", "LinearTanh"]
 
@@ -23,8 +24,11 @@ class LinearReLU(Linear):
         super().__init__(in_features, out_features, bias, dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.qplugin.linear_relu(x, self._packed_params._packed_params, self.scale,
-                                             self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.linear_relu(x, self._packed_params._packed_params, self.scale,
+                                                 self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.linear_relu.default,
+                               (x, self._packed_params._packed_params, self.scale, self.zero_point))
 
     def _get_name(self):
         return "QuantizedLinearReLU"
@@ -66,9 +70,13 @@ class LinearLeakyReLU(Linear):
         self.negative_slope = float(negative_slope)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.qplugin.linear_leaky_relu(x, self._packed_params._packed_params,
-                                                   self.scale, self.zero_point,
-                                                   self.negative_slope)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.linear_leaky_relu(x, self._packed_params._packed_params,
+                                                       self.scale, self.zero_point,
+                                                       self.negative_slope)
+        return _packed_op_call(torch.ops.qplugin.linear_leaky_relu.default,
+                               (x, self._packed_params._packed_params, self.scale,
+                                self.zero_point, self.negative_slope))
 
     def _get_name(self):
         return "QuantizedLinearLeakyReLU"
@@ -112,8 +120,11 @@ class LinearTanh(Linear):
         super().__init__(in_features, out_features, bias, dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.qplugin.linear_tanh(x, self._packed_params._packed_params, self.scale,
-                                             self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.linear_tanh(x, self._packed_params._packed_params, self.scale,
+                                                 self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.linear_tanh.default,
+                               (x, self._packed_params._packed_params, self.scale, self.zero_point))
 
     def _get_name(self):
         return "QuantizedLinearTanh"
