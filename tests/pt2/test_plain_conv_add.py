@@ -3,7 +3,8 @@
 # core through QArg, csrc/ops/quantized_cpu/conv_kernel.cpp), the schema convention (qaccum gets
 # its own qaccum_scale / qaccum_zero_point), torch.library.opcheck, fake metadata = real, bad
 # inputs naming the op (eager and fake), the Route row, and qplugin.nn.intrinsic.ConvAdd2d /
-# ConvAddReLU2d through qplugin.pt2.from_quantized: bit-identical and exported.
+# ConvAddReLU2d through qplugin.pt2.from_quantized: bit-identical, exported, compiled with 0
+# graph breaks.
 # Changes with: csrc/ops/conv.cpp, csrc/ops/quantized_cpu/conv_kernel.cpp,
 # qplugin/pt2/fake/conv.py, qplugin/pt2/routes/conv.py, qplugin/nn/intrinsic/modules/conv_add.py.
 import pytest
@@ -332,6 +333,31 @@ def test_module_from_quantized_bit_identical_and_exports(isa, relu):
     assert torch.equal(ep.module()(x, y), want)
     back = qplugin.pt2.to_quantized(pmodel)
     assert torch.equal(back(x, y), want)
+
+
+@pytest.mark.parametrize("relu", [False, True], ids=["add", "add_relu"])
+def test_module_compile_no_graph_break(relu):
+    qmodel = _Net(relu).eval()
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    x, y = _inputs()
+    with torch.no_grad():
+        want = qmodel(x, y)
+    torch._dynamo.reset()
+    explain = torch._dynamo.explain(pmodel)(x, y)
+    assert explain.graph_break_count == 0, explain.break_reasons
+    assert explain.graph_count == 1
+    torch._dynamo.reset()
+    cm = torch.compile(pmodel, backend="aot_eager")
+    assert torch.equal(cm(x, y), want)
+    assert torch.equal(cm(x, y), want)
+
+
+def test_module_torchscript_door_unchanged():
+    # The modules' TorchScript forward still calls the legacy ops (no overload names there).
+    qmodel = _Net(True).eval()
+    x, y = _inputs()
+    want = qmodel(x, y)
+    assert torch.equal(torch.jit.script(qmodel)(x, y), want)
 
 
 @requires_torch_ao
