@@ -4,7 +4,7 @@
 # its own qaccum_scale / qaccum_zero_point), torch.library.opcheck, fake metadata = real, bad
 # inputs naming the op (eager and fake), the Route row, and qplugin.nn.intrinsic.ConvAdd2d /
 # ConvAddReLU2d through qplugin.pt2.from_quantized: bit-identical, exported, compiled with 0
-# graph breaks.
+# graph breaks, packaged with AOTInductor.
 # Changes with: csrc/ops/conv.cpp, csrc/ops/quantized_cpu/conv_kernel.cpp,
 # qplugin/pt2/fake/conv.py, qplugin/pt2/routes/conv.py, qplugin/nn/intrinsic/modules/conv_add.py.
 import pytest
@@ -350,6 +350,19 @@ def test_module_compile_no_graph_break(relu):
     cm = torch.compile(pmodel, backend="aot_eager")
     assert torch.equal(cm(x, y), want)
     assert torch.equal(cm(x, y), want)
+
+
+@pytest.mark.parametrize("relu", [False, True], ids=["add", "add_relu"])
+def test_module_aoti_package(relu, tmp_path):
+    # AOTInductor: the packed object is packaged, the proxy executor calls the .plain op.
+    qmodel = _Net(relu).eval()
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    x, y = _inputs()
+    with torch.no_grad():
+        want = qmodel(x, y)
+    ep = torch.export.export(pmodel, (x, y), strict=False)
+    path = torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "c.pt2"))
+    assert torch.equal(torch._inductor.aoti_load_package(path)(x, y), want)
 
 
 def test_module_torchscript_door_unchanged():
