@@ -16,8 +16,8 @@ import qplugin
 from qplugin.nn import intrinsic as qnni
 from qplugin.pt2 import QTensor
 from _block_torch_ao import requires_torch_ao
-from _plain_act_helpers import (assert_fake_matches, bad_input_cases, opcheck, raises_naming,
-                                routes_by_legacy, run_both)
+from _plain_act_helpers import (assert_fake_matches, bad_input_cases, opcheck, plain_call,
+                                raises_naming, routes_by_legacy, run_both)
 
 Q = torch.ops.qplugin
 CL = torch.channels_last
@@ -136,7 +136,6 @@ def test_plain_output_layout_and_mutation_check():
 
 def _plain_args(i, relu, per_channel, x_layout="contiguous", a_layout="contiguous"):
     x, acc, packed = _case(i, per_channel, x_layout=x_layout, a_layout=a_layout)
-    from _plain_act_helpers import plain_call
     plain, pargs, _, _, _ = plain_call(_route(relu), (x, acc, packed, 0.06, 110))
     return plain, pargs
 
@@ -205,7 +204,8 @@ def _bad_shapes(pargs):
          "expected an input at least as large as the dilated kernel"),
         ("transposed packed", _with(pargs, packed_weight=w_t),
          "expected packed weights of a conv (conv*_prepack)"),
-        ("output scale", _with(pargs, output_scale=0.0), "expected a finite, positive output_scale"),
+        ("output scale", _with(pargs, output_scale=0.0),
+         "expected a finite, positive output_scale"),
         ("output scale nan", _with(pargs, output_scale=float("nan")),
          "expected a finite, positive output_scale"),
         ("output zero point", _with(pargs, output_zero_point=256),
