@@ -79,6 +79,14 @@ void define_conv(torch::Library& m) {
   QP_PLAIN("conv_transpose2d", QP_C2);
   QP_PLAIN("conv_transpose3d", QP_C3);
 #undef QP_PLAIN
+  // conv2d_add[_relu]: qaccum (uint8 codes of the output's shape) with its own qparams follows qx.
+#define QP_PLAIN_ADD(name)                                                                  \
+  m.def(name ".plain(Tensor qx, float qx_scale, int qx_zero_point, Tensor qaccum, "          \
+        "float qaccum_scale, int qaccum_zero_point, " QP_C2 " packed_weight, "               \
+        "float output_scale, int output_zero_point) -> Tensor")
+  QP_PLAIN_ADD("conv2d_add");
+  QP_PLAIN_ADD("conv2d_add_relu");
+#undef QP_PLAIN_ADD
 
   m.def("conv1d_unpack(" QP_C2 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");
   m.def("conv2d_unpack(" QP_C2 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");

@@ -205,13 +205,13 @@ at::Tensor conv3d_legacy(const at::Tensor& x, const P3& w, IntList /*stride*/,
 // qx: quint8 [N, C_in, H, W]; qaccum: quint8 of the output's shape [N, C_out, OH, OW] (any
 // layout, any qparams; never written: PyTorch writes the result into a channels-last qaccum,
 // qplugin does not). Output: channels-last quint8, as PyTorch's. Same bytes under every ISA.
+// On the PT2 door (conv2d_add[_relu].plain) qx / qaccum are uint8 codes with explicit qparams
+// and the output is uint8 codes (channels last); the same core runs for both doors.
+// `op` names the overload in messages ("conv2d_add" or "conv2d_add.plain"); x and qaccum come
+// from either door (QArg), the result is on x's door (quint8 or uint8 codes, channels last).
 template <bool Relu>
-at::Tensor conv2d_add(const at::Tensor& x, const at::Tensor& qaccum, const P2& w, double scale,
-                      int64_t zp) {
-  const char* op = Relu ? "conv2d_add_relu" : "conv2d_add";
-  check_packed(op, w, false, false);
-  checks::check_quantized_input(op, "qx", x, {at::kQUInt8});
-  checks::check_quantized_input(op, "qaccum", qaccum, {at::kQUInt8});
+at::Tensor conv2d_add_core(const char* op, const QArg& x, const QArg& qaccum, const P2& w,
+                           double scale, int64_t zp) {
   TORCH_CHECK(x.dim() == 4, "qplugin::", op, ": expected a 4-D input qx (N, C, H, W), got ",
               x.dim(), "-D (shape ", x.sizes(), ")");
   checks::check_output_qparams(op, scale, zp, at::kQUInt8);
@@ -239,8 +239,8 @@ at::Tensor conv2d_add(const at::Tensor& x, const at::Tensor& qaccum, const P2& w
               ": expected qx with a finite, positive scale, got ", in_scale);
   TORCH_CHECK(std::isfinite(a_scale) && a_scale > 0.0, "qplugin::", op,
               ": expected qaccum with a finite, positive scale, got ", a_scale);
-  at::Tensor y = at::_empty_affine_quantized({N, Cout, OH, OW}, x.options().dtype(at::kQUInt8),
-                                             scale, zp, at::MemoryFormat::ChannelsLast);
+  at::Tensor y = new_output(x, {N, Cout, OH, OW}, at::kQUInt8, scale, zp,
+                            at::MemoryFormat::ChannelsLast);
   if (y.numel() == 0) return y;
 
   // Weight [C_out][KH][KW][C_in/g] int8 (the im2col order), zero points and scales per channel.
@@ -269,12 +269,12 @@ at::Tensor conv2d_add(const at::Tensor& x, const at::Tensor& qaccum, const P2& w
 
   const int64_t Cg = Cin / G, Cog = Cout / G, Kt = KH * KW * Cg, P = OH * OW;
   const uint8_t in_zp = static_cast<uint8_t>(x.q_zero_point());
-  const at::Tensor xl = x.contiguous(at::MemoryFormat::ChannelsLast);  // NHWC
+  const QArg xl = x.contiguous(at::MemoryFormat::ChannelsLast);  // NHWC
   const uint8_t* xp = reinterpret_cast<const uint8_t*>(xl.data_ptr());
-  const at::Tensor ac = qaccum.contiguous(at::MemoryFormat::ChannelsLast);
+  const QArg ac = qaccum.contiguous(at::MemoryFormat::ChannelsLast);
   const uint8_t* ap = reinterpret_cast<const uint8_t*>(ac.data_ptr());
   const int64_t a_zp = qaccum.q_zero_point();
-  uint8_t* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
+  uint8_t* yp = reinterpret_cast<uint8_t*>(out_ptr(y));
   const int8_t* wp = reinterpret_cast<const int8_t*>(wi.data_ptr());
   std::vector<uint8_t> col(static_cast<size_t>(P * Kt));
   std::vector<int64_t> acc(static_cast<size_t>(P * Cout));
@@ -318,6 +318,28 @@ at::Tensor conv2d_add(const at::Tensor& x, const at::Tensor& qaccum, const P2& w
     });
   }
   return y;
+}
+
+template <bool Relu>
+at::Tensor conv2d_add(const at::Tensor& x, const at::Tensor& qaccum, const P2& w, double scale,
+                      int64_t zp) {
+  const char* op = Relu ? "conv2d_add_relu" : "conv2d_add";
+  check_packed(op, w, false, false);
+  const QArg qx = QArg::quantized(op, "qx", x, {at::kQUInt8});
+  const QArg qa = QArg::quantized(op, "qaccum", qaccum, {at::kQUInt8});
+  return conv2d_add_core<Relu>(op, qx, qa, w, scale, zp);
+}
+// .plain: (qx, qx_scale, qx_zero_point, qaccum, qaccum_scale, qaccum_zero_point, packed_weight,
+// output_scale, output_zero_point) -> uint8 codes, channels last.
+template <bool Relu>
+at::Tensor conv2d_add_plain(const at::Tensor& x, double xs, int64_t xzp, const at::Tensor& qaccum,
+                            double as, int64_t azp, const P2& w, double scale, int64_t zp) {
+  const char* base = Relu ? "conv2d_add_relu" : "conv2d_add";
+  const char* op = Relu ? "conv2d_add_relu.plain" : "conv2d_add.plain";
+  check_packed(op, w, false, false);
+  const QArg qx = QArg::plain(base, "qx", x, xs, xzp, {at::kQUInt8});
+  const QArg qa = QArg::plain(base, "qaccum", qaccum, as, azp, {at::kQUInt8});
+  return conv2d_add_core<Relu>(op, qx, qa, w, scale, zp);
 }
 
 at::Tensor conv_transpose1d(const at::Tensor& x, const P2& w, double scale, int64_t zp) {
@@ -406,7 +428,9 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> conv_transpose3d_unpack(const 
   m.impl("conv3d_relu.plain", TORCH_FN(qplugin::ops::conv3d_plain<true>));                   \
   m.impl("conv_transpose1d.plain", TORCH_FN(qplugin::ops::conv_transpose1d_plain));          \
   m.impl("conv_transpose2d.plain", TORCH_FN(qplugin::ops::conv_transpose2d_plain));          \
-  m.impl("conv_transpose3d.plain", TORCH_FN(qplugin::ops::conv_transpose3d_plain));
+  m.impl("conv_transpose3d.plain", TORCH_FN(qplugin::ops::conv_transpose3d_plain));          \
+  m.impl("conv2d_add.plain", TORCH_FN(qplugin::ops::conv2d_add_plain<false>));               \
+  m.impl("conv2d_add_relu.plain", TORCH_FN(qplugin::ops::conv2d_add_plain<true>));
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
   QPLUGIN_REGISTER_CONV(m)

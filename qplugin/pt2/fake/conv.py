@@ -1,7 +1,8 @@
 """Fake kernels of the conv `.plain` overloads (csrc/ops/conv.cpp): qx uint8 codes (N, C, [D,] H, W)
 or (N, C, L) for the 1-d ops, result uint8 codes in channels-last layout (a 1-d result is the
 channels-last 4-d result with H = 1 squeezed, strides included), as the real kernels
-(packed/conv_packed_params.cpp apply, ops/quantized_cpu/conv_kernel.cpp).
+(packed/conv_packed_params.cpp apply, ops/quantized_cpu/conv_kernel.cpp). conv2d_add[_relu].plain
+also takes qaccum (uint8 codes of the output's shape, any layout) and its qparams.
 Changes with: csrc/packed/conv_packed_params.cpp (apply's checks and output sizes),
 qplugin/pt2/routes/conv.py.
 """
@@ -64,3 +65,46 @@ _OPS = [  # (name, spatial of the packed class, transposed, 1-d)
 ]
 for _name, _sp, _tr, _1d in _OPS:
     _util.register(f"qplugin::{_name}.plain", _conv_fake(_name, _sp, _tr, _1d))
+
+
+def _conv_add_fake(name):
+    """conv2d_add[_relu].plain: the checks of conv_kernel.cpp's conv2d_add_core that need no data,
+    in its order; result [N, C_out, OH, OW] uint8, channels last."""
+    op = f"{name}.plain"
+
+    def fake(qx, qx_scale, qx_zero_point, qaccum, qaccum_scale, qaccum_zero_point,
+             packed_weight, output_scale, output_zero_point):
+        w = packed_view(packed_weight)
+        torch._check(not w.transposed, lambda: f"qplugin::{op}: expected packed weights of a "
+                     "conv (conv*_prepack), got a transposed conv's")
+        _util.check_codes(op, "qx", qx)
+        _util.check_qparams(op, "qx", qx_scale, qx_zero_point, torch.uint8)
+        _util.check_codes(op, "qaccum", qaccum)
+        _util.check_qparams(op, "qaccum", qaccum_scale, qaccum_zero_point, torch.uint8)
+        torch._check(qx.dim() == 4, lambda: f"qplugin::{op}: expected a 4-D input qx (N, C, H, "
+                     f"W), got {qx.dim()}-D (shape {list(qx.shape)})")
+        _util.check_output_qparams(op, output_scale, output_zero_point)
+        cin = w.in_channels()
+        torch._check(qx.shape[1] == cin, lambda: f"qplugin::{op}: expected an input with {cin} "
+                     f"channels (the weight's in_channels), got {qx.shape[1]} (input shape "
+                     f"{list(qx.shape)})")
+        n, _, h, wd = qx.shape
+        kh, kw = w.weight_shape[2], w.weight_shape[3]
+        (sh, sw), (ph, pw), (dh, dw) = w.strides, w.paddings, w.dilations
+        rh, rw = h + 2 * ph - dh * (kh - 1) - 1, wd + 2 * pw - dw * (kw - 1) - 1
+        torch._check(rh >= 0 and rw >= 0, lambda: f"qplugin::{op}: expected an input at least "
+                     f"as large as the dilated kernel after padding, got input {h}x{wd}, kernel "
+                     f"{kh}x{kw}, padding {ph}x{pw}, dilation {dh}x{dw}")
+        out = [n, w.out_channels(), rh // sh + 1, rw // sw + 1]
+        torch._check(qaccum.dim() == 4, lambda: f"qplugin::{op}: expected qaccum of the output's "
+                     f"shape {out}, got {list(qaccum.shape)}")
+        for i in range(4):
+            torch._check(qaccum.shape[i] == out[i], lambda: f"qplugin::{op}: expected qaccum of "
+                         f"the output's shape {out}, got {list(qaccum.shape)}")
+        return torch.empty(out, dtype=torch.uint8, device=qx.device,
+                           memory_format=torch.channels_last)
+    return fake
+
+
+for _name in ("conv2d_add", "conv2d_add_relu"):
+    _util.register(f"qplugin::{_name}.plain", _conv_add_fake(_name))

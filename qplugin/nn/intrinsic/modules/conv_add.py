@@ -1,11 +1,13 @@
 """qplugin.nn.intrinsic.ConvAdd2d / ConvAddReLU2d (≙ torch.ao.nn.intrinsic.quantized.ConvAdd2d /
 ConvAddReLU2d, onednn-only in PyTorch): ``y = quant(conv2d(input) + extra_input)`` (ReLU after
-the add) on torch.ops.qplugin.conv2d_add / conv2d_add_relu.
+the add) on torch.ops.qplugin.conv2d_add / conv2d_add_relu; on qplugin.pt2.QTensor inputs (the PT2
+door) their `.plain` overloads run (qplugin/pt2/routes/conv.py).
 Changes with: qplugin/nn/modules/conv.py, csrc/ops/quantized_cpu/conv_kernel.cpp.
 """
 import torch
 
 from qplugin.nn.modules.conv import Conv2d, _pad_quantized, _reverse_repeat_padding
+from qplugin.nn.modules.utils import _packed_op_call
 
 __all__ = ["ConvAdd2d", "ConvAddReLU2d"]
 
@@ -39,8 +41,12 @@ class ConvAdd2d(_ConvAddMixin, Conv2d):
         if self.padding_mode != "zeros":
             input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
                                    self.padding_mode)
-        return torch.ops.qplugin.conv2d_add(input, extra_input, self._packed_params, self.scale,
-                                            self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv2d_add(input, extra_input, self._packed_params,
+                                                self.scale, self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv2d_add.default,
+                               (input, extra_input, self._packed_params, self.scale,
+                                self.zero_point))
 
 
 class ConvAddReLU2d(_ConvAddMixin, Conv2d):
@@ -65,5 +71,9 @@ class ConvAddReLU2d(_ConvAddMixin, Conv2d):
         if self.padding_mode != "zeros":
             input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
                                    self.padding_mode)
-        return torch.ops.qplugin.conv2d_add_relu(input, extra_input, self._packed_params,
-                                                 self.scale, self.zero_point)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv2d_add_relu(input, extra_input, self._packed_params,
+                                                     self.scale, self.zero_point)
+        return _packed_op_call(torch.ops.qplugin.conv2d_add_relu.default,
+                               (input, extra_input, self._packed_params, self.scale,
+                                self.zero_point))
