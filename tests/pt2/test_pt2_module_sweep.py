@@ -90,9 +90,12 @@ def _inputs(shapes, seed=1):
     return tuple(torch.randn(*s, generator=g) for s in shapes)
 
 
-def _per_tensor_conv_transpose(prepared):
-    for mod in prepared.modules():  # per-tensor weights (per channel is rejected, as torch.ao)
-        if isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+def _per_tensor_weights(prepared):
+    # Per-tensor weight observers where the x86 per-channel one does not apply: ConvTranspose
+    # (per channel is rejected, as torch.ao) and PReLU (a 1-D weight).
+    for mod in prepared.modules():
+        if isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
+                            nn.PReLU)):
             mod.qconfig = Q.QConfig(activation=prepared.qconfig.activation,
                                     weight=Q.default_weight_observer)
 
@@ -117,7 +120,7 @@ def static(make, *shapes, fuse=None, fuse_train=False):
                 Q.fuse_modules(body, fuse, inplace=True)
         model.eval()
         model.qconfig = Q.get_default_qconfig("x86")
-        _per_tensor_conv_transpose(model)
+        _per_tensor_weights(model)
         Q.prepare(model, inplace=True)
         xs = _inputs(shapes)
         with torch.no_grad():
@@ -167,11 +170,20 @@ def embedding(make, *inputs, qconfig=None):
     given (indices, offsets)."""
     def build():
         torch.manual_seed(0)
-        m = make().eval()
+        m = _Holder(make()).eval()  # convert swaps children, never the model itself
         m.qconfig = qconfig or Q.float_qparams_weight_only_qconfig
         Q.prepare(m, inplace=True)
         return Q.convert(m), tuple(inputs)
     return build
+
+
+class _Holder(nn.Module):
+    def __init__(self, body):
+        super().__init__()
+        self.body = body
+
+    def forward(self, *xs):
+        return self.body(*xs)
 
 
 class _Functional(nn.Module):
