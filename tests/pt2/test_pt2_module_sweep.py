@@ -530,7 +530,10 @@ def test_module_runs_on_pt2_door(cls, cid):
         f"case {cls}/{cid} builds no {cls}: {sorted(c.__name__ for c in _classes_in(qmodel))}"
     static_door = not (cls.startswith("qplugin.nn.dynamic.") or "Embedding" in cls)
     pmodel = qplugin.pt2.from_quantized(qmodel)
-    assert target in _classes_in(pmodel) or target in (qnn.Quantize, qnn.DeQuantize)
+    assert any(isinstance(m, target) for m in pmodel.modules()) or \
+        target in (qnn.Quantize, qnn.DeQuantize)
+    back = qplugin.pt2.to_quantized(pmodel)
+    assert _classes_in(back) == _classes_in(qmodel)
     with torch.no_grad():
         ep = torch.export.export(pmodel, xs, strict=False)
     _check_graph(ep, static_door)
@@ -542,6 +545,7 @@ def test_module_runs_on_pt2_door(cls, cid):
                 want = qmodel(*xs)
                 _assert_equal(pmodel(*xs), want, f"PT2 eager [{isa}]")
                 _assert_equal(emod(*xs), want, f"exported [{isa}]")
+                _assert_equal(back(*xs), want, f"to_quantized [{isa}]")
         finally:
             torch.ops.qplugin._set_cpu_isa("auto")
 
