@@ -553,3 +553,102 @@ def test_module_runs_on_pt2_door(cls, cid):
 @pytest.mark.parametrize("cls", sorted(SKIP))
 def test_skipped_module(cls):
     pytest.skip(f"{cls}: {SKIP[cls]}")
+
+
+# ---------------------------------------------------------------------------------------------
+# qplugin.nn.functional: every form taking a quantized activation, called inside a float model's
+# forward between QuantStub and DeQuantStub (the pooling / resampling modules call these too).
+
+QF = qnn.functional
+_S, _Z = 0.0413, 117  # output qparams where a form takes them
+
+FUNCTIONAL_CASES = {
+    "layer_norm": (lambda x: QF.layer_norm(x, [4, 5], scale=_S, zero_point=_Z), (2, 3, 4, 5)),
+    "group_norm": (lambda x: QF.group_norm(x, 2, scale=_S, zero_point=_Z), (2, 4, 3, 3)),
+    "instance_norm": (lambda x: QF.instance_norm(x, scale=_S, zero_point=_Z), (2, 3, 4, 5)),
+    "max_pool1d": (lambda x: QF.max_pool1d(x, 3, 2, 1), (2, 3, 11)),
+    "max_pool2d": (lambda x: QF.max_pool2d(x, 3, 2, 1, ceil_mode=True), (2, 3, 9, 9)),
+    "max_pool3d": (lambda x: QF.max_pool3d(x, 2), (1, 2, 4, 6, 6)),
+    "avg_pool1d": (lambda x: QF.avg_pool1d(x, 3, 2, 1, count_include_pad=False), (2, 3, 11)),
+    "avg_pool2d": (lambda x: QF.avg_pool2d(x, 3, 2, 1, divisor_override=5), (2, 3, 9, 9)),
+    "avg_pool3d": (lambda x: QF.avg_pool3d(x, 2, ceil_mode=True), (1, 2, 5, 5, 5)),
+    "adaptive_avg_pool1d": (lambda x: QF.adaptive_avg_pool1d(x, 4), (2, 3, 10)),
+    "adaptive_avg_pool2d": (lambda x: QF.adaptive_avg_pool2d(x, (3, 2)), (2, 3, 7, 9)),
+    "adaptive_avg_pool3d": (lambda x: QF.adaptive_avg_pool3d(x, 2), (1, 2, 5, 6, 7)),
+    "adaptive_max_pool2d": (lambda x: QF.adaptive_max_pool2d(x, (3, 4)), (2, 3, 7, 9)),
+    "interpolate": (lambda x: QF.interpolate(x, scale_factor=2, mode="bilinear",
+                                             align_corners=False), (2, 3, 4, 5)),
+    "upsample": (lambda x: QF.upsample(x, size=(5, 7), mode="nearest"), (2, 3, 4, 5)),
+    "upsample_bilinear": (lambda x: QF.upsample_bilinear(x, scale_factor=2), (2, 3, 4, 5)),
+    "upsample_nearest": (lambda x: QF.upsample_nearest(x, scale_factor=3), (2, 3, 4, 5)),
+    "relu6": (lambda x: QF.relu6(x), (2, 3, 4, 4)),
+    "hardswish": (lambda x: QF.hardswish(x, _S, _Z), (2, 3, 4, 4)),
+    "elu": (lambda x: QF.elu(x, _S, _Z, alpha=0.5), (2, 3, 4, 4)),
+    "leaky_relu": (lambda x: QF.leaky_relu(x, 0.2), (2, 3, 4, 4)),
+    "sigmoid": (lambda x: QF.sigmoid(x), (2, 3, 4, 4)),
+    "hardsigmoid": (lambda x: QF.hardsigmoid(x), (2, 3, 4, 4)),
+    "hardtanh": (lambda x: QF.hardtanh(x, -0.5, 0.75), (2, 3, 4, 4)),
+    "clamp": (lambda x: QF.clamp(x, -0.3, 0.9), (2, 3, 4, 4)),
+    "celu": (lambda x: QF.celu(x, _S, _Z, alpha=0.7), (2, 3, 4, 4)),
+    "threshold": (lambda x: QF.threshold(x, 0.2, -0.4), (2, 3, 4, 4)),
+    "tanh": (lambda x: QF.tanh(x), (2, 3, 4, 4)),
+    "gelu": (lambda x: QF.gelu(x, approximate="tanh"), (2, 3, 4, 4)),
+    "silu": (lambda x: QF.silu(x, _S, _Z), (2, 3, 4, 4)),
+    "mish": (lambda x: QF.mish(x, _S, _Z), (2, 3, 4, 4)),
+    "softplus": (lambda x: QF.softplus(x, _S, _Z, beta=1.5), (2, 3, 4, 4)),
+    "softmax": (lambda x: QF.softmax(x, 1, _S, _Z), (2, 3, 4, 4)),
+}
+
+# Functional forms that legitimately have no PT2 form.
+FUNCTIONAL_SKIP = {
+    # These take a quantized *weight* tensor and prepack it on every call (linear_prepack /
+    # conv*_prepack on a qint8 tensor): a PT2 graph holds no quantized dtype, and on the PT2
+    # door the weight is prepacked once, at convert time, in the qplugin.nn.Linear / Conv*d
+    # modules (swept above), whose packed objects the graph lifts.
+    "linear": "takes a quantized weight tensor, prepacked per call; use qplugin.nn.Linear",
+    "conv1d": "takes a quantized weight tensor, prepacked per call; use qplugin.nn.Conv1d",
+    "conv2d": "takes a quantized weight tensor, prepacked per call; use qplugin.nn.Conv2d",
+    "conv3d": "takes a quantized weight tensor, prepacked per call; use qplugin.nn.Conv3d",
+}
+
+
+class _Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def test_every_functional_form_has_a_case():
+    names = set(QF.__all__)
+    assert names == set(FUNCTIONAL_CASES) | set(FUNCTIONAL_SKIP), (
+        f"missing: {sorted(names - set(FUNCTIONAL_CASES) - set(FUNCTIONAL_SKIP))}, stale: "
+        f"{sorted((set(FUNCTIONAL_CASES) | set(FUNCTIONAL_SKIP)) - names)}")
+    assert not set(FUNCTIONAL_CASES) & set(FUNCTIONAL_SKIP)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONAL_CASES))
+def test_functional_form_runs_on_pt2_door(name):
+    fn, shape = FUNCTIONAL_CASES[name]
+    qmodel, xs = direct(lambda: _Fn(fn), shape)()
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    with torch.no_grad():
+        ep = torch.export.export(pmodel, xs, strict=False)
+    _check_graph(ep, static_door=True)
+    emod = ep.module()
+    for isa in _isas():
+        torch.ops.qplugin._set_cpu_isa(isa)
+        try:
+            with torch.no_grad():
+                want = qmodel(*xs)
+                _assert_equal(pmodel(*xs), want, f"PT2 eager [{isa}]")
+                _assert_equal(emod(*xs), want, f"exported [{isa}]")
+        finally:
+            torch.ops.qplugin._set_cpu_isa("auto")
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONAL_SKIP))
+def test_skipped_functional_form(name):
+    pytest.skip(f"qplugin.nn.functional.{name}: {FUNCTIONAL_SKIP[name]}")
