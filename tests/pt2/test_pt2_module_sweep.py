@@ -100,10 +100,11 @@ def _per_tensor_weights(prepared):
                                     weight=Q.default_weight_observer)
 
 
-def static(make, *shapes, fuse=None, fuse_train=False):
+def static(make, *shapes, fuse=None, fuse_train=False, act=torch.quint8, channels_last=False):
     """float body -> _Wrap -> qplugin prepare (x86 qconfig), calibration, convert. `fuse`: lists
     of submodule names for qplugin.quantization.fuse_modules (in training mode when
-    `fuse_train`: the batch norm is folded at convert)."""
+    `fuse_train`: the batch norm is folded at convert). `act`: the activations' dtype (qint8:
+    a symmetric-range MinMax observer). `channels_last`: 4-D / 5-D inputs in that layout."""
     def build():
         torch.manual_seed(0)
         body = make()
@@ -120,9 +121,15 @@ def static(make, *shapes, fuse=None, fuse_train=False):
                 Q.fuse_modules(body, fuse, inplace=True)
         model.eval()
         model.qconfig = Q.get_default_qconfig("x86")
+        if act != torch.quint8:
+            model.qconfig = Q.QConfig(activation=Q.MinMaxObserver.with_args(dtype=act),
+                                      weight=model.qconfig.weight)
         _per_tensor_weights(model)
         Q.prepare(model, inplace=True)
         xs = _inputs(shapes)
+        if channels_last:
+            xs = tuple(x.contiguous(memory_format=torch.channels_last if x.dim() == 4 else
+                                    torch.channels_last_3d) for x in xs)
         with torch.no_grad():
             model(*xs)
             model(*[x * 1.5 for x in _inputs(shapes, seed=2)])
@@ -229,6 +236,8 @@ CASES = {
     "qplugin.nn.AdaptiveAvgPool1d": {"out3": static(lambda: nn.AdaptiveAvgPool1d(3), (2, 3, 10))},
     "qplugin.nn.AdaptiveAvgPool2d": {
         "out2x3": static(lambda: nn.AdaptiveAvgPool2d((2, 3)), (2, 3, 7, 9)),
+        "channels_last_qint8": static(lambda: nn.AdaptiveAvgPool2d((2, 3)), (2, 3, 7, 9),
+                                      act=torch.qint8, channels_last=True),
         "global": static(lambda: nn.AdaptiveAvgPool2d(1), (2, 3, 6, 6))},
     "qplugin.nn.AdaptiveAvgPool3d": {"out2": static(lambda: nn.AdaptiveAvgPool3d(2),
                                                     (1, 2, 5, 6, 7))},
@@ -243,16 +252,22 @@ CASES = {
     "qplugin.nn.MaxPool1d": {"k3s2": static(lambda: nn.MaxPool1d(3, 2), (2, 3, 11))},
     "qplugin.nn.MaxPool2d": {
         "k2": static(lambda: nn.MaxPool2d(2), (2, 3, 6, 6)),
+        "channels_last_qint8": static(lambda: nn.MaxPool2d(2), (2, 3, 6, 6), act=torch.qint8,
+                                      channels_last=True),
         "k3s2p1d2": static(lambda: nn.MaxPool2d(3, 2, padding=1, dilation=2), (2, 3, 11, 11))},
     "qplugin.nn.MaxPool3d": {"k2": static(lambda: nn.MaxPool3d(2), (1, 2, 6, 6, 6))},
     "qplugin.nn.Upsample": {
         "nearest1d": static(lambda: nn.Upsample(scale_factor=2), (2, 3, 5)),
         "nearest2d": static(lambda: nn.Upsample(scale_factor=2), (2, 3, 4, 5)),
+        "nearest2d_channels_last": static(lambda: nn.Upsample(scale_factor=2), (2, 3, 4, 5),
+                                          channels_last=True),
         "nearest3d": static(lambda: nn.Upsample(size=(4, 6, 5)), (1, 2, 2, 3, 4)),
         "nearest_exact2d": static(lambda: nn.Upsample(scale_factor=1.5, mode="nearest-exact"),
                                   (2, 3, 4, 4)),
         "linear1d": static(lambda: nn.Upsample(scale_factor=2, mode="linear"), (2, 3, 5)),
         "bilinear2d": static(lambda: nn.Upsample(scale_factor=2, mode="bilinear"), (2, 3, 4, 5)),
+        "bilinear2d_qint8": static(lambda: nn.Upsample(scale_factor=2, mode="bilinear"),
+                                   (2, 3, 4, 5), act=torch.qint8),
         "bilinear2d_align": static(lambda: nn.Upsample(size=(7, 9), mode="bilinear",
                                                        align_corners=True), (2, 3, 4, 5)),
         "trilinear3d": static(lambda: nn.Upsample(scale_factor=2, mode="trilinear"),
@@ -260,7 +275,9 @@ CASES = {
     # -- normalization --
     "qplugin.nn.BatchNorm2d": {"c3": static(lambda: nn.BatchNorm2d(3), (2, 3, 5, 5))},
     "qplugin.nn.BatchNorm3d": {"c3": static(lambda: nn.BatchNorm3d(3), (2, 3, 3, 4, 4))},
-    "qplugin.nn.LayerNorm": {"last2": static(lambda: nn.LayerNorm([4, 5]), (2, 3, 4, 5))},
+    "qplugin.nn.LayerNorm": {"last2": static(lambda: nn.LayerNorm([4, 5]), (2, 3, 4, 5)),
+                             "qint8": static(lambda: nn.LayerNorm(5), (2, 3, 5),
+                                             act=torch.qint8)},
     "qplugin.nn.GroupNorm": {"g2": static(lambda: nn.GroupNorm(2, 4), (2, 4, 3, 3))},
     "qplugin.nn.InstanceNorm1d": {"affine": static(lambda: nn.InstanceNorm1d(3, affine=True),
                                                    (2, 3, 8))},
@@ -268,11 +285,15 @@ CASES = {
     "qplugin.nn.InstanceNorm3d": {"affine": static(lambda: nn.InstanceNorm3d(2, affine=True),
                                                    (1, 2, 3, 4, 4))},
     # -- activations --
-    "qplugin.nn.ReLU6": {"": static(nn.ReLU6, (2, 3, 4, 4))},
-    "qplugin.nn.Hardswish": {"": static(nn.Hardswish, (2, 3, 4, 4))},
+    "qplugin.nn.ReLU6": {"": static(nn.ReLU6, (2, 3, 4, 4)),
+                         "qint8": static(nn.ReLU6, (2, 3, 4, 4), act=torch.qint8)},
+    "qplugin.nn.Hardswish": {"": static(nn.Hardswish, (2, 3, 4, 4)),
+                             "qint8_channels_last": static(nn.Hardswish, (2, 3, 4, 4),
+                                                           act=torch.qint8, channels_last=True)},
     "qplugin.nn.ELU": {"alpha": static(lambda: nn.ELU(0.7), (2, 3, 4, 4))},
     "qplugin.nn.LeakyReLU": {"slope": static(lambda: nn.LeakyReLU(0.05), (2, 3, 4, 4))},
-    "qplugin.nn.Sigmoid": {"": static(nn.Sigmoid, (2, 3, 4, 4))},
+    "qplugin.nn.Sigmoid": {"": static(nn.Sigmoid, (2, 3, 4, 4)),
+                           "qint8": static(nn.Sigmoid, (2, 3, 4, 4), act=torch.qint8)},
     "qplugin.nn.Tanh": {"": static(nn.Tanh, (2, 3, 4, 4))},
     "qplugin.nn.GELU": {"": static(nn.GELU, (2, 3, 4, 4)),
                         "tanh": static(lambda: nn.GELU(approximate="tanh"), (2, 3, 4, 4))},
@@ -298,6 +319,8 @@ CASES = {
                           (2, 3, 11))},
     "qplugin.nn.Conv2d": {
         "": static(lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9)),
+        "channels_last": static(lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9),
+                                channels_last=True),
         "depthwise_stride2": static(lambda: nn.Conv2d(6, 6, 3, stride=2, groups=6),
                                     (2, 6, 8, 8)),
         "dilation_groups": static(lambda: nn.Conv2d(4, 6, 3, dilation=2, groups=2),
@@ -332,6 +355,11 @@ CASES = {
                                  torch.tensor([1, 3, 9, 0, 2, 2, 7]), torch.tensor([0, 3, 5])),
         "mean_2d": embedding(lambda: nn.EmbeddingBag(10, 8, mode="mean"),
                              torch.tensor([[1, 3], [9, 0], [2, 2]])),
+        "padding_idx": embedding(lambda: nn.EmbeddingBag(10, 8, mode="sum", padding_idx=2),
+                                 torch.tensor([1, 2, 9, 2, 2, 7]), torch.tensor([0, 3, 4])),
+        "per_sample_weights": embedding(lambda: nn.EmbeddingBag(10, 8, mode="sum"),
+                                        torch.tensor([1, 3, 9, 0, 2]), torch.tensor([0, 2]),
+                                        torch.tensor([0.5, 1.0, -2.0, 0.25, 3.0])),
         "max_4bit": embedding(lambda: nn.EmbeddingBag(10, 8, mode="max"),
                               torch.tensor([1, 3, 9, 0, 2]), torch.tensor([0, 2]),
                               qconfig=Q.float_qparams_weight_only_qconfig_4bit)},
@@ -341,6 +369,12 @@ CASES = {
         "add": static(lambda: _Functional("add"), (2, 3, 4, 4), (2, 3, 4, 4)),
         "add_broadcast": static(lambda: _Functional("add"), (2, 3, 4, 4), (1, 3, 1, 4)),
         "add_relu": static(lambda: _Functional("add_relu"), (2, 3, 4, 4), (2, 3, 4, 4)),
+        "add_qint8": static(lambda: _Functional("add"), (2, 3, 4, 4), (2, 3, 4, 4),
+                            act=torch.qint8),
+        "mul_scalar_qint8": static(lambda: _Functional("mul_scalar", 0.5), (2, 3, 4, 4),
+                                   act=torch.qint8),
+        "cat_channels_last": static(lambda: _Functional("cat", 1), (2, 3, 4, 4), (2, 2, 4, 4),
+                                    channels_last=True),
         "add_scalar": static(lambda: _Functional("add_scalar", 0.75), (2, 3, 4, 4)),
         "mul": static(lambda: _Functional("mul"), (2, 3, 4, 4), (2, 3, 4, 4)),
         "mul_scalar": static(lambda: _Functional("mul_scalar", -1.5), (2, 3, 4, 4)),
