@@ -137,6 +137,28 @@ def static(make, *shapes, fuse=None, fuse_train=False, act=torch.quint8, channel
     return build
 
 
+def qat(make, *shapes, fuse=None):
+    """float body -> fuse_modules_qat -> prepare_qat (x86 QAT qconfig), two training steps'
+    worth of forward passes, eval, convert (the QAT modules' mapping)."""
+    def build():
+        torch.manual_seed(0)
+        body = make()
+        for m in body.modules():
+            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+                _randomize_bn(m)
+        model = _Wrap(body, len(shapes)).train()
+        if fuse:
+            Q.fuse_modules_qat(body, fuse, inplace=True)
+        model.qconfig = Q.get_default_qat_qconfig("x86")
+        Q.prepare_qat(model, inplace=True)
+        with torch.no_grad():
+            model(*_inputs(shapes, seed=3))
+            model(*_inputs(shapes, seed=4))
+        model.eval()
+        return Q.convert(model), _inputs(shapes)
+    return build
+
+
 def direct(make, *shapes):
     """A qplugin module built directly (`make()` returns it with its weights and output
     qparams), between qplugin.nn.Quantize and DeQuantize (quint8, scale 0.05, zero point 128)."""
@@ -310,11 +332,15 @@ CASES = {
     # -- linear and conv (fused forms below under intrinsic) --
     "qplugin.nn.Linear": {
         "": static(lambda: nn.Linear(12, 7), (4, 12)),
+        "qat": qat(lambda: nn.Linear(12, 7), (4, 12)),
         "3d_input_no_bias": static(lambda: nn.Linear(12, 7, bias=False), (2, 4, 12)),
         "linear_bn_folded": static(_seq(lambda: nn.Linear(12, 7), lambda: nn.BatchNorm1d(7)),
                                    (4, 12), fuse=[["0", "1"]], fuse_train=True)},
     "qplugin.nn.Conv1d": {
         "": static(lambda: nn.Conv1d(3, 5, 3), (2, 3, 11)),
+        "bn_folded_at_convert": static(_seq(lambda: nn.Conv1d(3, 4, 3),
+                                            lambda: nn.BatchNorm1d(4)),
+                                       (2, 3, 11), fuse=[["0", "1"]], fuse_train=True),
         "reflect": static(lambda: nn.Conv1d(3, 5, 3, padding=1, padding_mode="reflect"),
                           (2, 3, 11))},
     "qplugin.nn.Conv2d": {
@@ -388,18 +414,29 @@ CASES = {
                                                  (2, 3, 4, 4), fuse=[["0", "1"]])},
     "qplugin.nn.intrinsic.BNReLU3d": {"": static(_seq(lambda: nn.BatchNorm3d(3), nn.ReLU),
                                                  (1, 3, 3, 4, 4), fuse=[["0", "1"]])},
-    "qplugin.nn.intrinsic.ConvReLU1d": {"": static(_seq(lambda: nn.Conv1d(3, 5, 3), nn.ReLU),
-                                                   (2, 3, 11), fuse=[["0", "1"]])},
+    "qplugin.nn.intrinsic.ConvReLU1d": {
+        "": static(_seq(lambda: nn.Conv1d(3, 5, 3), nn.ReLU), (2, 3, 11), fuse=[["0", "1"]]),
+        "bn_folded_eval": static(_seq(lambda: nn.Conv1d(3, 4, 3), lambda: nn.BatchNorm1d(4),
+                                      nn.ReLU), (2, 3, 11), fuse=[["0", "1", "2"]])},
     "qplugin.nn.intrinsic.ConvReLU2d": {
         "": static(_seq(lambda: nn.Conv2d(3, 8, 3, stride=2), nn.ReLU), (2, 3, 9, 9),
                    fuse=[["0", "1"]]),
         "bn_folded_eval": static(_seq(lambda: nn.Conv2d(3, 4, 3), lambda: nn.BatchNorm2d(4),
                                       nn.ReLU), (2, 3, 7, 7), fuse=[["0", "1", "2"]]),
+        "qat_bn": qat(_seq(lambda: nn.Conv2d(3, 4, 3), lambda: nn.BatchNorm2d(4), nn.ReLU),
+                      (2, 3, 7, 7), fuse=[["0", "1", "2"]]),
         "bn_folded_at_convert": static(_seq(lambda: nn.Conv2d(3, 4, 3),
                                             lambda: nn.BatchNorm2d(4), nn.ReLU),
                                        (2, 3, 7, 7), fuse=[["0", "1", "2"]], fuse_train=True)},
-    "qplugin.nn.intrinsic.ConvReLU3d": {"": static(_seq(lambda: nn.Conv3d(2, 3, 3), nn.ReLU),
-                                                   (1, 2, 5, 5, 5), fuse=[["0", "1"]])},
+    "qplugin.nn.intrinsic.ConvReLU3d": {
+        "": static(_seq(lambda: nn.Conv3d(2, 3, 3), nn.ReLU), (1, 2, 5, 5, 5),
+                   fuse=[["0", "1"]]),
+        "qat_bn": qat(_seq(lambda: nn.Conv3d(2, 3, 3), lambda: nn.BatchNorm3d(3), nn.ReLU),
+                      (1, 2, 5, 5, 5), fuse=[["0", "1", "2"]]),
+        "bn_folded_at_convert": static(_seq(lambda: nn.Conv3d(2, 3, 3),
+                                            lambda: nn.BatchNorm3d(3), nn.ReLU),
+                                       (1, 2, 5, 5, 5), fuse=[["0", "1", "2"]],
+                                       fuse_train=True)},
     "qplugin.nn.intrinsic.LinearReLU": {"": static(_seq(lambda: nn.Linear(12, 7), nn.ReLU),
                                                    (4, 12), fuse=[["0", "1"]])},
     "qplugin.nn.intrinsic.LinearLeakyReLU": {"": direct(_qlinear(qnni.LinearLeakyReLU, 0.1),
