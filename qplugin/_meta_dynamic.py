@@ -4,8 +4,8 @@ the last dimension replaced by out_features; the RNN layer ops return [T, B, H] 
 and the last states; the dynamic convs return PyTorch's conv / transposed-conv output shape
 (channels-last for 2-d/3-d, as the real kernel), read from the packed object's
 __obj_flatten__ view (qplugin/pt2/fake/packed.py: weight_shape, stride(), padding(),
-output_padding(), dilation(), groups()). The packed-params objects are read through their in_features() /
-out_features() methods, which a FakeScriptObject forwards to the real object.
+output_padding(), dilation(), groups()). The linear packed-params objects are read through their
+in_features() / out_features() methods, which a FakeScriptObject forwards to the real object.
 Changes with: csrc/ops/linear_dynamic.cpp, csrc/ops/rnn_dynamic.cpp, csrc/ops/conv_dynamic.cpp
 (schemas and checks).
 """

@@ -10,11 +10,15 @@ those calls to the `.plain` overloads (qplugin/pt2/_router.py). Conversion there
 - turns one-element `scale` / `zero_point` buffers into Python float / int attributes, so that
   the modules' `float(self.scale)` is a constant under torch.export and torch.compile (a buffer
   would be a graph input, and `float()` of it a data-dependent scalar or a graph break).
-  `to_quantized` turns them back into buffers of the original dtype and shape.
-Both are plain module classes and attributes: a PT2 model pickles (torch.save) like any module.
+  `to_quantized` turns them back into buffers of the original dtype and shape;
+- gives the one module keeping a quantized-dtype buffer (qplugin.nn.PReLU, its weight) a PT2
+  twin class (`PReLU` below): the buffer becomes plain codes, its qparams Python numbers, and
+  forward wraps them in a QTensor per call (a QTensor buffer cannot be exported: torch.export
+  fakifies buffers, and FakeTensor rejects a tensor reporting is_quantized).
+All are plain module classes and attributes: a PT2 model pickles (torch.save) like any module.
 
-Changes with: qplugin/pt2/_router.py, qplugin/nn/modules/quantize.py,
-tests/pt2/test_pt2_models.py.
+Changes with: qplugin/pt2/_router.py, qplugin/nn/modules/quantize.py, qplugin/nn/modules/prelu.py
+(the twin's forward), tests/pt2/test_pt2_models.py, tests/pt2/test_pt2_module_sweep.py.
 """
 import copy
 from typing import Dict, Tuple

@@ -12,6 +12,7 @@
 # 13-module smoke set and _check_graph, whose rules this file applies).
 import copy
 import functools
+import pickle
 
 import pytest
 import torch
@@ -619,6 +620,23 @@ def test_module_runs_on_pt2_door(cls, cid):
                 _assert_equal(back(*xs), want, f"to_quantized [{isa}]")
         finally:
             torch.ops.qplugin._set_cpu_isa("auto")
+
+
+@pytest.mark.parametrize("cls,cid", [
+    ("qplugin.nn.PReLU", "per_channel"),  # the PT2 twin class and its plain-codes weight
+    ("qplugin.nn.Conv2d", "circular"),
+    ("qplugin.nn.QFunctional", "matmul"),
+    ("qplugin.nn.EmbeddingBag", "padding_idx"),
+    ("qplugin.nn.dynamic.LSTM", "2layers"),
+])
+def test_pt2_form_pickles_and_copies(cls, cid):
+    qmodel, xs = _built(cls, cid)
+    pmodel = qplugin.pt2.from_quantized(qmodel.eval())
+    with torch.no_grad():
+        want = qmodel(*xs)
+        for again in (pickle.loads(pickle.dumps(pmodel)), copy.deepcopy(pmodel)):
+            _assert_equal(again(*xs), want, "pickled / copied PT2 form")
+            _assert_equal(qplugin.pt2.to_quantized(again)(*xs), want, "and back")
 
 
 @pytest.mark.parametrize("cls", sorted(SKIP))
