@@ -168,7 +168,7 @@ def _quantized_buffers_of(mod) -> Dict[str, torch.Tensor]:
 
 def _check_no_quantized_state(model):
     for name, t in list(model.named_buffers()) + list(model.named_parameters()):
-        if t.is_quantized and not isinstance(t, QTensor):
+        if t.is_quantized:
             raise NotImplementedError(
                 f"qplugin.pt2.from_quantized: {name} is a {t.dtype} tensor; the PT2 door has no "
                 "route for modules keeping quantized-dtype tensors yet")
