@@ -108,8 +108,9 @@ def _per_tensor_weights(prepared):
 
 def static(make, *shapes, fuse=None, fuse_train=False, act=torch.quint8, channels_last=False):
     """float body -> _Wrap -> qplugin prepare (x86 qconfig), calibration, convert. `fuse`: lists
-    of submodule names for qplugin.quantization.fuse_modules (in training mode when
-    `fuse_train`: the batch norm is folded at convert). `act`: the activations' dtype (qint8:
+    of submodule names for qplugin.quantization.fuse_modules in eval mode (batch norm folded at
+    fusion), or with `fuse_train` fuse_modules_qat in training mode (a fused ConvBn / LinearBn
+    module stays until convert folds the batch norm). `act`: the activations' dtype (qint8:
     a symmetric-range MinMax observer). `channels_last`: 4-D / 5-D inputs in that layout."""
     def build():
         torch.manual_seed(0)
