@@ -2,9 +2,10 @@
 (torch.compile / torch.export) and torch.library.opcheck: the output shape is the input's with
 the last dimension replaced by out_features; the RNN layer ops return [T, B, H] (or packed rows)
 and the last states; the dynamic convs return PyTorch's conv / transposed-conv output shape
-(channels-last for 2-d/3-d, as the real kernel), read from the packed object's unpack(),
-stride(), padding(), output_padding(), dilation(), groups(). The packed-params objects are read through their in_features() /
-out_features() methods, which a FakeScriptObject forwards to the real object.
+(channels-last for 2-d/3-d, as the real kernel), read from the packed object's
+__obj_flatten__ view (qplugin/pt2/fake/packed.py: weight_shape, stride(), padding(),
+output_padding(), dilation(), groups()). The linear packed-params objects are read through their
+in_features() / out_features() methods, which a FakeScriptObject forwards to the real object.
 Changes with: csrc/ops/linear_dynamic.cpp, csrc/ops/rnn_dynamic.cpp, csrc/ops/conv_dynamic.cpp
 (schemas and checks).
 """
@@ -38,10 +39,12 @@ def _conv_fake(op, dim, transposed):
                      lambda: f"qplugin::{op}: expected a float32 input, got {x.dtype}")
         torch._check(x.dim() == dim + 2, lambda: f"qplugin::{op}: expected a {dim + 2}-D input "
                      f"{hint}, got {x.dim()}-D (shape {tuple(x.shape)})")
-        # unpack() copies real tensors through ATen: outside the fake mode (shapes only).
-        from torch._subclasses.fake_tensor import unset_fake_temporarily
-        with unset_fake_temporarily():
-            wshape = tuple(w.unpack()[0].shape)
+        # Shape and config from the packed object's __obj_flatten__ view (packed_view): a
+        # FakeScriptObject under torch.export / torch.compile answers no unpack(), and a real
+        # object (opcheck) gives the same view.
+        from qplugin.pt2.fake.packed import packed_view
+        w = packed_view(w)
+        wshape = tuple(w.weight_shape)
         groups = int(w.groups())
         # The packed 1-d ops live on the 2-d class with H = 1: drop that leading spatial entry.
         drop = 1 if dim == 1 else 0

@@ -184,9 +184,11 @@ def sigmoid(input: Tensor, scale: Optional[float] = None,
     if not input.is_quantized:
         raise ValueError(_not_quantized("sigmoid"))
     if scale is None or zero_point is None:
-        if input.dtype == torch.quint8:
+        # uint8 / int8: the codes dtype of a qplugin.pt2.QTensor (the PT2 door), which is
+        # quantized (checked above) with quint8 / qint8 meaning.
+        if input.dtype == torch.quint8 or input.dtype == torch.uint8:
             return torch.ops.qplugin.sigmoid(input, 1.0 / 256, 0)
-        if input.dtype == torch.qint8:
+        if input.dtype == torch.qint8 or input.dtype == torch.int8:
             return torch.ops.qplugin.sigmoid(input, 1.0 / 256, -128)
         return torch.ops.qplugin.sigmoid(input, 2.0 ** -32, 0)
     return torch.ops.qplugin.sigmoid(input, scale, zero_point)

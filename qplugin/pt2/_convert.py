@@ -10,16 +10,22 @@ those calls to the `.plain` overloads (qplugin/pt2/_router.py). Conversion there
 - turns one-element `scale` / `zero_point` buffers into Python float / int attributes, so that
   the modules' `float(self.scale)` is a constant under torch.export and torch.compile (a buffer
   would be a graph input, and `float()` of it a data-dependent scalar or a graph break).
-  `to_quantized` turns them back into buffers of the original dtype and shape.
-Both are plain module classes and attributes: a PT2 model pickles (torch.save) like any module.
+  `to_quantized` turns them back into buffers of the original dtype and shape;
+- gives the one module keeping a quantized-dtype buffer (qplugin.nn.PReLU, its weight) a PT2
+  twin class (`PReLU` below): the buffer becomes plain codes, its qparams Python numbers, and
+  forward wraps them in a QTensor per call (a QTensor buffer cannot be exported: torch.export
+  fakifies buffers, and FakeTensor rejects a tensor reporting is_quantized).
+All are plain module classes and attributes: a PT2 model pickles (torch.save) like any module.
 
-Changes with: qplugin/pt2/_router.py, qplugin/nn/modules/quantize.py,
-tests/pt2/test_pt2_models.py.
+Changes with: qplugin/pt2/_router.py, qplugin/nn/modules/quantize.py, qplugin/nn/modules/prelu.py
+(the twin's forward), tests/pt2/test_pt2_models.py, tests/pt2/test_pt2_module_sweep.py.
 """
 import copy
 from typing import Dict, Tuple
 
 import torch
+
+from qplugin.nn.modules.prelu import PReLU as _LegacyPReLU  # qplugin.nn imports before pt2
 
 from ._qtensor import QTensor
 
@@ -30,6 +36,9 @@ _QDTYPE = {v: k for k, v in _CODES.items()}
 # Attribute recording the buffers from_quantized turned into Python scalars:
 # {name: (dtype, shape)}, so that to_quantized restores them exactly.
 _SCALARS = "_qplugin_pt2_scalars"
+# Attribute recording the per-tensor quantized buffers from_quantized turned into plain codes:
+# {name: (quantized dtype, scale, zero_point)}.
+_QBUFFERS = "_qplugin_pt2_qbuffers"
 
 
 def _plain_op(name):
@@ -108,6 +117,32 @@ class DeQuantize(torch.nn.Module):
         return LegacyDeQuantize()
 
 
+def _qbuffer(mod, name: str) -> QTensor:
+    """The QTensor of a quantized buffer from_quantized turned into plain codes."""
+    _, scale, zero_point = mod._qplugin_pt2_qbuffers[name]
+    return QTensor(mod._buffers[name], scale, zero_point)
+
+
+class PReLU(_LegacyPReLU):
+    """qplugin.nn.PReLU on the PT2 door: the same module (state, repr, output qparams) with its
+    quint8 / qint8 weight held as plain codes plus Python qparams; forward passes it to
+    qplugin::prelu as a QTensor (routed to prelu.plain)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return torch.ops.qplugin.prelu(input, _qbuffer(self, "weight"), float(self.scale),
+                                       int(self.zero_point))
+
+
+def _twin_map():
+    """{qplugin.nn class keeping quantized buffers: its PT2 twin (same state, forward on
+    QTensor)}."""
+    return {_LegacyPReLU: PReLU}
+
+
+def _untwin_map():
+    return {v: k for k, v in _twin_map().items()}
+
+
 def _swap_map():
     from qplugin import nn as qnn
     return {qnn.Quantize: Quantize, qnn.DeQuantize: DeQuantize}
@@ -121,6 +156,14 @@ def _scalars_of(mod) -> Dict[str, Tuple[torch.dtype, Tuple[int, ...]]]:
         if isinstance(b, torch.Tensor) and not b.is_quantized and b.numel() == 1:
             found[name] = (b.dtype, tuple(b.shape))
     return found
+
+
+def _quantized_buffers_of(mod) -> Dict[str, torch.Tensor]:
+    """Per-tensor quint8 / qint8 buffers of a module (its own, not its children's)."""
+    return {n: b for n, b in mod._buffers.items()
+            if isinstance(b, torch.Tensor) and not isinstance(b, QTensor) and b.is_quantized
+            and b.dtype in _CODES and b.qscheme() in (torch.per_tensor_affine,
+                                                      torch.per_tensor_symmetric)}
 
 
 def _check_no_quantized_state(model):
@@ -166,6 +209,22 @@ def from_quantized(model: torch.nn.Module, inplace: bool = False) -> torch.nn.Mo
             v = t.item()
             object.__setattr__(mod, n, float(v) if n == "scale" else int(v))
         object.__setattr__(mod, _SCALARS, dict(getattr(mod, _SCALARS, {}), **scalars))
+    twins = _twin_map()
+    for mod in model.modules():
+        twin = twins.get(type(mod))
+        if twin is None:
+            continue
+        # A module keeping per-tensor quantized buffers (PReLU's weight): the buffers become
+        # plain codes, their qparams Python scalars (_QBUFFERS), and the module's class a twin
+        # whose forward wraps them in a QTensor per call. (A QTensor *buffer* cannot be used:
+        # torch.export fakifies buffers and a QTensor reports is_quantized, which FakeTensor
+        # rejects: "quantized nyi in meta tensors".)
+        qbufs = {}
+        for n, t in _quantized_buffers_of(mod).items():
+            mod._buffers[n] = t.int_repr()
+            qbufs[n] = (t.dtype, float(t.q_scale()), int(t.q_zero_point()))
+        object.__setattr__(mod, _QBUFFERS, qbufs)
+        mod.__class__ = twin
     _check_no_quantized_state(model)
     return model
 
@@ -186,6 +245,11 @@ def to_quantized(model: torch.nn.Module, inplace: bool = False) -> torch.nn.Modu
             if isinstance(child, (Quantize, DeQuantize)):
                 parent._modules[name] = child.to_quantized()
     for mod in model.modules():
+        if type(mod) in _untwin_map():
+            mod.__class__ = _untwin_map()[type(mod)]
+        for n, (_, scale, zero_point) in mod.__dict__.pop(_QBUFFERS, {}).items():
+            mod._buffers[n] = torch._make_per_tensor_quantized_tensor(
+                mod._buffers[n], scale, zero_point)
         scalars = mod.__dict__.pop(_SCALARS, None)
         if not scalars:
             continue

@@ -32,6 +32,12 @@ def _reverse_repeat_padding(padding: List[int]) -> List[int]:
 
 def _pad_quantized(x: torch.Tensor, pad: List[int], mode: str) -> torch.Tensor:
     """Pads the integer codes (exact: padding copies quantized values) and re-wraps them."""
+    if not torch.jit.is_scripting():
+        if type(x) is not torch.Tensor and hasattr(x, "int_data"):
+            # qplugin.pt2.QTensor (the PT2 door): the same padding of its codes, re-wrapped with
+            # its qparams, so no quantized-dtype tensor is made.
+            codes = F.pad(x.int_repr().float(), pad, mode=mode).to(x.dtype)
+            return type(x)(codes, x.q_scale(), x.q_zero_point())
     codes = F.pad(x.int_repr().float(), pad, mode=mode).to(torch.uint8)
     return torch._make_per_tensor_quantized_tensor(codes, x.q_scale(), x.q_zero_point())
 

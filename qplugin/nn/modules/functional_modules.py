@@ -165,14 +165,16 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
         return r
 
     def matmul(self, x: Tensor, y: Tensor) -> Tensor:
-        r"""Quantized ``torch.matmul`` with the module's output qparams. qplugin has no int8
-        matmul kernel yet: this dequantizes, multiplies in float and quantizes (round half to
-        even) -- correct, not accelerated."""
+        r"""``torch.ops.qplugin.matmul(x, y, scale, zero_point)``: quantized ``torch.matmul``
+        with the module's output qparams (exact integer product, requantized round half to
+        even; torch.ao's dequantizes and multiplies in float32, within 1 of it). Being the op,
+        it also runs on the PT2 door (matmul.plain)."""
         if not (x.is_quantized and y.is_quantized):
             raise ValueError("qplugin.nn.QFunctional.matmul: expected quantized inputs, got"
                              " non-quantized ones")
-        r = torch.matmul(x.dequantize(), y.dequantize())
-        return torch.quantize_per_tensor(r, float(self.scale), int(self.zero_point), x.dtype)
+        r = torch.ops.qplugin.matmul(x, y, float(self.scale), int(self.zero_point))
+        r = self.activation_post_process(r)
+        return r
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
