@@ -57,6 +57,10 @@ class _FakePacked:
         cfg = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS)
         return f"Fake{self._NAME}({cfg})"
 
+    def __len__(self):
+        # As the real class's (csrc/library.cpp): no length, TypeError like any unsized object.
+        raise TypeError(f"object of type qplugin.{self._NAME} has no len()")
+
     # Methods of the real class that need the weights or the packing.
     def kernel(self):
         _not_while_tracing(self._NAME, "kernel")
