@@ -23,6 +23,12 @@ struct QuantActKernels {
   // q[i] as in the header comment, i in [0, n).
   void (*quantize)(const float* x, int64_t n, float inv_scale, float zp, float top,
                    uint8_t* q);
+  // quantize_per_tensor.plain (the PT2 door's Quantize; torch's quantize_per_tensor bytes):
+  //   t = fma(x, inv_scale, zp) (one rounding); q = clamp(nearbyint(t), lo, hi), ties to even;
+  //   NaN and t >= hi -> hi. Codes int8 ([-128, 127]) when is_signed, else uint8 ([0, 255]).
+  // Clamping before the rounding is the same (lo and hi are integers, rounding is monotone).
+  void (*quantize_affine)(const float* x, int64_t n, float inv_scale, float zp, bool is_signed,
+                          void* q);
 };
 
 // The kernels of current_isa().

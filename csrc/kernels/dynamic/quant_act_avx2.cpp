@@ -71,10 +71,42 @@ void quantize(const float* x, int64_t n, float inv_scale, float zp, float top, u
   }
 }
 
+// max(lo, t) first: maxps returns its second operand when one is NaN, so NaN survives it and
+// minps(NaN, hi) then gives hi (the scalar reference's NaN -> hi).
+inline __m256i quant_affine8(const float* x, __m256 inv, __m256 zp, __m256 lo, __m256 hi) {
+  const __m256 t = _mm256_fmadd_ps(_mm256_loadu_ps(x), inv, zp);
+  return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(lo, t), hi));
+}
+
+void quantize_affine(const float* x, int64_t n, float inv_scale, float zp, bool is_signed,
+                     void* qv) {
+  uint8_t* q = static_cast<uint8_t*>(qv);
+  const float flo = is_signed ? -128.0f : 0.0f, fhi = is_signed ? 127.0f : 255.0f;
+  const __m256 inv = _mm256_set1_ps(inv_scale), z = _mm256_set1_ps(zp);
+  const __m256 lo = _mm256_set1_ps(flo), hi = _mm256_set1_ps(fhi);
+  const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i a = quant_affine8(x + i, inv, z, lo, hi);
+    const __m256i b = quant_affine8(x + i + 8, inv, z, lo, hi);
+    const __m256i c = quant_affine8(x + i + 16, inv, z, lo, hi);
+    const __m256i d = quant_affine8(x + i + 24, inv, z, lo, hi);
+    // In range already: the saturating packs are exact; the permute undoes their lane order.
+    const __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
+    const __m256i p = is_signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_permutevar8x32_epi32(p, perm));
+  }
+  for (; i < n; ++i) {
+    const float t = std::fma(x[i], inv_scale, zp);
+    const float r = !(t < fhi) ? fhi : std::fmax(std::nearbyint(t), flo);
+    q[i] = static_cast<uint8_t>(static_cast<int32_t>(r));  // int8 codes: modulo 256, C++20
+  }
+}
+
 }  // namespace
 
 const QuantActKernels& quant_act_table() {
-  static const QuantActKernels t{Isa::kAvx2, &minmax, &quantize};
+  static const QuantActKernels t{Isa::kAvx2, &minmax, &quantize, &quantize_affine};
   return t;
 }
 

@@ -55,10 +55,28 @@ void quantize(const float* x, int64_t n, float inv_scale, float zp, float top, u
   }
 }
 
+// max(lo, t) first: maxps returns its second operand when one is NaN, so NaN survives it and
+// minps(NaN, hi) then gives hi (the scalar reference's NaN -> hi). In-range int32 -> 8 bits by
+// truncation is exact for both code types.
+void quantize_affine(const float* x, int64_t n, float inv_scale, float zp, bool is_signed,
+                     void* qv) {
+  uint8_t* q = static_cast<uint8_t*>(qv);
+  const __m512 inv = _mm512_set1_ps(inv_scale), z = _mm512_set1_ps(zp);
+  const __m512 lo = _mm512_set1_ps(is_signed ? -128.0f : 0.0f);
+  const __m512 hi = _mm512_set1_ps(is_signed ? 127.0f : 255.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t r = n - i < 16 ? n - i : 16;
+    const __mmask16 k = static_cast<__mmask16>(r >= 16 ? 0xFFFFu : (1u << r) - 1u);
+    const __m512 t = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, x + i), inv, z);
+    const __m512 c = _mm512_min_ps(_mm512_max_ps(lo, t), hi);
+    _mm_mask_storeu_epi8(q + i, k, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(c)));
+  }
+}
+
 }  // namespace
 
 const QuantActKernels& quant_act_table() {
-  static const QuantActKernels t{Isa::kAvx512Vnni, &minmax, &quantize};
+  static const QuantActKernels t{Isa::kAvx512Vnni, &minmax, &quantize, &quantize_affine};
   return t;
 }
 

@@ -31,10 +31,35 @@ void quantize(const float* x, int64_t n, float inv_scale, float zp, float top, u
   }
 }
 
+template <typename T>
+void quantize_affine_t(const float* x, int64_t n, float inv_scale, float zp, float lo, float hi,
+                       T* q) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float t = std::fma(x[i], inv_scale, zp);
+    float r;
+    if (!(t < hi)) {
+      r = hi;  // NaN, +inf and everything at or above the top code
+    } else {
+      r = std::nearbyint(t);
+      r = r < lo ? lo : r;
+    }
+    q[i] = static_cast<T>(static_cast<int32_t>(r));
+  }
+}
+
+void quantize_affine(const float* x, int64_t n, float inv_scale, float zp, bool is_signed,
+                     void* q) {
+  if (is_signed) {
+    quantize_affine_t(x, n, inv_scale, zp, -128.0f, 127.0f, static_cast<int8_t*>(q));
+  } else {
+    quantize_affine_t(x, n, inv_scale, zp, 0.0f, 255.0f, static_cast<uint8_t*>(q));
+  }
+}
+
 }  // namespace
 
 const QuantActKernels& quant_act_table() {
-  static const QuantActKernels t{Isa::kScalar, &minmax, &quantize};
+  static const QuantActKernels t{Isa::kScalar, &minmax, &quantize, &quantize_affine};
   return t;
 }
 

@@ -16,26 +16,20 @@
 
 #include "common/qarg.h"
 #include "common/quant_utils.h"
+#include "kernels/dynamic/quant_act.h"
 #include "register.h"
 
 namespace qplugin {
 namespace ops {
 namespace {
 
-template <typename T>
-void quantize_loop(const float* x, int64_t n, float inv, float zp, float lo, float hi, T* q) {
+// Vectorized per ISA (kernels/dynamic/quant_act.h quantize_affine; every tier gives the scalar
+// reference's bytes, tests/pt2/test_plain_quantize.py runs them all).
+void quantize_loop(const float* x, int64_t n, float inv, float zp, bool is_signed, void* q) {
+  const auto& k = kernels::dynamic::quant_act_kernels();
+  uint8_t* qb = static_cast<uint8_t*>(q);
   at::parallel_for(0, n, 32768, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const float t = std::fma(x[i], inv, zp);
-      float r;
-      if (!(t < hi)) {
-        r = hi;  // NaN, +inf and everything above the range
-      } else {
-        r = std::nearbyint(t);
-        r = r < lo ? lo : (r > hi ? hi : r);
-      }
-      q[i] = static_cast<T>(r);
-    }
+    k.quantize_affine(x + i0, i1 - i0, inv, zp, is_signed, qb + i0);
   });
 }
 
@@ -76,12 +70,7 @@ at::Tensor quantize_per_tensor_plain(const at::Tensor& x, double scale, int64_t 
   const at::Tensor xc = x.contiguous(fmt);
   const float inv = 1.0f / static_cast<float>(scale);
   const float zp = static_cast<float>(zero_point);
-  const float lo = static_cast<float>(r.first), hi = static_cast<float>(r.second);
-  if (cd == at::kByte) {
-    quantize_loop(xc.data_ptr<float>(), x.numel(), inv, zp, lo, hi, y.data_ptr<uint8_t>());
-  } else {
-    quantize_loop(xc.data_ptr<float>(), x.numel(), inv, zp, lo, hi, y.data_ptr<int8_t>());
-  }
+  quantize_loop(xc.data_ptr<float>(), x.numel(), inv, zp, cd == at::kChar, y.data_ptr());
   return y;
 }
 
