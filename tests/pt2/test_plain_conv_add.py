@@ -18,11 +18,11 @@ from qplugin.pt2 import QTensor
 from _block_torch_ao import requires_torch_ao
 from _plain_act_helpers import (assert_fake_matches, bad_input_cases, opcheck, plain_call,
                                 raises_naming, routes_by_legacy, run_both)
+from _graph_checks import qplugin_targets
 
 Q = torch.ops.qplugin
 CL = torch.channels_last
 NAMES = {False: "conv2d_add", True: "conv2d_add_relu"}
-QUANTIZED_DTYPES = {torch.quint8, torch.qint8, torch.qint32}
 
 CASES = [  # N, Cin, Cout, H, W, (kh, kw), (sh, sw), (ph, pw), (dh, dw), groups, bias
     (1, 4, 8, 6, 6, (3, 3), (1, 1), (1, 1), (1, 1), 1, True),
@@ -302,21 +302,9 @@ def _inputs(n=2):
 
 
 def _check_graph(ep, relu):
-    targets = []
-    for node in ep.graph.nodes:
-        vals = node.meta.get("val")
-        for v in (vals if isinstance(vals, (tuple, list)) else [vals]):
-            if isinstance(v, torch.Tensor):
-                assert not isinstance(v, QTensor), node.format_node()
-                assert v.dtype not in QUANTIZED_DTYPES, node.format_node()
-        if node.op == "call_function":
-            targets.append(str(node.target))
-    qops = [t for t in targets if t.startswith("qplugin.")]
-    assert all(t.endswith(".plain") for t in qops), targets
-    assert f"qplugin.{NAMES[relu]}.plain" in qops, targets
-    assert not any(t.startswith("quantized.") for t in targets), targets
-
-
+    qops = qplugin_targets(ep)
+    assert all(t.endswith(".plain") for t in qops), qops
+    assert f"qplugin.{NAMES[relu]}.plain" in qops, qops
 @pytest.mark.parametrize("relu", [False, True], ids=["add", "add_relu"])
 def test_module_from_quantized_bit_identical_and_exports(isa, relu):
     torch.manual_seed(0)

@@ -21,9 +21,9 @@ import qplugin
 from qplugin.demo import data as demo_data
 from qplugin.demo import model as demo_model
 from qplugin.pt2 import QTensor
+from _graph_checks import QUANTIZED_DTYPES, qplugin_targets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-QUANTIZED_DTYPES = {torch.quint8, torch.qint8, torch.qint32, torch.quint4x2, torch.quint2x4}
 
 
 def _convert(float_model, calib):
@@ -72,26 +72,10 @@ def _legacy(qmodel, x):
 
 
 def _check_graph(ep):
-    """qplugin:: ops present, no quantized:: op, no QTensor and no quantized dtype anywhere."""
-    targets = []
-    for node in ep.graph.nodes:
-        vals = node.meta.get("val")
-        for v in (vals if isinstance(vals, (tuple, list)) else [vals]):
-            if isinstance(v, torch.Tensor):
-                assert not isinstance(v, QTensor), node.format_node()
-                assert v.dtype not in QUANTIZED_DTYPES, node.format_node()
-        for a in list(node.args) + list(node.kwargs.values()):
-            assert a not in QUANTIZED_DTYPES, node.format_node()
-        if node.op == "call_function":
-            t = str(node.target)
-            targets.append(t)
-            assert not t.startswith("quantized.") and "quantized_decomposed" not in t, t
-            assert "quantize_per_tensor.default" not in t, t
-    qops = [t for t in targets if t.startswith("qplugin.")]
-    assert qops and all(t.endswith(".plain") for t in qops), targets
+    """qplugin:: ops present, all .plain; no quantized:: op, no QTensor, no quantized dtype."""
+    qops = qplugin_targets(ep)
+    assert all(t.endswith(".plain") for t in qops), qops
     return qops
-
-
 # ---------------------------------------------------------------------------------------------
 # Conversion.
 

@@ -27,10 +27,9 @@ import qplugin
 from qplugin import nn as qnn
 from qplugin.nn import dynamic as qnnd
 from qplugin.nn import intrinsic as qnni
-from qplugin.pt2 import QTensor
+from _graph_checks import qplugin_targets
 
 Q = qplugin.quantization
-QUANTIZED_DTYPES = {torch.quint8, torch.qint8, torch.qint32, torch.quint4x2, torch.quint2x4}
 PACKAGES = (qnn, qnni, qnnd)
 
 
@@ -571,32 +570,14 @@ def _assert_equal(got, want, what):
 
 
 def _check_graph(ep, static_door):
-    """As test_pt2_models._check_graph: qplugin ops present, no quantized:: op, no QTensor and no
-    quantized dtype anywhere; on the static door every qplugin op is a .plain overload, else
-    every qplugin op is one that takes plain tensors (PLAIN_TENSOR_OPS) or a .plain one."""
-    targets = []
-    for node in ep.graph.nodes:
-        vals = node.meta.get("val")
-        for v in (vals if isinstance(vals, (tuple, list)) else [vals]):
-            if isinstance(v, torch.Tensor):
-                assert not isinstance(v, QTensor), node.format_node()
-                assert v.dtype not in QUANTIZED_DTYPES, node.format_node()
-        for a in torch.utils._pytree.tree_leaves((node.args, node.kwargs)):
-            assert a not in QUANTIZED_DTYPES, node.format_node()
-        if node.op == "call_function":
-            t = str(node.target)
-            targets.append(t)
-            assert not t.startswith("quantized.") and "quantized_decomposed" not in t, t
-            assert "quantize_per_tensor.default" not in t, t
-    qops = [t for t in targets if t.startswith("qplugin.")]
-    assert qops, targets
+    """_graph_checks.qplugin_targets; on the static door every qplugin op is a .plain overload,
+    else every qplugin op is one that takes plain tensors (PLAIN_TENSOR_OPS) or a .plain one."""
+    qops = qplugin_targets(ep)
     if static_door:
         assert all(t.endswith(".plain") for t in qops), qops
     else:
         assert all(t.endswith(".plain") or t.startswith(PLAIN_TENSOR_OPS) for t in qops), qops
     return qops
-
-
 def _isas():
     """The ISAs this machine (and QPLUGIN_CPU_ISA) allows."""
     out = []
