@@ -1,7 +1,8 @@
 // CPU kernels of the dynamic RNN layer ops (schemas: ops/rnn_dynamic.cpp): PyTorch's LSTM / GRU
 // cell math (aten/src/ATen/native/RNN.cpp, the same op order) over the dynamic linear step
 // (ops/cpu/linear_dynamic.h). Packed sequences: rows [0, batch_sizes[t]) are active at step t;
-// the other rows keep their state, which gives PyTorch's h_n for both directions.
+// the other rows keep their state, which gives PyTorch's h_n for both directions. Also the
+// one-step cell ops (quantized_{lstm,gru,rnn_tanh,rnn_relu}_cell_dynamic) on the same step.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -167,6 +168,110 @@ std::tuple<at::Tensor, at::Tensor> gru_layer_cpu(const at::Tensor& x,
   return {r[0], r[1]};
 }
 
+// ---- One-step cells (torch.ops.quantized.quantized_*_cell_dynamic) ----------------------------
+// x: [B, I] float32, h (and c): [B, H] float32. ig = linear_dynamic(x, W_ih), hg =
+// linear_dynamic(h, W_hh) ([B, G], biases from the packed weights, 7-bit activations as PyTorch's
+// cells: reduce_range=true), each operand quantized as a whole. Then PyTorch's cell math
+// (aten/src/ATen/native/RNN.cpp LSTMCell / GRUCell / SimpleCell) in the same op order, so the
+// float results match op for op. b_ih / b_hh are not read: PyTorch's dynamic cells take the
+// biases from the packed weights too.
+enum class CellKind { Lstm, Gru, Tanh, Relu };
+
+struct CellGates {
+  at::Tensor ig, hg;  // [B, G] each
+};
+
+CellGates cell_gates(const char* op, const at::Tensor& x, const at::Tensor& h,
+                     const c10::optional<at::Tensor>& c, int64_t ngates, const Packed& w_ih,
+                     const Packed& w_hh) {
+  TORCH_CHECK(w_ih && w_hh, "qplugin::", op, ": expected packed weights, got None");
+  const int64_t H = w_hh->in_features();
+  const int64_t G = ngates * H;
+  TORCH_CHECK(w_hh->out_features() == G, "qplugin::", op, ": expected w_hh of shape [", G, ", ",
+              H, "] (", ngates, " x hidden_size, hidden_size), got [", w_hh->out_features(),
+              ", ", H, "]");
+  TORCH_CHECK(w_ih->out_features() == G, "qplugin::", op, ": expected w_ih with ", G,
+              " output features (", ngates, " x hidden_size), got ", w_ih->out_features());
+  const int64_t I = w_ih->in_features();
+  TORCH_CHECK(x.defined() && !x.is_quantized() && x.scalar_type() == at::kFloat, "qplugin::", op,
+              ": expected a float32 input, got ",
+              x.defined() ? c10::toString(x.scalar_type()) : "None");
+  TORCH_CHECK(x.dim() == 2 && x.size(1) == I, "qplugin::", op,
+              ": expected input of shape [batch, ", I, "], got ", x.sizes(),
+              "; unsqueeze(0) an unbatched input");
+  const int64_t B = x.size(0);
+  auto check_state = [&](const at::Tensor& s, const char* what) {
+    TORCH_CHECK(s.defined() && !s.is_quantized() && s.scalar_type() == at::kFloat, "qplugin::",
+                op, ": expected a float32 ", what, ", got ",
+                s.defined() ? c10::toString(s.scalar_type()) : "None");
+    TORCH_CHECK(s.dim() == 2 && s.size(0) == B && s.size(1) == H, "qplugin::", op,
+                ": expected ", what, " of shape [", B, ", ", H, "], got ", s.sizes());
+  };
+  check_state(h, "hidden state");
+  if (c.has_value()) check_state(*c, "cell state");
+  const auto opts = x.options().dtype(at::kFloat);
+  CellGates g{at::empty({B, G}, opts), at::empty({B, G}, opts)};
+  if (B == 0 || G == 0) {
+    g.ig.zero_();
+    g.hg.zero_();
+    return g;
+  }
+  std::vector<uint8_t> scratch;
+  const at::Tensor xc = x.contiguous();
+  const at::Tensor hc = h.contiguous();
+  linear_dynamic_into(op, xc.data_ptr<float>(), B, *w_ih, /*reduce_range=*/true,
+                      /*relu=*/false, g.ig.data_ptr<float>(), G, scratch);
+  linear_dynamic_into(op, hc.data_ptr<float>(), B, *w_hh, /*reduce_range=*/true,
+                      /*relu=*/false, g.hg.data_ptr<float>(), G, scratch);
+  return g;
+}
+
+std::tuple<at::Tensor, at::Tensor> lstm_cell_cpu(const at::Tensor& x, at::TensorList hx,
+                                                 const Packed& w_ih, const Packed& w_hh,
+                                                 const at::Tensor& /*bias_ih*/,
+                                                 const at::Tensor& /*bias_hh*/) {
+  const char* op = "quantized_lstm_cell_dynamic";
+  TORCH_CHECK(hx.size() == 2, "qplugin::", op,
+              ": expected hx = [h, c] (2 tensors), got ", hx.size(), " tensors");
+  const at::Tensor& c = hx[1];
+  CellGates g = cell_gates(op, x, hx[0], c, 4, w_ih, w_hh);
+  // PyTorch: gates = linear_hh(h).add_(linear_ih(x)); i, f, o = sigmoid; g = tanh;
+  // cy = (f * c).add_(i * g); hy = o * tanh(cy).
+  at::Tensor gates = g.hg.add_(g.ig);
+  auto ch = gates.unsafe_chunk(4, 1);
+  at::Tensor in_g = ch[0].sigmoid_(), f_g = ch[1].sigmoid_(), c_g = ch[2].tanh_(),
+             o_g = ch[3].sigmoid_();
+  at::Tensor cy = (f_g * c).add_(in_g * c_g);
+  at::Tensor hy = o_g * cy.tanh();
+  return {hy, cy};
+}
+
+at::Tensor gru_cell_cpu(const at::Tensor& x, const at::Tensor& h, const Packed& w_ih,
+                        const Packed& w_hh, const at::Tensor& /*b_ih*/,
+                        const at::Tensor& /*b_hh*/) {
+  CellGates g = cell_gates("quantized_gru_cell_dynamic", x, h, c10::nullopt, 3, w_ih, w_hh);
+  // PyTorch: r = sigmoid(hh_r + ih_r); z = sigmoid(hh_z + ih_z); n = tanh(ih_n + hh_n * r);
+  // h' = (h - n) * z + n.
+  auto ic = g.ig.unsafe_chunk(3, 1);
+  auto hc = g.hg.unsafe_chunk(3, 1);
+  at::Tensor r = hc[0].add_(ic[0]).sigmoid_();
+  at::Tensor z = hc[1].add_(ic[1]).sigmoid_();
+  at::Tensor n = ic[2].add(hc[2].mul_(r)).tanh_();
+  return (h - n).mul_(z).add_(n);
+}
+
+template <CellKind Kind>
+at::Tensor simple_cell_cpu(const at::Tensor& x, const at::Tensor& h, const Packed& w_ih,
+                           const Packed& w_hh, const at::Tensor& /*b_ih*/,
+                           const at::Tensor& /*b_hh*/) {
+  const char* op = Kind == CellKind::Tanh ? "quantized_rnn_tanh_cell_dynamic"
+                                          : "quantized_rnn_relu_cell_dynamic";
+  CellGates g = cell_gates(op, x, h, c10::nullopt, 1, w_ih, w_hh);
+  // PyTorch: nonlinearity(linear_hh(h).add_(linear_ih(x))).
+  at::Tensor pre = g.hg.add_(g.ig);
+  return Kind == CellKind::Tanh ? pre.tanh() : pre.relu();
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
@@ -174,6 +279,12 @@ std::tuple<at::Tensor, at::Tensor> gru_layer_cpu(const at::Tensor& x,
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
   m.impl("quantized_lstm_layer_dynamic", TORCH_FN(qplugin::ops::lstm_layer_cpu));
   m.impl("quantized_gru_layer_dynamic", TORCH_FN(qplugin::ops::gru_layer_cpu));
+  m.impl("quantized_lstm_cell_dynamic", TORCH_FN(qplugin::ops::lstm_cell_cpu));
+  m.impl("quantized_gru_cell_dynamic", TORCH_FN(qplugin::ops::gru_cell_cpu));
+  m.impl("quantized_rnn_tanh_cell_dynamic",
+         TORCH_FN(qplugin::ops::simple_cell_cpu<qplugin::ops::CellKind::Tanh>));
+  m.impl("quantized_rnn_relu_cell_dynamic",
+         TORCH_FN(qplugin::ops::simple_cell_cpu<qplugin::ops::CellKind::Relu>));
 }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
