@@ -2,7 +2,9 @@
 (torch.compile / torch.export) and torch.library.opcheck: the output shape is the input's with
 the last dimension replaced by out_features; the RNN layer ops return [T, B, H] (or packed rows)
 and the last states; the dynamic convs return PyTorch's conv / transposed-conv output shape
-(channels-last for 2-d/3-d, as the real kernel), read from the packed object's
+(channels-last for 2-d/3-d, as the real kernel), the cell ops return the next hidden (and cell)
+state [B, H] with the real kernel's checks (ops/cpu/rnn_dynamic_kernel.cpp cell_gates), read from
+the packed object's
 __obj_flatten__ view (qplugin/pt2/fake/packed.py: weight_shape, stride(), padding(),
 output_padding(), dilation(), groups()). The linear packed-params objects are read through their
 in_features() / out_features() methods, which a FakeScriptObject forwards to the real object.
@@ -72,6 +74,37 @@ def _conv_fake(op, dim, transposed):
     return fake
 
 
+def _cell_fake(op, ngates):
+    """The cell ops' checks (ops/cpu/rnn_dynamic_kernel.cpp cell_gates, same messages); shapes
+    from the packed objects through packed_view (never unpack(): a FakeScriptObject has none)."""
+    from qplugin.pt2.fake.packed import packed_view
+
+    def check(x, h, c, w_ih, w_hh):
+        w_ih, w_hh = packed_view(w_ih), packed_view(w_hh)
+        I, Gi = int(w_ih.in_features()), int(w_ih.out_features())
+        H, G = int(w_hh.in_features()), int(w_hh.out_features())
+        torch._check(G == ngates * H, lambda: f"qplugin::{op}: expected w_hh of shape "
+                     f"[{ngates * H}, {H}] ({ngates} x hidden_size, hidden_size), got [{G}, {H}]")
+        torch._check(Gi == ngates * H, lambda: f"qplugin::{op}: expected w_ih with "
+                     f"{ngates * H} output features ({ngates} x hidden_size), got {Gi}")
+        torch._check(x.dtype == torch.float32,
+                     lambda: f"qplugin::{op}: expected a float32 input, got {x.dtype}")
+        torch._check(x.dim() == 2 and x.shape[1] == I, lambda: f"qplugin::{op}: expected input "
+                     f"of shape [batch, {I}], got {list(x.shape)}; unsqueeze(0) an unbatched "
+                     "input")
+        B = x.shape[0]
+        for s, what in ((h, "hidden state"), (c, "cell state")):
+            if s is None:
+                continue
+            torch._check(s.dtype == torch.float32,
+                         lambda: f"qplugin::{op}: expected a float32 {what}, got {s.dtype}")
+            torch._check(s.dim() == 2 and s.shape[0] == B and s.shape[1] == H,
+                         lambda: f"qplugin::{op}: expected {what} of shape [{B}, {H}], got "
+                         f"{list(s.shape)}")
+        return x.new_empty((B, H))
+    return check
+
+
 def _register():
     lib = torch.library
     for op in ("linear_dynamic", "linear_relu_dynamic", "linear_dynamic_fp16",
@@ -95,6 +128,23 @@ def _register():
     @lib.register_fake("qplugin::quantized_gru_layer_dynamic")
     def _gru(x, batch_sizes, h0, w_ih, w_hh, reverse=False, reduce_range=True):
         return rnn_fake(x, batch_sizes, h0)
+
+    lstm_cell = _cell_fake("quantized_lstm_cell_dynamic", 4)
+
+    @lib.register_fake("qplugin::quantized_lstm_cell_dynamic")
+    def _lstm_cell(x, hx, w_ih, w_hh, bias_ih, bias_hh):
+        torch._check(len(hx) == 2, lambda: "qplugin::quantized_lstm_cell_dynamic: expected hx = "
+                     f"[h, c] (2 tensors), got {len(hx)} tensors")
+        return lstm_cell(x, hx[0], hx[1], w_ih, w_hh), hx[1].new_empty((x.shape[0],
+                                                                         hx[1].shape[1]))
+
+    for op, ngates in (("quantized_gru_cell_dynamic", 3), ("quantized_rnn_tanh_cell_dynamic", 1),
+                       ("quantized_rnn_relu_cell_dynamic", 1)):
+        check = _cell_fake(op, ngates)
+
+        def fake(x, hx, w_ih, w_hh, b_ih, b_hh, check=check):
+            return check(x, hx, None, w_ih, w_hh)
+        lib.register_fake(f"qplugin::{op}", fake)
 
 
 _register()

@@ -122,6 +122,11 @@ MIRRORS = {
     "conv2d_add_relu": torch.ops.quantized.conv2d_add_relu,
     "matmul": torch.ops.quantized.matmul,
     "linear_unpack": torch.ops.quantized.linear_unpack,
+    # dynamic RNN cells (issue 17)
+    "quantized_lstm_cell_dynamic": torch.ops.quantized.quantized_lstm_cell_dynamic,
+    "quantized_gru_cell_dynamic": torch.ops.quantized.quantized_gru_cell_dynamic,
+    "quantized_rnn_tanh_cell_dynamic": torch.ops.quantized.quantized_rnn_tanh_cell_dynamic,
+    "quantized_rnn_relu_cell_dynamic": torch.ops.quantized.quantized_rnn_relu_cell_dynamic,
     # elementwise (issue 6)
     "add_out": torch.ops.quantized.add_out,
     "add_relu_out": torch.ops.quantized.add_relu_out,
@@ -316,6 +321,18 @@ qplugin::conv3d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPacked
 
     def test_quantized_gru_layer_dynamic(self):
         self.assertExpectedInline(schema("quantized_gru_layer_dynamic"), """qplugin::quantized_gru_layer_dynamic(Tensor input, Tensor? batch_sizes, Tensor h0, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, bool reverse=False, bool reduce_range=True) -> (Tensor output, Tensor h_n)""")
+
+    def test_quantized_lstm_cell_dynamic(self):
+        self.assertExpectedInline(schema("quantized_lstm_cell_dynamic"), """qplugin::quantized_lstm_cell_dynamic(Tensor input, Tensor[] hx, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, Tensor bias_ih, Tensor bias_hh) -> (Tensor, Tensor)""")
+
+    def test_quantized_gru_cell_dynamic(self):
+        self.assertExpectedInline(schema("quantized_gru_cell_dynamic"), """qplugin::quantized_gru_cell_dynamic(Tensor input, Tensor hx, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, Tensor b_ih, Tensor b_hh) -> Tensor""")
+
+    def test_quantized_rnn_tanh_cell_dynamic(self):
+        self.assertExpectedInline(schema("quantized_rnn_tanh_cell_dynamic"), """qplugin::quantized_rnn_tanh_cell_dynamic(Tensor input, Tensor hx, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, Tensor b_ih, Tensor b_hh) -> Tensor""")
+
+    def test_quantized_rnn_relu_cell_dynamic(self):
+        self.assertExpectedInline(schema("quantized_rnn_relu_cell_dynamic"), """qplugin::quantized_rnn_relu_cell_dynamic(Tensor input, Tensor hx, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, Tensor b_ih, Tensor b_hh) -> Tensor""")
 
     def test_conv1d_dynamic(self):
         self.assertExpectedInline(schema("conv1d_dynamic"), """qplugin::conv1d_dynamic(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, bool reduce_range=False) -> Tensor""")

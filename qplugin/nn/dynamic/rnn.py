@@ -3,7 +3,9 @@ LSTMCell / GRUCell / RNNCell: float input and output; int8 weights (activations 
 call, 7-bit, as torch.ao) or float16 weights (fp32 products).
 
 int8 layers run torch.ops.qplugin.quantized_{lstm,gru}_layer_dynamic (one C++ loop per layer and
-direction over qplugin's packed GEMM); float16 layers and the cells run here over the linear ops.
+direction over qplugin's packed GEMM), int8 cells torch.ops.qplugin.quantized_{lstm,gru,rnn_tanh,
+rnn_relu}_cell_dynamic (≙ torch.ops.quantized's, which take int8 packed weights only); float16
+layers and cells run here over the linear ops, in the same op order.
 TorchScript: script / save / load (LSTM and GRU take Tensor or PackedSequence, as torch.nn's).
 Multi-layer, bidirectional, batch_first, PackedSequence input, hx given or not; dropout is
 ignored in eval as torch's (these modules are inference-only). No proj_size (torch.ao's dynamic
@@ -118,6 +120,27 @@ class PackedParameter(_CellParamsBase):
             return torch.ops.qplugin.linear_dynamic(x, self.ih, True)
         return torch.ops.qplugin.linear_dynamic(x, self.hh, True)
 
+    # The cells (batched [B, I] / [B, H]; the modules unsqueeze unbatched input). The bias
+    # arguments are not read (the biases live in the packed weights, as PyTorch's): an empty
+    # tensor fills them.
+    @torch.jit.export
+    def lstm_cell(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
+        nb = x.new_empty(0)
+        return torch.ops.qplugin.quantized_lstm_cell_dynamic(x, [h, c], self.ih, self.hh, nb, nb)
+
+    @torch.jit.export
+    def gru_cell(self, x: Tensor, h: Tensor) -> Tensor:
+        nb = x.new_empty(0)
+        return torch.ops.qplugin.quantized_gru_cell_dynamic(x, h, self.ih, self.hh, nb, nb)
+
+    @torch.jit.export
+    def rnn_cell(self, x: Tensor, h: Tensor, relu: bool) -> Tensor:
+        nb = x.new_empty(0)
+        if relu:
+            return torch.ops.qplugin.quantized_rnn_relu_cell_dynamic(x, h, self.ih, self.hh, nb,
+                                                                     nb)
+        return torch.ops.qplugin.quantized_rnn_tanh_cell_dynamic(x, h, self.ih, self.hh, nb, nb)
+
     @torch.jit.export
     def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor, c0: Tensor,
             reverse: bool) -> Tuple[Tensor, Tensor, Tensor]:
@@ -149,6 +172,28 @@ class PackedParameterFp16(_CellParamsBase):
         if which == 0:
             return torch.ops.qplugin.linear_dynamic_fp16(x, self.ih)
         return torch.ops.qplugin.linear_dynamic_fp16(x, self.hh)
+
+    # The cells: PyTorch's cell math (aten/src/ATen/native/RNN.cpp) over the fp16 linear.
+    @torch.jit.export
+    def lstm_cell(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
+        gates = self.lin(h, 1).add_(self.lin(x, 0)).chunk(4, 1)
+        c2 = gates[1].sigmoid() * c + gates[0].sigmoid() * gates[2].tanh()
+        h2 = gates[3].sigmoid() * c2.tanh()
+        return h2, c2
+
+    @torch.jit.export
+    def gru_cell(self, x: Tensor, h: Tensor) -> Tensor:
+        ic = self.lin(x, 0).chunk(3, 1)
+        hc = self.lin(h, 1).chunk(3, 1)
+        r = (hc[0] + ic[0]).sigmoid()
+        z = (hc[1] + ic[1]).sigmoid()
+        n = (ic[2] + hc[2] * r).tanh()
+        return (h - n) * z + n
+
+    @torch.jit.export
+    def rnn_cell(self, x: Tensor, h: Tensor, relu: bool) -> Tensor:
+        pre = self.lin(x, 0) + self.lin(h, 1)
+        return pre.relu() if relu else pre.tanh()
 
     @torch.jit.export
     def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor, c0: Tensor,
@@ -614,9 +659,7 @@ class LSTMCell(_CellBase):
             self._check(input, hx[0])
             self._check(input, hx[1])
             h, c = _batched(hx[0]), _batched(hx[1])
-        gates = self._params.lin(h, 1).add_(self._params.lin(x, 0)).chunk(4, 1)
-        c2 = gates[1].sigmoid() * c + gates[0].sigmoid() * gates[2].tanh()
-        h2 = gates[3].sigmoid() * c2.tanh()
+        h2, c2 = self._params.lstm_cell(x, h, c)
         if input.dim() == 1:
             return h2.squeeze(0), c2.squeeze(0)
         return h2, c2
@@ -631,12 +674,7 @@ class GRUCell(_CellBase):
         self._check(input, hx)
         x = _batched(input)
         h = x.new_zeros(x.size(0), self.hidden_size) if hx is None else _batched(hx)
-        ic = self._params.lin(x, 0).chunk(3, 1)
-        hc = self._params.lin(h, 1).chunk(3, 1)
-        r = (hc[0] + ic[0]).sigmoid()
-        z = (hc[1] + ic[1]).sigmoid()
-        n = (ic[2] + hc[2] * r).tanh()
-        h2 = (h - n) * z + n
+        h2 = self._params.gru_cell(x, h)
         return h2.squeeze(0) if input.dim() == 1 else h2
 
 
@@ -657,6 +695,5 @@ class RNNCell(_CellBase):
         self._check(input, hx)
         x = _batched(input)
         h = x.new_zeros(x.size(0), self.hidden_size) if hx is None else _batched(hx)
-        pre = self._params.lin(x, 0) + self._params.lin(h, 1)
-        h2 = pre.tanh() if self.nonlinearity == "tanh" else pre.relu()
+        h2 = self._params.rnn_cell(x, h, self.nonlinearity == "relu")
         return h2.squeeze(0) if input.dim() == 1 else h2
