@@ -536,6 +536,9 @@ def _skip_reason(cls):
 # float weights / uint8 fused tables / float activations in, float out).
 PLAIN_TENSOR_OPS = ("qplugin.embedding_", "qplugin.linear_dynamic", "qplugin.linear_relu_dynamic",
                     "qplugin.quantized_lstm_layer_dynamic", "qplugin.quantized_gru_layer_dynamic",
+                    "qplugin.quantized_lstm_cell_dynamic", "qplugin.quantized_gru_cell_dynamic",
+                    "qplugin.quantized_rnn_tanh_cell_dynamic",
+                    "qplugin.quantized_rnn_relu_cell_dynamic",
                     "qplugin.conv1d_dynamic", "qplugin.conv2d_dynamic", "qplugin.conv3d_dynamic",
                     "qplugin.conv_transpose1d_dynamic", "qplugin.conv_transpose2d_dynamic",
                     "qplugin.conv_transpose3d_dynamic")
