@@ -4,8 +4,8 @@ call, 7-bit, as torch.ao) or float16 weights (fp32 products).
 
 int8 layers run torch.ops.qplugin.quantized_{lstm,gru}_layer_dynamic (one C++ loop per layer and
 direction over qplugin's packed GEMM), int8 cells torch.ops.qplugin.quantized_{lstm,gru,rnn_tanh,
-rnn_relu}_cell_dynamic (≙ torch.ops.quantized's, which take int8 packed weights only); float16
-layers and cells run here over the linear ops, in the same op order.
+rnn_relu}_cell_dynamic (≙ torch.ops.quantized's; int8 packed weights only, as the layer ops);
+float16 layers and cells run here over the linear ops, in the same op order.
 TorchScript: script / save / load (LSTM and GRU take Tensor or PackedSequence, as torch.nn's).
 Multi-layer, bidirectional, batch_first, PackedSequence input, hx given or not; dropout is
 ignored in eval as torch's (these modules are inference-only). No proj_size (torch.ao's dynamic
