@@ -212,6 +212,7 @@ def test_fake_checks_match(kind):
     with FakeTensorMode() as mode:
         fx = mode.from_tensor(torch.randn(3, 6))
         fhx = [mode.from_tensor(t) for t in hx] if kind == "lstm" else mode.from_tensor(hx)
+        b, b2 = mode.from_tensor(b), mode.from_tensor(b2)
         with pytest.raises(RuntimeError, match=name + r".*expected input of shape \[batch, 5\]"):
             _call(ops, kind, fx, fhx, p_ih, p_hh, b, b2)
         out = _call(ops, kind, mode.from_tensor(x), fhx, p_ih, p_hh, b, b2)

@@ -195,7 +195,8 @@ CellGates cell_gates(const char* op, const at::Tensor& x, const at::Tensor& h,
   const int64_t I = w_ih->in_features();
   TORCH_CHECK(x.defined() && !x.is_quantized() && x.scalar_type() == at::kFloat, "qplugin::", op,
               ": expected a float32 input, got ",
-              x.defined() ? c10::toString(x.scalar_type()) : "None");
+              x.defined() ? c10::toString(x.scalar_type()) : "None",
+              "; the dynamic ops take float input, dequantize it first");
   TORCH_CHECK(x.dim() == 2 && x.size(1) == I, "qplugin::", op,
               ": expected input of shape [batch, ", I, "], got ", x.sizes(),
               "; unsqueeze(0) an unbatched input");
@@ -279,6 +280,15 @@ at::Tensor simple_cell_cpu(const at::Tensor& x, const at::Tensor& h, const Packe
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
   m.impl("quantized_lstm_layer_dynamic", TORCH_FN(qplugin::ops::lstm_layer_cpu));
   m.impl("quantized_gru_layer_dynamic", TORCH_FN(qplugin::ops::gru_layer_cpu));
+  m.impl("quantized_lstm_cell_dynamic", TORCH_FN(qplugin::ops::lstm_cell_cpu));
+  m.impl("quantized_gru_cell_dynamic", TORCH_FN(qplugin::ops::gru_cell_cpu));
+  m.impl("quantized_rnn_tanh_cell_dynamic",
+         TORCH_FN(qplugin::ops::simple_cell_cpu<qplugin::ops::CellKind::Tanh>));
+  m.impl("quantized_rnn_relu_cell_dynamic",
+         TORCH_FN(qplugin::ops::simple_cell_cpu<qplugin::ops::CellKind::Relu>));
+}
+// A quantized input or state reaches the same kernels, which reject it with a clear message.
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
   m.impl("quantized_lstm_cell_dynamic", TORCH_FN(qplugin::ops::lstm_cell_cpu));
   m.impl("quantized_gru_cell_dynamic", TORCH_FN(qplugin::ops::gru_cell_cpu));
   m.impl("quantized_rnn_tanh_cell_dynamic",
