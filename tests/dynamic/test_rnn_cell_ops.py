@@ -218,3 +218,27 @@ def test_fake_checks_match(kind):
         out = _call(ops, kind, mode.from_tensor(x), fhx, p_ih, p_hh, b, b2)
     for o, _ in _pairs(out, out):
         assert o.shape == (3, 4) and o.dtype == torch.float32
+
+
+@pytest.mark.parametrize("cls,kind", [("LSTMCell", "lstm"), ("GRUCell", "gru"),
+                                      ("RNNCell", "rnn_tanh"), ("RNNCell", "rnn_relu")])
+def test_int8_modules_run_the_ops(cls, kind, tmp_path):
+    """qplugin.nn.dynamic's int8 cells are the op (eager, unbatched, TorchScript save/load)."""
+    from qplugin.nn import dynamic as qnnd
+    kw = {"nonlinearity": kind[4:]} if cls == "RNNCell" else {}
+    m = getattr(qnnd, cls)(7, 6, **kw)
+    x, hx = torch.randn(3, 7), _hx(kind, 3, 6)
+    want = _call(ops, kind, x, hx, m._params.ih, m._params.hh)
+    got = m(x, tuple(hx) if kind == "lstm" else hx)
+    one = m(x[0], tuple(t[0] for t in hx) if kind == "lstm" else hx[0])
+    path = tmp_path / "cell.pt"
+    torch.jit.save(torch.jit.script(m), str(path))
+    loaded = torch.jit.load(str(path))
+    again = loaded(x, tuple(hx) if kind == "lstm" else hx)
+    for o, r in _pairs(got, want) + _pairs(again, want):
+        assert torch.equal(o, r)
+    # Unbatched: the module unsqueezes (one row is quantized alone: its own qparams).
+    want1 = _call(ops, kind, x[:1], [t[:1] for t in hx] if kind == "lstm" else hx[:1],
+                  m._params.ih, m._params.hh)
+    for o, r in _pairs(one, want1):
+        assert o.shape == (6,) and torch.equal(o, r[0])
