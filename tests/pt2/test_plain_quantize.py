@@ -16,6 +16,20 @@ DTYPES = [(torch.quint8, torch.uint8, 0, 255), (torch.qint8, torch.int8, -128, 1
 SCALES = [1.0, 0.1, 0.05, 1 / 3, 0.0078125, 0.017, 2.5e-4, 3.7, 123.456, 1e-6]
 
 
+# torch 2.13 (FBGEMM's legacy Quantize on x86) rounds fma(x, 1/scale, zp) once: the rule
+# qplugin's quantize_per_tensor.plain implements on every ISA. torch 2.14.1 rounds x * (1/scale)
+# first and then adds zp (another result at exact ties when zp is odd) and wraps through int32
+# for |x / scale| >= 2^31 and NaN (1e30 -> code 0, -inf -> 127: garbage), so the bit-exact
+# comparisons run only against a torch with 2.13's rule (the 2.13 CI stage runs them on the
+# same kernels; the kernels do not depend on the torch version). docs/deviations.md.
+TORCH_FMA_RULE = torch.quantize_per_tensor(torch.tensor([0.5]), 1.0, 1,
+                                           torch.quint8).int_repr().item() == 2
+requires_fma_rule = pytest.mark.skipif(
+    not TORCH_FMA_RULE, reason="this torch's quantize_per_tensor rounds x/scale before adding "
+    "the zero point and wraps huge values through int32 (torch 2.14); qplugin keeps torch "
+    "2.13's single-rounding rule, checked against 2.13")
+
+
 def _values(scale, seed):
     g = torch.Generator().manual_seed(seed)
     parts = [
@@ -31,6 +45,7 @@ def _values(scale, seed):
     return torch.cat(parts)
 
 
+@requires_fma_rule
 @pytest.mark.parametrize("qdtype,cdtype,lo,hi", DTYPES, ids=["quint8", "qint8"])
 def test_quantize_bit_exact_with_torch(qdtype, cdtype, lo, hi, isa):
     n = 0
@@ -109,6 +124,7 @@ def test_dequantize_bit_exact_with_torch(qdtype, cdtype, lo, hi):
             assert torch.equal(got, q.dequantize()), (scale, zp)
 
 
+@requires_fma_rule
 def test_quantize_dequantize_roundtrip_mutation_check():
     # The bit-exact tests can fail: rounding x / scale in double instead gives other codes.
     # Values at and next to code ties (random values almost never land where the two differ).
