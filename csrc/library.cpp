@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "packed/cell_params.h"
 #include "packed/conv_packed_params.h"
 #include "packed/embedding_packed_params.h"
 #include "packed/linear_fp16_packed_params.h"
@@ -185,6 +186,25 @@ TORCH_LIBRARY(qplugin, m) {
            })
       .def("__eq__", [](const PF& self, const PF& other) { return same_state(self, other); })
       .def("__len__", [](const PF& self) { return no_len(self, "LinearPackedParamsFp16"); });
+  // CellParams (dynamic RNN layer / cell weights, #17): the two packed projections, int8 or
+  // float16; pickled as a versioned, unpacked state (cell_params.h).
+  using qplugin::CellParams;
+  using PC = c10::intrusive_ptr<CellParams>;
+  m.class_<CellParams>("CellParams")
+      .def_pickle([](const PC& self) -> CellParams::State { return self->getstate(); },
+                  [](c10::IValue state) -> PC { return CellParams::setstate(state); })
+      .def("unpack", [](const PC& self) { return self->unpack(); })
+      .def("dtype", [](const PC& self) { return self->dtype(); })
+      .def("reduce_range", [](const PC& self) { return self->reduce_range(); })
+      .def("__obj_flatten__",
+           [](const PC& self) {
+             return std::make_tuple(kv("weight_dtype", self->dtype()),
+                                    kv("w_ih_shape", self->w_ih_shape()),
+                                    kv("w_hh_shape", self->w_hh_shape()),
+                                    kv("reduce_range_", self->reduce_range()));
+           })
+      .def("__eq__", [](const PC& self, const PC& other) { return same_state(self, other); })
+      .def("__len__", [](const PC& self) { return no_len(self, "CellParams"); });
   register_conv_class<qplugin::Conv2dPackedParams>(m, "Conv2dPackedParams");
   register_conv_class<qplugin::Conv3dPackedParams>(m, "Conv3dPackedParams");
   // EmbeddingPackedParams: PyTorch's EmbeddingPackedParamsBase methods (bit_rate, version, unpack)

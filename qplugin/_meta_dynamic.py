@@ -5,7 +5,9 @@ and the last states; the dynamic convs return PyTorch's conv / transposed-conv o
 (channels-last for 2-d/3-d, as the real kernel), the cell ops return the next hidden (and cell)
 state [B, H] with the real kernel's checks (ops/cpu/rnn_dynamic_kernel.cpp cell_gates), read from
 the packed object's
-__obj_flatten__ view (qplugin/pt2/fake/packed.py: weight_shape, stride(), padding(),
+__obj_flatten__ view (the _fp16 cells the same on the fp16 class); the stacked-layer ops
+quantized_lstm / quantized_gru (.input / .data) return [T, B, D * H] (or packed rows) and the
+stacked last states, with the CellParams shapes checked layer by layer (qplugin/pt2/fake/packed.py: weight_shape, stride(), padding(),
 output_padding(), dilation(), groups()). The linear packed-params objects are read through their
 in_features() / out_features() methods, which a FakeScriptObject forwards to the real object.
 Changes with: csrc/ops/linear_dynamic.cpp, csrc/ops/rnn_dynamic.cpp, csrc/ops/conv_dynamic.cpp
@@ -138,13 +140,84 @@ def _register():
         return lstm_cell(x, hx[0], hx[1], w_ih, w_hh), hx[1].new_empty((x.shape[0],
                                                                          hx[1].shape[1]))
 
-    for op, ngates in (("quantized_gru_cell_dynamic", 3), ("quantized_rnn_tanh_cell_dynamic", 1),
-                       ("quantized_rnn_relu_cell_dynamic", 1)):
-        check = _cell_fake(op, ngates)
+    lstm_cell16 = _cell_fake("quantized_lstm_cell_dynamic_fp16", 4)
 
-        def fake(x, hx, w_ih, w_hh, b_ih, b_hh, check=check):
-            return check(x, hx, None, w_ih, w_hh)
-        lib.register_fake(f"qplugin::{op}", fake)
+    @lib.register_fake("qplugin::quantized_lstm_cell_dynamic_fp16")
+    def _lstm_cell16(x, hx, w_ih, w_hh, bias_ih, bias_hh):
+        torch._check(len(hx) == 2, lambda: "qplugin::quantized_lstm_cell_dynamic_fp16: expected "
+                     f"hx = [h, c] (2 tensors), got {len(hx)} tensors")
+        return lstm_cell16(x, hx[0], hx[1], w_ih, w_hh), hx[1].new_empty((x.shape[0],
+                                                                           hx[1].shape[1]))
+
+    for base, ngates in (("quantized_gru_cell_dynamic", 3), ("quantized_rnn_tanh_cell_dynamic", 1),
+                         ("quantized_rnn_relu_cell_dynamic", 1)):
+        for op in (base, base + "_fp16"):
+            check = _cell_fake(op, ngates)
+
+            def fake(x, hx, w_ih, w_hh, b_ih, b_hh, check=check):
+                return check(x, hx, None, w_ih, w_hh)
+            lib.register_fake(f"qplugin::{op}", fake)
+
+    for lstm in (True, False):
+        for data in (False, True):
+            lib.register_fake(f"qplugin::quantized_{'lstm' if lstm else 'gru'}."
+                              f"{'data' if data else 'input'}", _stacked_fake(lstm, data))
+
+
+def _stacked_fake(lstm, data):
+    """quantized_lstm / quantized_gru over CellParams (ops/cpu/rnn_dynamic_kernel.cpp stacked):
+    the argument checks of the real kernel that the shapes need, same messages."""
+    from qplugin.pt2.fake.packed import packed_view
+    op = "quantized_lstm" if lstm else "quantized_gru"
+    G = 4 if lstm else 3
+
+    def fake(*args, dtype=None, use_dynamic=False):
+        if data:
+            x, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidir = args
+            batch_first = False
+        else:
+            x, hx, params, has_biases, num_layers, dropout, train, bidir, batch_first = args
+            batch_sizes = None
+        if lstm:
+            torch._check(len(hx) == 2, lambda: f"qplugin::{op}: expected hx = [h0, c0] "
+                         f"(2 tensors), got {len(hx)} tensors")
+            h0 = hx[0]
+        else:
+            h0 = hx
+        torch._check(has_biases, lambda: f"qplugin::{op}: expected has_biases=True, got False")
+        D = 2 if bidir else 1
+        L = num_layers * D
+        torch._check(len(params) == L, lambda: f"qplugin::{op}: expected {L} CellParams "
+                     f"(num_layers x num_directions), got {len(params)}")
+        torch._check(h0.dim() == 3 and h0.shape[0] == L, lambda: f"qplugin::{op}: expected h0 "
+                     f"of shape [{L}, batch, hidden_size] (num_layers x num_directions first), "
+                     f"got {list(h0.shape)}")
+        torch._check(x.dtype == torch.float32,
+                     lambda: f"qplugin::{op}: expected a float32 input, got {x.dtype}")
+        H = h0.shape[2]
+        in_size = x.shape[-1]
+        for i in range(L):
+            p = packed_view(params[i])
+            (gi, k), (gh, kh) = p.w_ih_shape, p.w_hh_shape
+            want_in = in_size if i < D else D * H
+            torch._check(gh == G * H and kh == H, lambda: f"qplugin::{op}: expected w_hh of "
+                         f"shape [{G * H}, {H}] (gates x hidden_size), got [{gh}, {kh}]")
+            torch._check(gi == G * H, lambda: f"qplugin::{op}: expected w_ih with {G * H} "
+                         f"output features (the gates), got {gi}")
+            torch._check(k == want_in, lambda: f"qplugin::{op}: expected input_size {k} in "
+                         f"the last dimension, got {want_in}")
+        if data:
+            out = x.new_empty((x.shape[0], D * H))
+        else:
+            T, B = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+            out = x.new_empty((T, B, D * H))
+            if batch_first:
+                out = out.transpose(0, 1)
+        res = (out, h0.new_empty(h0.shape))
+        if lstm:
+            res = res + (hx[1].new_empty(hx[1].shape),)
+        return res
+    return fake
 
 
 _register()

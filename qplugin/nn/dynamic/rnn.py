@@ -4,8 +4,8 @@ call, 7-bit, as torch.ao) or float16 weights (fp32 products).
 
 int8 layers run torch.ops.qplugin.quantized_{lstm,gru}_layer_dynamic (one C++ loop per layer and
 direction over qplugin's packed GEMM), int8 cells torch.ops.qplugin.quantized_{lstm,gru,rnn_tanh,
-rnn_relu}_cell_dynamic (≙ torch.ops.quantized's; int8 packed weights only, as the layer ops);
-float16 layers and cells run here over the linear ops, in the same op order.
+rnn_relu}_cell_dynamic (≙ torch.ops.quantized's), float16 cells the same ops' _fp16 forms (on
+qplugin's separate fp16 class); float16 layers run here over the linear ops, in the same op order.
 TorchScript: script / save / load (LSTM and GRU take Tensor or PackedSequence, as torch.nn's).
 Multi-layer, bidirectional, batch_first, PackedSequence input, hx given or not; dropout is
 ignored in eval as torch's (these modules are inference-only). No proj_size (torch.ao's dynamic
@@ -173,27 +173,28 @@ class PackedParameterFp16(_CellParamsBase):
             return torch.ops.qplugin.linear_dynamic_fp16(x, self.ih)
         return torch.ops.qplugin.linear_dynamic_fp16(x, self.hh)
 
-    # The cells: PyTorch's cell math (aten/src/ATen/native/RNN.cpp) over the fp16 linear.
+    # The cells: torch.ops.qplugin.quantized_*_cell_dynamic_fp16 (fp32 products of the fp16
+    # weights, then PyTorch's cell math in C++). The bias arguments are not read, as the int8
+    # cells'.
     @torch.jit.export
     def lstm_cell(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
-        gates = self.lin(h, 1).add_(self.lin(x, 0)).chunk(4, 1)
-        c2 = gates[1].sigmoid() * c + gates[0].sigmoid() * gates[2].tanh()
-        h2 = gates[3].sigmoid() * c2.tanh()
-        return h2, c2
+        nb = x.new_empty(0)
+        return torch.ops.qplugin.quantized_lstm_cell_dynamic_fp16(x, [h, c], self.ih, self.hh,
+                                                                  nb, nb)
 
     @torch.jit.export
     def gru_cell(self, x: Tensor, h: Tensor) -> Tensor:
-        ic = self.lin(x, 0).chunk(3, 1)
-        hc = self.lin(h, 1).chunk(3, 1)
-        r = (hc[0] + ic[0]).sigmoid()
-        z = (hc[1] + ic[1]).sigmoid()
-        n = (ic[2] + hc[2] * r).tanh()
-        return (h - n) * z + n
+        nb = x.new_empty(0)
+        return torch.ops.qplugin.quantized_gru_cell_dynamic_fp16(x, h, self.ih, self.hh, nb, nb)
 
     @torch.jit.export
     def rnn_cell(self, x: Tensor, h: Tensor, relu: bool) -> Tensor:
-        pre = self.lin(x, 0) + self.lin(h, 1)
-        return pre.relu() if relu else pre.tanh()
+        nb = x.new_empty(0)
+        if relu:
+            return torch.ops.qplugin.quantized_rnn_relu_cell_dynamic_fp16(x, h, self.ih, self.hh,
+                                                                          nb, nb)
+        return torch.ops.qplugin.quantized_rnn_tanh_cell_dynamic_fp16(x, h, self.ih, self.hh,
+                                                                      nb, nb)
 
     @torch.jit.export
     def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor, c0: Tensor,

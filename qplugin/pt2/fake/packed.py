@@ -17,7 +17,7 @@ Changes with: csrc/library.cpp (__obj_flatten__), fake/linear.py, fake/conv.py.
 """
 import torch
 
-__all__ = ["packed_view", "FakeLinearPackedParams", "FakeLinearPackedParamsFp16",
+__all__ = ["packed_view", "FakeLinearPackedParams", "FakeLinearPackedParamsFp16", "FakeCellParams",
            "FakeConv2dPackedParams", "FakeConv3dPackedParams", "FakeEmbeddingPackedParams"]
 
 _NS = "__torch__.torch.classes.qplugin."
@@ -119,6 +119,18 @@ class FakeLinearPackedParamsFp16(_FakePacked):
 
     def bias(self):
         return _bias(self.has_bias, self.weight_shape[0])
+
+
+@_register("CellParams")
+class FakeCellParams(_FakePacked):
+    """One RNN layer/direction's W_ih and W_hh (int8 or float16; csrc/packed/cell_params.h)."""
+    _FIELDS = ("weight_dtype", "w_ih_shape", "w_hh_shape", "reduce_range_")
+
+    def dtype(self):
+        return self.weight_dtype
+
+    def reduce_range(self):
+        return self.reduce_range_
 
 
 class _FakeConvPacked(_FakePacked):
