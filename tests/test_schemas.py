@@ -127,6 +127,13 @@ MIRRORS = {
     "quantized_gru_cell_dynamic": torch.ops.quantized.quantized_gru_cell_dynamic,
     "quantized_rnn_tanh_cell_dynamic": torch.ops.quantized.quantized_rnn_tanh_cell_dynamic,
     "quantized_rnn_relu_cell_dynamic": torch.ops.quantized.quantized_rnn_relu_cell_dynamic,
+    # CellParams makers (rnn.CellParamsBase is qplugin.CellParams) and their consumers, the
+    # stacked-layer ops (aten's .input / .data; not its _legacy overloads)
+    "make_quantized_cell_params": torch.ops.quantized.make_quantized_cell_params,
+    "make_quantized_cell_params_dynamic": torch.ops.quantized.make_quantized_cell_params_dynamic,
+    "make_quantized_cell_params_fp16": torch.ops.quantized.make_quantized_cell_params_fp16,
+    "quantized_lstm": torch.ops.aten.quantized_lstm,
+    "quantized_gru": torch.ops.aten.quantized_gru,
     # elementwise (issue 6)
     "add_out": torch.ops.quantized.add_out,
     "add_relu_out": torch.ops.quantized.add_relu_out,
@@ -161,6 +168,12 @@ OVERLOADED_MIRRORS = {
 }
 # Extensions: no PyTorch counterpart in torch.ops.quantized (docs/deviations.md).
 EXTENSIONS = ("adaptive_max_pool2d", "quantized_lstm_layer_dynamic", "quantized_gru_layer_dynamic")
+# The float16 cells: PyTorch's cell ops take either packed type through one base class; qplugin's
+# fp16 class is separate and an overload is not picked by class in eager Python, so they are
+# named <op>_fp16, with <op>'s schema otherwise (test_fp16_cells_mirror_the_int8_cells).
+FP16_CELLS = tuple(f"quantized_{k}_cell_dynamic_fp16" for k in ("lstm", "gru", "rnn_tanh",
+                                                                 "rnn_relu"))
+EXTENSIONS += FP16_CELLS
 # The activation family: its rows pin the extensions' schemas and name the mirrored torch op
 # (qplugin/_tables/activation.py); test_table_schemas checks them.
 MIRRORS.update({row.op: getattr(torch.ops.quantized, row.torch_op) for row in _activation.ROWS
@@ -333,6 +346,37 @@ qplugin::conv3d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPacked
 
     def test_quantized_rnn_relu_cell_dynamic(self):
         self.assertExpectedInline(schema("quantized_rnn_relu_cell_dynamic"), """qplugin::quantized_rnn_relu_cell_dynamic(Tensor input, Tensor hx, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, Tensor b_ih, Tensor b_hh) -> Tensor""")
+
+    def test_quantized_lstm_cell_dynamic_fp16(self):
+        self.assertExpectedInline(schema("quantized_lstm_cell_dynamic_fp16"), """qplugin::quantized_lstm_cell_dynamic_fp16(Tensor input, Tensor[] hx, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_ih, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_hh, Tensor bias_ih, Tensor bias_hh) -> (Tensor, Tensor)""")
+
+    def test_quantized_gru_cell_dynamic_fp16(self):
+        self.assertExpectedInline(schema("quantized_gru_cell_dynamic_fp16"), """qplugin::quantized_gru_cell_dynamic_fp16(Tensor input, Tensor hx, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_ih, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_hh, Tensor b_ih, Tensor b_hh) -> Tensor""")
+
+    def test_quantized_rnn_tanh_cell_dynamic_fp16(self):
+        self.assertExpectedInline(schema("quantized_rnn_tanh_cell_dynamic_fp16"), """qplugin::quantized_rnn_tanh_cell_dynamic_fp16(Tensor input, Tensor hx, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_ih, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_hh, Tensor b_ih, Tensor b_hh) -> Tensor""")
+
+    def test_quantized_rnn_relu_cell_dynamic_fp16(self):
+        self.assertExpectedInline(schema("quantized_rnn_relu_cell_dynamic_fp16"), """qplugin::quantized_rnn_relu_cell_dynamic_fp16(Tensor input, Tensor hx, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_ih, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_hh, Tensor b_ih, Tensor b_hh) -> Tensor""")
+
+    def test_make_quantized_cell_params(self):
+        self.assertExpectedInline(schema("make_quantized_cell_params"), """qplugin::make_quantized_cell_params(Tensor w_ih, Tensor w_hh, Tensor b_ih, Tensor b_hh) -> __torch__.torch.classes.qplugin.CellParams""")
+
+    def test_make_quantized_cell_params_dynamic(self):
+        self.assertExpectedInline(schema("make_quantized_cell_params_dynamic"), """qplugin::make_quantized_cell_params_dynamic(__torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, Tensor bias_ih, Tensor bias_hh, bool reduce_range=False) -> __torch__.torch.classes.qplugin.CellParams""")
+
+    def test_make_quantized_cell_params_fp16(self):
+        self.assertExpectedInline(schema("make_quantized_cell_params_fp16"), """qplugin::make_quantized_cell_params_fp16(__torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_ih, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_hh) -> __torch__.torch.classes.qplugin.CellParams""")
+
+    def test_quantized_lstm(self):
+        self.assertExpectedInline(schema("quantized_lstm"), """\
+qplugin::quantized_lstm.data(Tensor data, Tensor batch_sizes, Tensor[] hx, __torch__.torch.classes.qplugin.CellParams[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, *, ScalarType? dtype=None, bool use_dynamic=False) -> (Tensor, Tensor, Tensor)
+qplugin::quantized_lstm.input(Tensor input, Tensor[] hx, __torch__.torch.classes.qplugin.CellParams[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first, *, ScalarType? dtype=None, bool use_dynamic=False) -> (Tensor, Tensor, Tensor)""")
+
+    def test_quantized_gru(self):
+        self.assertExpectedInline(schema("quantized_gru"), """\
+qplugin::quantized_gru.data(Tensor data, Tensor batch_sizes, Tensor hx, __torch__.torch.classes.qplugin.CellParams[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)
+qplugin::quantized_gru.input(Tensor input, Tensor hx, __torch__.torch.classes.qplugin.CellParams[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)""")
 
     def test_conv1d_dynamic(self):
         self.assertExpectedInline(schema("conv1d_dynamic"), """qplugin::conv1d_dynamic(Tensor qx, __torch__.torch.classes.qplugin.Conv2dPackedParams packed_weight, bool reduce_range=False) -> Tensor""")
@@ -616,7 +660,8 @@ def test_mirrors_pytorch_schema(name):
 # Ops registered under a named overload only, as the PyTorch overload models use (conv2d.new).
 # Plus the legacy default overloads (stride/padding/dilation/groups ignored, as PyTorch's).
 NAMED_OVERLOADS = {"conv2d": ["new", "default"], "conv2d_relu": ["new", "default"],
-                   "conv3d": ["new", "default"], "conv3d_relu": ["new", "default"]}
+                   "conv3d": ["new", "default"], "conv3d_relu": ["new", "default"],
+                   "quantized_lstm": ["input", "data"], "quantized_gru": ["input", "data"]}
 
 
 @pytest.mark.parametrize("name", list(MIRRORS) + list(PRIVATE))
@@ -638,6 +683,15 @@ def test_overloaded_mirrors_pytorch_schemas(name):
 @pytest.mark.parametrize("name", list(EXTENSIONS))
 def test_extensions_have_one_overload(name):
     assert _legacy_overloads(getattr(torch.ops.qplugin, name)) == ["default"]
+
+
+@pytest.mark.parametrize("name", FP16_CELLS)
+def test_fp16_cells_mirror_the_int8_cells(name):
+    ours = str(getattr(torch.ops.qplugin, name).default._schema)
+    theirs = str(getattr(torch.ops.quantized, name[:-len("_fp16")]).default._schema)
+    assert ours.replace("_fp16(", "(").replace("LinearPackedParamsFp16", "LinearPackedParams") \
+        == theirs.replace("quantized::", "qplugin::").replace("quantized.LinearPackedParamsBase",
+                                                               "qplugin.LinearPackedParams")
 
 
 @pytest.mark.parametrize("row", _activation.ROWS, ids=lambda r: r.name)
