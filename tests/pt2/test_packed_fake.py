@@ -73,6 +73,16 @@ CASES = {
                           "has_bias": True, "strides": [2, 2], "paddings": [0, 1],
                           "output_paddings": [1, 0], "dilations": [1, 1], "n_groups": 2,
                           "transposed": True}),
+    "cell_params": (lambda s: Q.make_quantized_cell_params_dynamic(
+        Q.linear_prepack(_qw((12, 7), seed=s), _bias(12)),
+        Q.linear_prepack(_qw((12, 3), seed=s + 1), None), _bias(12), _bias(12), True),
+        {"weight_dtype": "qint8", "w_ih_shape": [12, 7], "w_hh_shape": [12, 3],
+         "reduce_range_": True}),
+    "cell_params_fp16": (lambda s: Q.make_quantized_cell_params_fp16(
+        Q.linear_prepack_fp16(torch.randn(8, 5, generator=_g(s)), _bias(8)),
+        Q.linear_prepack_fp16(torch.randn(8, 2, generator=_g(s + 1)), _bias(8))),
+        {"weight_dtype": "float16", "w_ih_shape": [8, 5], "w_hh_shape": [8, 2],
+         "reduce_range_": False}),
     "embedding": (lambda s: Q.embedding_bag_prepack(
         torch.quantize_per_channel(torch.randn(10, 8, generator=_g(s)), torch.rand(10) * 0 + 0.1,
                                    torch.zeros(10), 0, torch.quint8)),
@@ -102,7 +112,7 @@ def test_fake_class_answers_like_the_real_object(name):
     assert type(view).__name__ == "Fake" + obj._type().name()
     checked = 0
     for m in ("in_features", "out_features", "stride", "padding", "output_padding", "dilation",
-              "groups", "transpose", "bit_rate", "version"):
+              "groups", "transpose", "bit_rate", "version", "dtype", "reduce_range"):
         if hasattr(obj, m) and m in obj._method_names():
             assert getattr(view, m)() == getattr(obj, m)(), m
             checked += 1
@@ -184,7 +194,7 @@ def test_eq_sees_bias_and_qparams():
 def test_fake_classes_registered():
     from torch._library.fake_class_registry import has_fake_class
     for name in ("LinearPackedParams", "LinearPackedParamsFp16", "Conv2dPackedParams",
-                 "Conv3dPackedParams", "EmbeddingPackedParams"):
+                 "Conv3dPackedParams", "EmbeddingPackedParams", "CellParams"):
         assert has_fake_class(f"__torch__.torch.classes.qplugin.{name}"), name
 
 
