@@ -9,7 +9,8 @@ quantize_dynamic vs qplugin.quantization.quantize_dynamic, same process, same in
 Models (random weights, nothing downloaded): a BERT-base encoder built from plain torch.nn
 modules (hidden 768, 12 heads, FFN 3072, GELU, post-LayerNorm; --layers, default a 2-layer slice),
 sequence 128, batch 1 and 8; an LSTM (2 layers, input 256, hidden 512), sequence 50, batch 1 and
-16. Plus a dynamic conv (64->64 3x3, 1x64x56x56; --only conv) and the dynamic linear op at M = 1, 32, 256 for 768->3072 and 4096->4096 (qplugin's
+16. Plus one step of LSTMCell / GRUCell (256->512, batch 1 and 16, int8 and fp16 weights;
+--only cells), a dynamic conv (64->64 3x3, 1x64x56x56; --only conv) and the dynamic linear op at M = 1, 32, 256 for 768->3072 and 4096->4096 (qplugin's
 linear_dynamic vs torch.ops.quantized.linear_dynamic, both reduce_range=True as the modules).
 Calls of the implementations are interleaved round by round (machine noise hits all alike);
 medians. Ratio columns: qplugin / torch.ao and qplugin / fp32 (the issue-17 bars, 1 thread:
@@ -197,20 +198,54 @@ def bench_conv(threads, min_time):
                  q, diff)
 
 
+def bench_cells(threads, min_time):
+    """One step of LSTMCell / GRUCell (input 256, hidden 512), batch 1 and 16, hx given: the
+    modules torch.ao's and qplugin's quantize_dynamic make from one float cell, int8 weights
+    (default dynamic qconfig, 7-bit activations) and float16 weights."""
+    for kind in ("LSTMCell", "GRUCell"):
+        torch.manual_seed(0)
+        cls = getattr(nn, kind)
+        f = cls(256, 512).eval()
+        for dtype in (torch.qint8, torch.float16):
+            qp = qq.quantize_dynamic(nn.Sequential(copy.deepcopy(f)), {cls}, dtype=dtype)[0]
+            ao = None
+            if tq is not None:
+                ao = tq.quantize_dynamic(nn.Sequential(copy.deepcopy(f)), {cls}, dtype=dtype)[0]
+            g = torch.Generator().manual_seed(3)
+            for b in (1, 16):
+                x = torch.randn(b, 256, generator=g)
+                h = torch.randn(b, 512, generator=g) * 0.5
+                hx = (h, torch.randn(b, 512, generator=g) * 0.5) if kind == "LSTMCell" else h
+                with torch.no_grad():
+                    diff = float("nan")
+                    if ao is not None:
+                        yq, ya = qp(x, hx), ao(x, hx)
+                        yq, ya = (yq, ya) if kind == "LSTMCell" else ((yq,), (ya,))
+                        diff = max((p - r).abs().max().item() for p, r in zip(yq, ya))
+                    for t in threads:
+                        torch.set_num_threads(t)
+                        fns = [lambda: f(x, hx), (lambda: ao(x, hx)) if ao is not None
+                               else (lambda: None), lambda: qp(x, hx)]
+                        f32, a, q = _time(fns, min_time)
+                        name = f"{kind} 256->512 {'int8' if dtype == torch.qint8 else 'fp16'}"
+                        _row(name, b, t, f32, a if ao is not None else None, q, diff)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", action="append", choices=["bert", "lstm", "linear", "conv"])
+    ap.add_argument("--only", action="append",
+                    choices=["bert", "lstm", "linear", "conv", "cells"])
     ap.add_argument("--threads", type=int, action="append")
     ap.add_argument("--layers", type=int, default=2, help="BERT encoder layers (12 = full)")
     ap.add_argument("--isa", default="auto", help="qplugin ISA tier (QPLUGIN_CPU_ISA)")
     ap.add_argument("--min-time", type=float, default=2.0, help="seconds per case")
     args = ap.parse_args()
-    which = args.only or ["bert", "lstm", "linear", "conv"]
+    which = args.only or ["bert", "lstm", "linear", "conv", "cells"]
     threads = args.threads or [1, 2]
     print(f"qplugin ISA: {qplugin.cpu_isa()}; torch {torch.__version__} CPU capability "
           f"{torch.backends.cpu.get_cpu_capability()}")
     print("| model | batch | threads | fp32 ms | torch.ao ms | qplugin ms | qplugin/torch.ao | "
-          "qplugin/fp32 | diff vs torch.ao (rel. norm; linear: max abs) |")
+          "qplugin/fp32 | diff vs torch.ao (rel. norm; linear, conv, cells: max abs) |")
     print("|---|---|---|---|---|---|---|---|---|")
     if "bert" in which:
         g = torch.Generator().manual_seed(1)
@@ -226,6 +261,8 @@ def main():
         bench_linear(threads, args.min_time)
     if "conv" in which:
         bench_conv(threads, args.min_time)
+    if "cells" in which:
+        bench_cells(threads, args.min_time)
 
 
 if __name__ == "__main__":

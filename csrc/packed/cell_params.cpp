@@ -71,28 +71,31 @@ CellParams::State CellParams::getstate() const {
 c10::intrusive_ptr<CellParams> CellParams::setstate(const c10::IValue& state) {
   const auto& el = packed::state_elements(state, kSetstate,
                                           "dtype, w_ih, b_ih, w_hh, b_hh, reduce_range", 7);
-  TORCH_CHECK(el[1].isString(), "qplugin::", kSetstate,
+  // Indexed through an ArrayRef: TupleElements' inline storage (3 elements) makes GCC warn
+  // (-Warray-bounds) on indices past it, though state_elements checked the size.
+  const c10::ArrayRef<c10::IValue> f = el.asArrayRef();
+  TORCH_CHECK(f[1].isString(), "qplugin::", kSetstate,
               ": expected the weight dtype ('qint8' or 'float16') as the first field, got ",
-              el[1].tagKind());
-  const std::string dtype = el[1].toStringRef();
+              f[1].tagKind());
+  const std::string dtype = f[1].toStringRef();
   TORCH_CHECK(dtype == "qint8" || dtype == "float16", "qplugin::", kSetstate,
               ": expected the weight dtype 'qint8' or 'float16', got '", dtype, "'");
   packed::check_state_tensor(el, 2, false, kSetstate, "the w_ih tensor");
   packed::check_state_tensor(el, 3, true, kSetstate, "a float32 b_ih tensor or None");
   packed::check_state_tensor(el, 4, false, kSetstate, "the w_hh tensor");
   packed::check_state_tensor(el, 5, true, kSetstate, "a float32 b_hh tensor or None");
-  TORCH_CHECK(el[6].isBool(), "qplugin::", kSetstate,
-              ": expected reduce_range (a bool) as the last field, got ", el[6].tagKind());
+  TORCH_CHECK(f[6].isBool(), "qplugin::", kSetstate,
+              ": expected reduce_range (a bool) as the last field, got ", f[6].tagKind());
   auto opt = [](const c10::IValue& v) {
     return v.isNone() ? c10::optional<at::Tensor>() : c10::optional<at::Tensor>(v.toTensor());
   };
   if (dtype == "qint8") {
-    return make_int8(LinearPackedParams::prepack(el[2].toTensor(), opt(el[3]), kSetstate),
-                     LinearPackedParams::prepack(el[4].toTensor(), opt(el[5]), kSetstate),
-                     el[6].toBool(), kSetstate);
+    return make_int8(LinearPackedParams::prepack(f[2].toTensor(), opt(f[3]), kSetstate),
+                     LinearPackedParams::prepack(f[4].toTensor(), opt(f[5]), kSetstate),
+                     f[6].toBool(), kSetstate);
   }
-  return make_fp16(LinearPackedParamsFp16::prepack(el[2].toTensor(), opt(el[3]), kSetstate),
-                   LinearPackedParamsFp16::prepack(el[4].toTensor(), opt(el[5]), kSetstate),
+  return make_fp16(LinearPackedParamsFp16::prepack(f[2].toTensor(), opt(f[3]), kSetstate),
+                   LinearPackedParamsFp16::prepack(f[4].toTensor(), opt(f[5]), kSetstate),
                    kSetstate);
 }
 
