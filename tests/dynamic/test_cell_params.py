@@ -357,8 +357,7 @@ def test_bad_inputs():
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_fake(mode, data, bidirectional, batch_first):
     """The fake kernels give the real ops' shapes, strides and dtypes (FakeTensorMode over real
-    CellParams; opcheck's checks compare the list of torchbind arguments, which a
-    FakeScriptObject list does not support in torch 2.13), and raise the real checks."""
+    CellParams) and raise the real checks."""
     I, H, T, B, L = 6, 5, 4, 3, 2
     D = 2 if bidirectional else 1
     params = _params(ops, "dynamic", _layers(mode, I, H, L, D, seed=8))
@@ -381,3 +380,24 @@ def test_fake(mode, data, bidirectional, batch_first):
     assert len(fake) == len(real)
     for f, r in zip(fake, real):
         assert f.shape == r.shape and f.stride() == r.stride() and f.dtype == r.dtype
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+@pytest.mark.parametrize("data", [False, True])
+@pytest.mark.parametrize("kind", ["dynamic", "fp16"])
+def test_opcheck(mode, data, kind):
+    """torch.library.opcheck (schema, FakeTensor, AOT dispatch, autograd registration) of the
+    stacked ops over a 2-layer bidirectional stack."""
+    I, H, T, B, L = 6, 5, 4, 3, 2
+    params = _params(ops, kind, _layers(mode, I, H, L, 2, seed=9))
+    x = torch.randn(T, B, I)
+    h = torch.randn(L * 2, B, H)
+    hx = h if mode == "gru" else [h, torch.randn_like(h)]
+    packet = _ops(ops, mode)
+    if data:
+        packed = pack_padded_sequence(x, torch.tensor([4, 2, 2]))
+        op, args = packet.data, (packed.data, packed.batch_sizes, hx, params, True, L, 0.0,
+                                 False, True)
+    else:
+        op, args = packet.input, (x, hx, params, True, L, 0.0, False, True, False)
+    torch.library.opcheck(op, args)
