@@ -447,3 +447,18 @@ def test_opcheck(case):
                                     raise_exception=False)
         assert all(v != "SUCCESS" for v in res.values()), (
             f"{case.id}: {res}; these now pass: run them (and drop the reason)")
+
+
+_TENSOR_OUT = [c for c in CASES if c.op is not Q.linear_prepack_fp16.default]  # the rest: tensors
+
+
+@pytest.mark.parametrize("case", _TENSOR_OUT, ids=[c.id for c in _TENSOR_OUT])
+def test_outputs_never_require_grad(case):
+    # qplugin's ops are inference only: with float inputs requiring grad, under PyTorch's default
+    # autograd fallback ("warn"), no output requires grad (common/non_differentiable.h), so no
+    # backward runs through them with wrong or missing gradients, and AOT autograd builds no
+    # joint graph around them.
+    args, kwargs = _with_grad(*case.make())
+    outs = case.op(*args, **kwargs)
+    flat = [t for t in torch.utils._pytree.tree_leaves(outs) if isinstance(t, torch.Tensor)]
+    assert flat and not any(t.requires_grad for t in flat), [t.requires_grad for t in flat]
