@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "common/non_differentiable.h"
 #include "ops/cpu/linear_dynamic.h"
 #include "register.h"
 
@@ -286,6 +287,14 @@ TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
          TORCH_FN(qplugin::ops::simple_cell_cpu<qplugin::ops::CellKind::Tanh>));
   m.impl("quantized_rnn_relu_cell_dynamic",
          TORCH_FN(qplugin::ops::simple_cell_cpu<qplugin::ops::CellKind::Relu>));
+}
+// Inference only: outputs never require grad (common/non_differentiable.h says why).
+TORCH_LIBRARY_IMPL(qplugin, Autograd, m) {
+  for (const char* op : {"quantized_lstm_layer_dynamic", "quantized_gru_layer_dynamic",
+                         "quantized_lstm_cell_dynamic", "quantized_gru_cell_dynamic",
+                         "quantized_rnn_tanh_cell_dynamic", "quantized_rnn_relu_cell_dynamic"}) {
+    m.impl(op, qplugin::non_differentiable());
+  }
 }
 // A quantized input or state reaches the same kernels, which reject it with a clear message.
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
