@@ -331,15 +331,26 @@ def demo_pt2(demo_files, tmp_path_factory):
     qplugin.quantization.prepare(prepared, inplace=True)
     with torch.no_grad():
         prepared(x)
-    pmodel = qplugin.pt2.from_quantized(qplugin.quantization.convert(prepared))
+    qmodel = qplugin.quantization.convert(prepared)
+    # The same converted model through the TorchScript door (for --compare-ts), and one whose
+    # first conv has other weights (its output differs).
+    same_ts, other_ts = str(out / "same.pt"), str(out / "other.pt")
+    torch.jit.save(torch.jit.script(qmodel), same_ts)
+    other = copy.deepcopy(qmodel)
+    conv = next(m for m in other.modules() if isinstance(m, qplugin.nn.Conv2d))
+    w = conv.weight()
+    conv.set_weight_bias(torch._make_per_tensor_quantized_tensor(
+        torch.flip(w.int_repr(), [0]), 0.05, 0), conv.bias())
+    torch.jit.save(torch.jit.script(other), other_ts)
+    pmodel = qplugin.pt2.from_quantized(qmodel)
     inp = torch.load(input_path)
     ep = torch.export.export(pmodel, (inp,), strict=False)
     pkg = torch._inductor.aoti_compile_and_package(ep, package_path=str(out / "model.pt2"))
-    return pkg, input_path, pmodel(inp)
+    return pkg, input_path, pmodel(inp), same_ts, other_ts
 
 
 def test_pt2_loader_matches_python(loader, demo_pt2, tmp_path):
-    pkg, inp, expected = demo_pt2
+    pkg, inp, expected, _, _ = demo_pt2
     r, output = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--threads", "1",
                                                "--bench", "3", "--pt2", pkg, inp], tmp_path)
     _check_output(r, output, expected)
@@ -347,8 +358,26 @@ def test_pt2_loader_matches_python(loader, demo_pt2, tmp_path):
     assert re.search(r"bench: 3 runs, median [0-9.e+-]+ ms", r.stdout), r.stdout
 
 
+def test_pt2_loader_compare_ts(loader, demo_pt2, tmp_path):
+    # --compare-ts: the TorchScript file of the same converted model and the .pt2 in one
+    # process, interleaved; outputs must be equal (else exit 4).
+    pkg, inp, expected, same_ts, other_ts = demo_pt2
+    args = ["--lib", qplugin.library_path(), "--threads", "1", "--bench", "4"]
+    r, output = _run_loader(loader["dlopen"], [*args, "--compare-ts", same_ts, "--pt2", pkg, inp],
+                            tmp_path)
+    _check_output(r, output, expected)
+    assert re.search(r"compare: 4 rounds, torchscript median [0-9.e+-]+ ms, pt2 median "
+                     r"[0-9.e+-]+ ms, pt2/torchscript [0-9.e+-]+", r.stdout), r.stdout
+    r, _ = _run_loader(loader["dlopen"], [*args, "--compare-ts", other_ts, "--pt2", pkg, inp],
+                       tmp_path)
+    assert r.returncode == 4 and "expected the TorchScript model's output to equal" in r.stderr
+    r, _ = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--compare-ts",
+                                          same_ts, "--pt2", pkg, inp], tmp_path)
+    assert r.returncode == 2 and "expected --compare-ts with --pt2 and --bench N" in r.stderr
+
+
 def test_pt2_loader_errors(loader, demo_pt2, tmp_path):
-    pkg, inp, _ = demo_pt2
+    pkg, inp, _, _, _ = demo_pt2
     r, _ = _run_loader(loader["dlopen"], ["--lib", qplugin.library_path(), "--pt2",
                                           str(tmp_path / "missing.pt2"), inp], tmp_path)
     assert r.returncode == 1 and "expected a readable .pt2 package" in r.stderr, r.stderr

@@ -209,8 +209,10 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
                              all_bytes_7bit(x, N * in[0] * in[1] * in[2] * C)
                          ? 1
                          : 0;
-  const QGemmEpilogue e{col_off.data(), p.w_zp_i32_.data(), 0, nullptr, rq.bias_q, rq.mult,
-                        rq.lo, rq.hi, rq.out_zp, a7};
+  QGemmEpilogue e{col_off.data(), p.w_zp_i32_.data(), 0, nullptr, rq.bias_q, rq.mult,
+                  rq.lo, rq.hi, rq.out_zp, a7};
+  e.out_i32 = rq.out_i32;
+  const int64_t es = rq.out_i32 ? 4 : 1;  // output element bytes
 
   int64_t MB = kIm2colBytes / std::max<int64_t>(K, 1);
   MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
@@ -239,7 +241,7 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
         next_pixel(P0, P1, P2, &n, &jd, &jh, &jw);
       }
       k.igemm(rows.data(), m1 - m0, seg_off.data(), ph.nseg, ph.kseg, pb, Cout, n0, n1, e,
-              y + m0 * Cout, Cout);
+              y + m0 * Cout * es, Cout * es);
     }
   };
   if (serial) task_range(0, mblocks * nblocks);
@@ -393,6 +395,7 @@ void run_phase(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
                         rq.lo,
                         rq.hi,
                         rq.out_zp};
+        e.out_i32 = rq.out_i32;
         if (p.any_w_zp_) {
           k.row_sums(a, lda, rows, K, rs.data());
           e.row_sums = rs.data();
@@ -425,7 +428,9 @@ void run_phase(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
             }
           }
         } else {
-          k.gemm(a, lda, rows, K, pb, Cout_g, n0, n1, e, y + m0 * Cout + g * Cout_g, Cout);
+          const int64_t es = rq.out_i32 ? 4 : 1;  // output element bytes
+          k.gemm(a, lda, rows, K, pb, Cout_g, n0, n1, e, y + (m0 * Cout + g * Cout_g) * es,
+                 Cout * es);
         }
       }
     }
@@ -515,6 +520,8 @@ bool conv_reads_nchw(const ConvPlan& p) {
 void conv_forward(const ConvPlan& p, const uint8_t* x, int64_t N, const int64_t in[3],
                   uint8_t* y, const int64_t out[3], const ConvRequant& rq, bool x_nchw) {
   TORCH_CHECK(!x_nchw || conv_reads_nchw(p), "qplugin: internal error: NCHW conv input");
+  TORCH_CHECK(!rq.out_i32 || p.kind_ == ConvPlan::Kind::kGemm,
+              "qplugin: internal error: int32 conv output on a non-GEMM plan");
   if (p.kind_ == ConvPlan::Kind::kDepthwise) {
     run_depthwise(p, x, N, in, y, out, rq, x_nchw);
     return;

@@ -18,6 +18,10 @@ struct ConvRequant {
   float lo, hi;
   int32_t out_zp;
   int32_t in_zp;
+  // 1: y is int32 storage [N][OD][OH][OW][C_out] receiving the exact accumulators (qgemm.h
+  // QGemmEpilogue::out_i32; mult, bias_q, lo, hi, out_zp unused but mult / bias_q must point at
+  // C_out values). GEMM plans only (not depthwise or transposed); K <= 33025 keeps it exact.
+  int32_t out_i32 = 0;
 };
 
 // x [N][C][HW] -> y [N][HW][C], u8, threaded.

@@ -367,6 +367,10 @@ def _pt2_rows(qmodel, x1, xb, save, threads, eager_lat) -> bool:
         _log(f"PT2: torch.compile and AOTInductor not available here ({inductor}); their rows "
              "are skipped")
     compiled = torch.compile(pmodel) if inductor is None else None
+    # The same with Dynamo's per-call guards on the packed-params objects dropped
+    # (qplugin.pt2.skip_packed_params_guards: safe while their shapes/config stay as compiled).
+    compiled_ng = (torch.compile(pmodel, options={
+        "guard_filter_fn": qplugin.pt2.skip_packed_params_guards}) if inductor is None else None)
     pkg = None
     if save and inductor is None:
         pkg = os.path.splitext(os.path.abspath(save))[0] + ".pt2"
@@ -382,6 +386,7 @@ def _pt2_rows(qmodel, x1, xb, save, threads, eager_lat) -> bool:
             runs = {"eager": pmodel(x), "exported": exported[b](x)}
             if compiled is not None:
                 runs["compiled"] = compiled(x)
+                runs["compiled, packed guards skipped"] = compiled_ng(x)
             if aoti is not None and (ep is not None or b == 32):
                 runs["AOTI"] = aoti(x)
             bad = [k for k, v in runs.items() if not torch.equal(v, want)]
@@ -398,6 +403,7 @@ def _pt2_rows(qmodel, x1, xb, save, threads, eager_lat) -> bool:
             "PT2 exported (ep.module())": None}
     if compiled is not None:
         rows["PT2 torch.compile (Inductor)"] = (lambda x: compiled(x))
+        rows["PT2 torch.compile, skip_packed_params_guards"] = (lambda x: compiled_ng(x))
     if aoti is not None:
         rows["PT2 AOTInductor (.pt2)"] = None
     lat = {}

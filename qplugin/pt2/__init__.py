@@ -11,6 +11,7 @@ from ._qtensor import QTensor
 from . import fake  # noqa: F401  (registers the fake classes and fake kernels)
 from ._convert import DeQuantize, Quantize, from_quantized, to_quantized
 from . import _router
+from ._guards import skip_packed_params_guards
 
 # The conv / linear modules route their packed-params ops in Python on a QTensor (see
 # qplugin.nn.modules.utils._packed_op_call).
@@ -19,4 +20,5 @@ if not _nn_utils._PT2_ROUTER:
     _nn_utils._PT2_ROUTER.append((QTensor, _router.route_call))
 _router.plans()  # built now, not in a compiled region
 
-__all__ = ["QTensor", "Quantize", "DeQuantize", "from_quantized", "to_quantized"]
+__all__ = ["QTensor", "Quantize", "DeQuantize", "from_quantized", "to_quantized",
+           "skip_packed_params_guards"]

@@ -61,6 +61,26 @@ def test_exact_every_isa(isa, i, wdtype):
     assert got.is_contiguous()
 
 
+# Channels-last (and [N, C]) inputs with C >= 16 and >= 64 pixel rows take the blocked vector
+# path (256-row blocks, transposed through lut8_nhwc_to_nchw / lut8_nchw_to_nhwc); the shapes
+# give partial blocks and channel counts that are not multiples of the vector width.
+@pytest.mark.parametrize("shape, fmt", [((3, 16, 10, 10), torch.channels_last),
+                                        ((2, 33, 17, 9), torch.channels_last),
+                                        ((1, 64, 23, 25), torch.channels_last),
+                                        ((2, 17, 4, 5, 7), torch.channels_last_3d),
+                                        ((300, 40), None)])
+@pytest.mark.parametrize("wdtype", [torch.quint8, torch.qint8])
+def test_exact_channels_last_blocks_every_isa(isa, shape, fmt, wdtype):
+    x = _x(shape, seed=len(shape) + shape[1])
+    if fmt is not None:
+        x = x.contiguous(memory_format=fmt)
+    w = _wq(shape[1], wdtype, seed=shape[1])
+    got = call_unmodified(torch.ops.qplugin.prelu, x, w, 0.04, 100)
+    assert_qequal(got, exact(x, w, 0.04, 100))
+    if fmt is not None:
+        assert got.is_contiguous(memory_format=fmt)
+
+
 @pytest.mark.parametrize("i", range(len(SHAPES)))
 def test_vs_pytorch(i):
     shape, n = SHAPES[i]

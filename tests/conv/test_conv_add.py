@@ -92,6 +92,46 @@ def test_exact_every_isa(isa, relu, i):
     assert_qequal(got, exact(x, acc, w, b, s, p, d, g, 0.06, 110, relu))
 
 
+# The driver path (the conv GEMM writing exact int32 accumulators, ops/quantized_cpu/
+# conv_kernel.cpp) at sizes where it blocks rows and columns, splits the batch into chunks
+# (P * C_out > 2^18 accumulators per image), takes the implicit GEMM (weight zero points 0) or
+# the row-sum path (nonzero weight zero point); and K > 33025, which falls back to the int64 GEMM.
+BIG = [  # N, Cin, Cout, H, W, k, stride, pad, dil, groups, per_channel, wzp, bias
+    (2, 8, 72, 64, 60, 3, 1, 1, 1, 1, True, 0, True),
+    (2, 8, 72, 64, 60, 3, 1, 1, 1, 1, False, 5, True),
+    (3, 24, 40, 21, 19, 3, 2, 1, 1, 1, True, 0, False),
+    (1, 3700, 3, 3, 4, 3, 1, 1, 1, 1, False, 0, True),
+]
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("case", BIG)
+def test_exact_driver_path_every_isa(isa, relu, case):
+    N, Cin, Cout, H, W, k, s, p, d, g, pc, wzp, has_b = case
+    x = _q((N, Cin, H, W), seed=11)
+    w = _w((Cout, Cin // g, k, k), pc, wzp, seed=12)
+    b = torch.randn(Cout, generator=torch.Generator().manual_seed(13)) if has_b else None
+    acc = _q((N, Cout, _out(H, k, s, p, d), _out(W, k, s, p, d)), scale=0.03, zp=140, seed=14)
+    packed = torch.ops.qplugin.conv2d_prepack(w, b, [s, s], [p, p], [d, d], g)
+    got = call_unmodified(OPS[relu], x, acc, packed, 0.06, 110)
+    assert_qequal(got, exact(x, acc, w, b, [s, s], [p, p], [d, d], g, 0.06, 110, relu))
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("out_scale, acc_scale", [(1e-13, 0.03), (0.06, 1e20), (1e-30, 1e20)])
+def test_huge_quotients_every_isa(isa, relu, out_scale, acc_scale):
+    # |v / output_scale| >= 1e15: the vector finishing pass leaves these to quantize_exact.
+    x, _, w, b, s, p, d, g = _case(4)
+    acc = _q((1, 17, 9, 4), scale=acc_scale, zp=140, seed=3)
+    packed = torch.ops.qplugin.conv2d_prepack(w, b, s, p, d, g)
+    got = OPS[relu](x, acc, packed, out_scale, 7)
+    ref = exact(x, acc, w, b, s, p, d, g, out_scale, 7, relu)
+    assert_qequal(got, ref)
+    if not relu:  # the draw saturates both ends
+        codes = got.int_repr()
+        assert (codes == 0).any() and (codes == 255).any()
+
+
 def test_layouts_and_isas_identical():
     x, acc, w, b, s, p, d, g = _case(0)
     packed = torch.ops.qplugin.conv2d_prepack(w, b, s, p, d, g)

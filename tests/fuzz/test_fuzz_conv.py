@@ -100,3 +100,71 @@ def draw_conv(seed):
 def test_fuzz_conv(isa, seed):
     case, run, expected = draw_conv(seed)
     check(case, isa, run, expected)
+
+
+def draw_conv_add(seed):
+    """conv2d_add / conv2d_add_relu: a 2-d conv (any groups incl. depthwise, kernel, stride,
+    padding, dilation, weight kind) plus a quint8 accumulator of the output's shape with its own
+    qparams and layout; ReLU after the add (csrc/ops/quantized_cpu/conv_kernel.cpp: the conv
+    driver's exact int32 accumulators, or the int64 GEMM for depthwise plans)."""
+    c = Case("conv_add", seed)
+    groups = c.choice((1, 1, 1, 2, "depthwise"))
+    cmax = 24 if LONG else 10
+    if groups == "depthwise":
+        groups = c.randint(1, cmax)
+        cin_g, cout_g = 1, 1
+    else:
+        cin_g, cout_g = c.size(1, cmax), c.size(1, cmax)
+    cin, cout = cin_g * groups, cout_g * groups
+    k = [c.randint(1, 5) for _ in range(2)]
+    stride = [c.choice((1, 1, 2, 3)) for _ in range(2)]
+    dilation = [c.choice((1, 1, 2)) for _ in range(2)]
+    padding = [c.randint(0, (dilation[i] * (k[i] - 1)) // 2 + (1 if c.chance(0.2) else 0))
+               for i in range(2)]
+    smax = 20 if LONG else 11
+    spatial = [c.randint(max(1, dilation[i] * (k[i] - 1) + 1 - 2 * padding[i]), smax)
+               for i in range(2)]
+    spatial = [max(s, dilation[i] * (k[i] - 1) + 1 - 2 * padding[i]) for i, s in enumerate(spatial)]
+    n = c.choice((1, 1, 2, 3))
+    xshape = c.shrink((n, cin, *spatial), keep=(1, 2, 3))
+    relu = c.chance(0.5)
+    c.note(groups=groups, cin=cin, cout=cout, kernel=k, stride=stride, padding=padding,
+           dilation=dilation, relu=relu)
+    x = c.qtensor(xshape, torch.quint8, c.scale(), c.zero_point(torch.quint8),
+                  layouts=LAYOUTS[4])
+    wshape = (cout, cin_g, *k)
+    wcodes, wkind = c.codes(wshape, torch.qint8, 0)
+    wcodes = wcodes.to(torch.int8)
+    if c.chance(0.5):
+        scales = torch.tensor([c.scale(1e-5, 1.0) for _ in range(cout)], dtype=torch.float64)
+        zps = torch.tensor([c.zero_point(torch.qint8, extreme=0.1) if c.chance(0.3) else 0
+                            for _ in range(cout)], dtype=torch.int64)
+        w = torch._make_per_channel_quantized_tensor(wcodes, scales, zps, 0)
+    else:
+        w = torch._make_per_tensor_quantized_tensor(
+            wcodes, c.scale(1e-5, 1.0), c.zero_point(torch.qint8) if c.chance(0.3) else 0)
+    c.note(w_codes=wkind, per_channel=w.qscheme() != torch.per_tensor_affine)
+    bias = None
+    if c.chance(0.8):
+        mag = x.q_scale() * float(deq64(w).abs().max() + 1e-30) * 64 * (cin_g * k[0] * k[1]) ** 0.5
+        bias = c.randn(cout) * mag * c.choice((0.01, 1.0, 10.0))
+    v = F.conv2d(deq64(x), deq64(w), None if bias is None else bias.double(), stride, padding,
+                 dilation, groups)
+    # The accumulator's scale: near the conv result's (both terms matter), or far from it.
+    vmax = float(v.abs().max()) if v.numel() else 1.0
+    a_scale = max(vmax, 1e-30) / 128 * c.choice((1.0, 1.0, 1e-3, 1e3))
+    acc = c.qtensor(tuple(v.shape), torch.quint8, a_scale, c.zero_point(torch.quint8),
+                    layouts=LAYOUTS[4], name="acc")
+    v = v + deq64(acc)
+    scale, zp = output_qparams(c, torch.relu(v) if relu else v)
+    expected = requant64(v, scale, zp, torch.quint8, relu=relu)
+    c.units = (torch.relu(v) if relu else v) / scale
+    op = Q.conv2d_add_relu if relu else Q.conv2d_add
+    args = (w, bias, stride, padding, dilation, groups)
+    return c, (lambda: op(x, acc, Q.conv2d_prepack(*args), scale, zp)), expected
+
+
+@pytest.mark.parametrize("seed", cases(20))
+def test_fuzz_conv_add(isa, seed):
+    case, run, expected = draw_conv_add(seed)
+    check(case, isa, run, expected)

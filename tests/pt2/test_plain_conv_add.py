@@ -280,13 +280,13 @@ def test_route_qtensor_call(relu):
 class _Net(nn.Module):
     """Two float inputs -> Quantize each -> ConvAdd[ReLU]2d -> DeQuantize."""
 
-    def __init__(self, relu, padding_mode="zeros"):
+    def __init__(self, relu, padding_mode="zeros", padding=1, stride=1, kernel=(3, 3)):
         super().__init__()
         self.q1 = qplugin.nn.Quantize(0.04, 120, torch.quint8)
         self.q2 = qplugin.nn.Quantize(0.03, 131, torch.quint8)
         cls = qnni.ConvAddReLU2d if relu else qnni.ConvAdd2d
-        self.conv = cls(4, 6, 3, stride=1, padding=1)
-        w = _w((6, 4, 3, 3), True, 5)
+        self.conv = cls(4, 6, kernel, stride=stride, padding=padding, padding_mode=padding_mode)
+        w = _w((6, 4) + tuple(kernel), True, 5)
         self.conv.set_weight_bias(w, torch.randn(6, generator=_gen(2)))
         self.conv.scale, self.conv.zero_point = 0.07, 100
         self.dequant = qplugin.nn.DeQuantize()
@@ -295,10 +295,10 @@ class _Net(nn.Module):
         return self.dequant(self.conv(self.q1(x), self.q2(y)))
 
 
-def _inputs(n=2):
+def _inputs(n=2, out_hw=(7, 5)):
     g = _gen(3)
     return (torch.randn(n, 4, 7, 5, generator=g) * 2,
-            torch.randn(n, 6, 7, 5, generator=g).contiguous(memory_format=CL))
+            torch.randn(n, 6, *out_hw, generator=g).contiguous(memory_format=CL))
 
 
 def _check_graph(ep, relu):
@@ -321,6 +321,44 @@ def test_module_from_quantized_bit_identical_and_exports(isa, relu):
     assert torch.equal(ep.module()(x, y), want)
     back = qplugin.pt2.to_quantized(pmodel)
     assert torch.equal(back(x, y), want)
+
+
+# Padded convs (issue #15): every padding_mode the module takes ('zeros' pads inside the kernel,
+# the others pad the codes in Python first, conv.py _pad_quantized), symmetric and asymmetric
+# padding, stride 2. The 7x5 input gives the output's height and width (extra_input's shape).
+PADDED = [("zeros", 1, 1, (3, 3)), ("zeros", (2, 1), 2, (3, 3)), ("reflect", 1, 1, (3, 3)),
+          ("reflect", (1, 2), 1, (3, 5)), ("replicate", 1, 2, (3, 3)),
+          ("circular", (2, 1), 1, (3, 3)), ("circular", 1, 1, (1, 3))]
+
+
+@pytest.mark.parametrize("relu", [False, True], ids=["add", "add_relu"])
+@pytest.mark.parametrize("case", PADDED, ids=[f"{m}-p{p}-s{s}-k{k[0]}x{k[1]}"
+                                              for m, p, s, k in PADDED])
+def test_padded_module_exports_bit_identical(relu, case):
+    mode, padding, stride, kernel = case
+    qmodel = _Net(relu, mode, padding, stride, kernel).eval()
+    assert qmodel.conv.padding_mode == mode
+    ph, pw = (padding, padding) if isinstance(padding, int) else padding
+    out_hw = (_out(7, kernel[0], stride, ph, 1), _out(5, kernel[1], stride, pw, 1))
+    x, y = _inputs(out_hw=out_hw)
+    with torch.no_grad():
+        want = qmodel(x, y)
+    assert want.shape == (2, 6) + out_hw
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    assert torch.equal(pmodel(x, y), want)
+    ep = torch.export.export(pmodel, (x, y), strict=False)
+    _check_graph(ep, relu)
+    assert torch.equal(ep.module()(x, y), want)
+    # Other values through the same exported program (its constants are not the inputs').
+    x2, y2 = x.flip(0) * 1.5, y.flip(0)
+    with torch.no_grad():
+        want2 = qmodel(x2, y2)
+    assert torch.equal(ep.module()(x2, y2), want2)
+    # The padding mode matters: the zeros-padded conv of the same weights gives other bytes.
+    if mode != "zeros":
+        other = _Net(relu, "zeros", padding, stride, kernel).eval()
+        with torch.no_grad():
+            assert not torch.equal(other(x, y), want)
 
 
 @pytest.mark.parametrize("relu", [False, True], ids=["add", "add_relu"])

@@ -204,3 +204,81 @@ def test_empty():
     y = Q.quantize_per_tensor.plain(x, 0.1, 0, torch.uint8)
     assert y.shape == (0, 3) and y.dtype == torch.uint8
     assert Q.dequantize.plain(y, 0.1, 0).shape == (0, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Both doors' Quantize modules: qplugin.nn.Quantize (TorchScript door, quantized-dtype output) and
+# qplugin.pt2.Quantize (QTensor output) run qplugin's kernel, so they give the same bytes on every
+# torch version, at ties and on huge values too (torch 2.14's quantize_per_tensor rounds those
+# differently from 2.13, docs/deviations.md).
+
+
+def _torch214_rule(x, scale, zp, lo, hi):
+    """torch 2.14.1's rounding away from huge values: round(x * (1/scale)) first, then + zp."""
+    inv = torch.tensor(1.0 / torch.tensor(scale, dtype=torch.float32).item(), dtype=torch.float32)
+    r = torch.round(x * inv)  # float32 product, ties to even
+    return (r.double() + zp).clamp(lo, hi)
+
+
+@pytest.mark.parametrize("qdtype,cdtype,lo,hi", DTYPES, ids=["quint8", "qint8"])
+def test_doors_quantize_to_the_same_bytes(qdtype, cdtype, lo, hi, isa):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    import qplugin.pt2
+    from qplugin.pt2 import QTensor
+
+    class Calls(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    discriminating = 0
+    for i, scale in enumerate(SCALES):
+        x = _values(scale, 100 + i)
+        for zp in (lo, 3, -5 if lo < 0 else 5, (lo + hi) // 2, hi):
+            legacy = qplugin.nn.Quantize(scale, zp, qdtype)
+            pt2 = qplugin.pt2.Quantize.from_quantized(legacy)
+            scripted = torch.jit.script(legacy)
+            with Calls() as calls:
+                lq = legacy(x)
+            # qplugin's kernel, not torch's quantize_per_tensor (whose rounding moved in 2.14).
+            assert "qplugin.quantize_per_tensor.plain" in calls.names, calls.names
+            assert not any(n.startswith("aten.quantize_per_tensor") for n in calls.names)
+            s = float(legacy.scale)  # its float32 buffer's value, as torch.ao's Quantize
+            assert lq.dtype == qdtype and (lq.q_scale(), lq.q_zero_point()) == (s, zp)
+            codes = lq.int_repr()
+            assert codes.dtype == cdtype
+            pq = pt2(x)
+            assert isinstance(pq, QTensor) and (pq.scale, pq.zero_point) == (s, zp)
+            assert torch.equal(pq.int_data, codes)
+            sq = scripted(x)
+            assert sq.dtype == qdtype and torch.equal(sq.int_repr(), codes)
+            assert torch.equal(codes, Q.quantize_per_tensor.plain(x, s, zp, cdtype))
+            # The values hold ties where 2.14's order of rounding gives other codes (odd zp).
+            finite = x.abs() < 1e6 * scale
+            alt = _torch214_rule(x[finite], s, zp, lo, hi)
+            discriminating += int((alt != codes[finite].double()).sum())
+    assert discriminating > 1000, discriminating
+
+
+def test_doors_quantize_keep_layout_and_script():
+    import qplugin.pt2
+
+    x = torch.randn(2, 5, 4, 3).contiguous(memory_format=torch.channels_last)
+    legacy = qplugin.nn.Quantize(0.03, 7, torch.quint8)
+    scripted = torch.jit.script(legacy)
+    assert "qplugin::quantize_per_tensor" in str(scripted.graph)
+    for q in (legacy(x), scripted(x)):
+        # the memory format torch.quantize_per_tensor gives (a model's conv reads it as is)
+        assert q.stride() == x.stride()
+        assert torch.equal(q.int_repr(), qplugin.pt2.Quantize(0.03, 7)(x).int_data)
+    # qint32 stays on torch.quantize_per_tensor (qplugin's kernel makes 8-bit codes only).
+    x32 = torch.tensor([1.0, -2.25, 1e3])
+    q32 = qplugin.nn.Quantize(0.5, 3, torch.qint32)(x32)
+    assert q32.dtype == torch.qint32
+    want = torch.quantize_per_tensor(x32, 0.5, 3, torch.qint32).int_repr()
+    assert torch.equal(q32.int_repr(), want)

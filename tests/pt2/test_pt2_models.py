@@ -14,6 +14,7 @@ import sys
 
 import pytest
 import torch
+import torch._dynamo.testing
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -194,6 +195,63 @@ def test_demo_compile_no_graph_break(demo):
     want = _legacy(qmodel, x)
     assert torch.equal(cm(x), want)
     assert torch.equal(cm(x), want)  # second call: the compiled artifact, not tracing
+
+
+def _packed_objects(model):
+    return [(name, v) for name, mod in model.named_modules() for k, v in vars(mod).items()
+            if isinstance(v, torch.ScriptObject)]
+
+
+def test_skip_packed_params_guards(demo):
+    # qplugin.pt2.skip_packed_params_guards drops exactly the class-name and __obj_flatten__
+    # guards of the packed objects (each of them loses its guards, nothing else is dropped); the
+    # compiled model stays bit-identical, does not recompile, and still reads the module's
+    # current packed object on every call (the objects are graph inputs): swapping in new weights
+    # of the same shape gives the new eager result without recompiling.
+    qmodel, x = demo
+    qmodel = copy.deepcopy(qmodel)
+    pmodel = qplugin.pt2.from_quantized(qmodel)
+    seen = {}
+
+    def spy(guards):
+        keep = qplugin.pt2.skip_packed_params_guards(guards)
+        seen["all"] = [g.name for g in guards]
+        seen["dropped"] = [g.name for g, k in zip(guards, keep) if not k]
+        return keep
+
+    torch._dynamo.reset()
+    cnt = torch._dynamo.testing.CompileCounterWithBackend("inductor")
+    cm = torch.compile(pmodel, backend=cnt, options={"guard_filter_fn": spy})
+    assert torch.equal(cm(x), _legacy(qmodel, x))
+    packed = _packed_objects(pmodel)
+    assert packed
+    suffixes = (".__obj_flatten__()", "._type().qualified_name()")
+    dropped = seen["dropped"]
+    assert dropped and all(n.endswith(suffixes) for n in dropped), dropped
+    owners = {n[:-len(sfx)] for n in dropped for sfx in suffixes if n.endswith(sfx)}
+    assert len(owners) == len(packed), (owners, [n for n, _ in packed])
+    kept_obj = [n for n in seen["all"] if n.endswith(suffixes) and n not in dropped]
+    assert not kept_obj, kept_obj
+    assert len(seen["all"]) > len(dropped)  # the other guards stay
+
+    before = cm(x)
+    assert torch.equal(before, _legacy(qmodel, x))
+    assert cnt.frame_count == 1
+    # New weights of the same shape and config in one conv: read at call time.
+    conv = next(m for m in qmodel.modules() if isinstance(m, qplugin.nn.Conv2d))
+    w = conv.weight()
+    w2 = torch.quantize_per_tensor(torch.randn(w.shape) * 0.1, 0.01, 0, torch.qint8) \
+        if w.qscheme() == torch.per_tensor_affine else torch.quantize_per_channel(
+            torch.randn(w.shape) * 0.1, w.q_per_channel_scales(),
+            w.q_per_channel_zero_points(), 0, torch.qint8)
+    conv.set_weight_bias(w2, conv.bias())
+    pconv = next(m for m in pmodel.modules() if isinstance(m, qplugin.nn.Conv2d))
+    if pconv is not conv:  # from_quantized copied the module: swap there too
+        pconv.set_weight_bias(w2, conv.bias())
+    want = _legacy(qmodel, x)
+    assert not torch.equal(want, before)  # the swap changes the result
+    assert torch.equal(cm(x), want)
+    assert cnt.frame_count == 1
 
 
 def test_compile_qtensor_input_no_graph_break(demo):

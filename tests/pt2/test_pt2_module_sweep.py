@@ -249,11 +249,11 @@ def _qlinear(cls, *extra, in_f=12, out_f=7):
     return make
 
 
-def _qconv_add(cls):
+def _qconv_add(cls, padding_mode="zeros"):
     """A ConvAdd2d / ConvAddReLU2d (3 -> 4 channels, 3x3, padding 1) with random qint8 weights
     and output qparams (built directly: its float pattern exists in torch.ao only)."""
     def make():
-        q = cls(3, 4, 3, padding=1)
+        q = cls(3, 4, 3, padding=1, padding_mode=padding_mode)
         w = torch.quantize_per_tensor(torch.randn(4, 3, 3, 3) * 0.2, 0.01, 0, torch.qint8)
         q.set_weight_bias(w, torch.randn(4) * 0.1)
         q.scale, q.zero_point = 0.06, 110
@@ -460,11 +460,13 @@ CASES = {
     "qplugin.nn.intrinsic.LinearLeakyReLU": {"": direct(_qlinear(qnni.LinearLeakyReLU, 0.1),
                                                         (4, 12))},
     "qplugin.nn.intrinsic.LinearTanh": {"": direct(_qlinear(qnni.LinearTanh), (4, 12))},
-    # Skipped until their .plain overloads are registered (SKIP, READY_WHEN).
-    "qplugin.nn.intrinsic.ConvAdd2d": {"": direct(_qconv_add(qnni.ConvAdd2d), (2, 3, 5, 5),
-                                                  (2, 4, 5, 5))},
-    "qplugin.nn.intrinsic.ConvAddReLU2d": {"": direct(_qconv_add(qnni.ConvAddReLU2d),
-                                                      (2, 3, 5, 5), (2, 4, 5, 5))},
+    "qplugin.nn.intrinsic.ConvAdd2d": {
+        "": direct(_qconv_add(qnni.ConvAdd2d), (2, 3, 5, 5), (2, 4, 5, 5)),
+        "reflect": direct(_qconv_add(qnni.ConvAdd2d, "reflect"), (2, 3, 5, 5), (2, 4, 5, 5))},
+    "qplugin.nn.intrinsic.ConvAddReLU2d": {
+        "": direct(_qconv_add(qnni.ConvAddReLU2d), (2, 3, 5, 5), (2, 4, 5, 5)),
+        "circular": direct(_qconv_add(qnni.ConvAddReLU2d, "circular"), (2, 3, 5, 5),
+                           (2, 4, 5, 5))},
     # -- qplugin.nn.dynamic (float in and out: no QTensor; the ops take plain tensors already) --
     "qplugin.nn.dynamic.Linear": {
         "qint8": dynamic(lambda: nn.Linear(12, 7), (4, 12)),
@@ -510,16 +512,11 @@ ALIASES = {
 # Exported classes that legitimately cannot run on the PT2 door yet, with the reason (their
 # cases stay in CASES and are skipped with it).
 SKIP = {
-    # C++: qplugin::conv2d_add / conv2d_add_relu have no .plain overload yet (being written in a
-    # separate change); their route rows are in qplugin/pt2/routes/conv.py already.
-    "qplugin.nn.intrinsic.ConvAdd2d": "conv2d_add.plain: separate change",
-    "qplugin.nn.intrinsic.ConvAddReLU2d": "conv2d_add.plain: separate change",
+    # (none: ConvAdd2d / ConvAddReLU2d ran skipped here until conv2d_add[_relu].plain existed)
 }
-# Skipped classes whose cases (in CASES) run as soon as the named overload is registered.
-READY_WHEN = {
-    "qplugin.nn.intrinsic.ConvAdd2d": ("conv2d_add", "plain"),
-    "qplugin.nn.intrinsic.ConvAddReLU2d": ("conv2d_add_relu", "plain"),
-}
+# Skipped classes whose cases (in CASES) run as soon as the named overload is registered:
+# {class: (op, overload)}.
+READY_WHEN = {}
 
 
 def _skip_reason(cls):

@@ -5,6 +5,7 @@
 //
 //   qplugin_loader [--lib PATH] [--threads N] [--threads-run N] [--bench N] MODEL.pt INPUT.pt OUTPUT.pt
 //   qplugin_loader [--lib PATH] [--threads N] [--bench N] --pt2 MODEL.pt2 INPUT.pt OUTPUT.pt
+//   qplugin_loader [--lib PATH] [--threads N] --bench N --compare-ts MODEL.pt --pt2 MODEL.pt2 INPUT.pt OUTPUT.pt
 //
 // --lib PATH: qplugin's op library (qplugin/_C*.so) to dlopen; without it, the loader uses the
 //   qplugin it was linked with (linked.cpp, which calls qplugin_register_all()), else a _C*.so
@@ -21,6 +22,10 @@
 //   classes must be registered before the package's proxy executor resolves them).
 // --bench N: after the first forward, N more forwards; prints "bench: N runs, median X ms"
 //   (wall time per forward, one input).
+// --compare-ts MODEL.pt (with --pt2 and --bench N): also loads the TorchScript model, checks that
+//   its output equals the package's, and times both interleaved in this one process (N rounds,
+//   each one forward of each, the order alternating); prints "compare: torchscript median X ms,
+//   pt2 median Y ms, pt2/torchscript R" (exits 4 when the outputs differ).
 #include <dlfcn.h>
 #include <glob.h>
 
@@ -99,8 +104,8 @@ std::vector<std::string> python_libraries_mapped() {
 int usage() {
   std::cerr << "usage: qplugin_loader [--lib PATH] [--threads N] [--threads-run N] [--bench N] "
                "MODEL.pt INPUT.pt OUTPUT.pt\n"
-               "       qplugin_loader [--lib PATH] [--threads N] [--bench N] --pt2 MODEL.pt2 "
-               "INPUT.pt OUTPUT.pt\n";
+               "       qplugin_loader [--lib PATH] [--threads N] [--bench N] [--compare-ts "
+               "MODEL.pt] --pt2 MODEL.pt2 INPUT.pt OUTPUT.pt\n";
   return 2;
 }
 
@@ -166,7 +171,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   int run_threads = 0;
   int bench = 0;
-  std::string pt2;
+  std::string pt2, compare_ts;
   std::vector<std::string> pos;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -189,6 +194,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--pt2" && i + 1 < argc) {
       pt2 = argv[++i];
+    } else if (a == "--compare-ts" && i + 1 < argc) {
+      compare_ts = argv[++i];
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;
@@ -204,6 +211,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     pos.insert(pos.begin(), pt2);
+  }
+  if (!compare_ts.empty() && (pt2.empty() || bench <= 0)) {
+    std::cerr << "qplugin_loader: expected --compare-ts with --pt2 and --bench N\n";
+    return 2;
   }
   if (pos.size() != 3) return usage();
   const std::string model_path = pos[0], input_path = pos[1], output_path = pos[2];
@@ -270,7 +281,45 @@ int main(int argc, char** argv) {
       c10::InferenceMode guard;
       out = forward();
     }
-    if (bench > 0) {
+    if (bench > 0 && !compare_ts.empty()) {
+      // Both deployments in this process, interleaved (the order alternates per round), so
+      // that machine noise and process-to-process spread hit both alike.
+      torch::jit::Module ts = torch::jit::load(compare_ts);
+      ts.eval();
+      c10::InferenceMode guard;
+      const c10::IValue ts_out = ts.forward({x});
+      if (!ts_out.isTensor() || !out.isTensor() || !same_output(ts_out.toTensor(),
+                                                                out.toTensor())) {
+        std::cerr << "qplugin_loader: --compare-ts: expected the TorchScript model's output to "
+                     "equal the package's, got a different one\n";
+        return 4;
+      }
+      for (int i = 0; i < 3; ++i) {  // warm-up
+        ts.forward({x});
+        forward();
+      }
+      std::vector<double> a, b;
+      auto time_ms = [](const std::function<void()>& fn) {
+        auto t0 = std::chrono::steady_clock::now();
+        fn();
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+            .count();
+      };
+      for (int i = 0; i < bench; ++i) {
+        if (i % 2 == 0) {
+          a.push_back(time_ms([&] { ts.forward({x}); }));
+          b.push_back(time_ms([&] { forward(); }));
+        } else {
+          b.push_back(time_ms([&] { forward(); }));
+          a.push_back(time_ms([&] { ts.forward({x}); }));
+        }
+      }
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      const double ma = a[a.size() / 2], mb = b[b.size() / 2];
+      std::cout << "compare: " << bench << " rounds, torchscript median " << ma
+                << " ms, pt2 median " << mb << " ms, pt2/torchscript " << mb / ma << "\n";
+    } else if (bench > 0) {
       c10::InferenceMode guard;
       forward();  // warm-up
       const double ms = median_ms(bench, [&] { forward(); });

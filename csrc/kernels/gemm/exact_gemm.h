@@ -44,6 +44,15 @@ struct ExactGemmKernels {
   // cannot vouch for that (the caller recomputes those). Returns the number of them.
   int64_t (*requant_i32)(const int32_t* acc, int64_t n, double m, double s, int64_t zp,
                          uint8_t* out, uint8_t* unsure);
+  // conv2d_add[_relu]'s finishing pass over one output pixel (n = C_out channels):
+  //   v = acc[n] * mult[n] + bias[n] + (a[n] - a_zp) * a_scale       double, in this order
+  //   relu: v = (v < 0 ? 0 : v)   (a NaN stays NaN)
+  //   out[n] = clamp(nearbyint(v / s) + zp, 0, 255)
+  // with the bytes of quantize_exact(v, s, zp, 0, 255); unsure[n] = 1 where v is NaN or |v / s|
+  // >= 1e15 (the caller recomputes those with quantize_exact). Returns the number of them.
+  int64_t (*add_requant)(const int32_t* acc, const uint8_t* a, int64_t n, const double* mult,
+                         const double* bias, int64_t a_zp, double a_scale, bool relu, double s,
+                         int64_t zp, uint8_t* out, uint8_t* unsure);
 };
 
 constexpr int kActLeakyRelu = 0;

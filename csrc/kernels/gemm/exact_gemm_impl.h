@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kernels/gemm/exact_gemm.h"
@@ -248,6 +249,33 @@ int64_t requant_i32(const int32_t* acc, int64_t n, double m, double s, int64_t z
   return count;
 }
 
+// conv2d_add's pass (exact_gemm.h ExactGemmKernels::add_requant): the same IEEE operations as
+// quantize_exact(v, s, zp, 0, 255) on the same v (a quotient, then round half to even), so no
+// margin is needed; only NaN and huge quotients are left to the caller. Branch-free (selects).
+int64_t add_requant(const int32_t* acc, const uint8_t* a, int64_t n, const double* mult,
+                    const double* bias, int64_t a_zp, double a_scale, bool relu, double s,
+                    int64_t zp, uint8_t* __restrict out, uint8_t* __restrict unsure) {
+  const double zpd = static_cast<double>(zp);
+  const int32_t azp = static_cast<int32_t>(a_zp);
+  const double lo = relu ? 0.0 : -std::numeric_limits<double>::infinity();
+  int32_t count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = static_cast<double>(acc[i]) * mult[i] + bias[i] +
+               static_cast<double>(static_cast<int32_t>(a[i]) - azp) * a_scale;
+    v = v < lo ? lo : v;  // relu: max(v, 0), NaN kept (a NaN compare is false)
+    const double u = v / s;
+    const bool in_range = (u < 1e15) & (u > -1e15);  // false for NaN
+    double q = round_even(in_range ? u : 0.0) + zpd;
+    q = q < 0.0 ? 0.0 : q;
+    q = q > 255.0 ? 255.0 : q;
+    out[i] = static_cast<uint8_t>(static_cast<int32_t>(q));
+    const int32_t bad = in_range ? 0 : 1;
+    unsure[i] = static_cast<uint8_t>(bad);
+    count += bad;
+  }
+  return count;
+}
+
 #pragma GCC pop_options
 
 int64_t act_requant(const int32_t* acc, int64_t n, const double* mult, const double* bias,
@@ -265,7 +293,7 @@ const ExactGemmKernels& exact_gemm_table() {
 #endif
   static const ExactGemmKernels t{QPLUGIN_EXACT_GEMM_ISA, QPLUGIN_EXACT_GEMM_NAME,
                                   &QPLUGIN_EXACT_GEMM_U8S8_FN, &u8u8, &s8s8,
-                                  &act_requant, &requant_i32};
+                                  &act_requant, &requant_i32, &add_requant};
   return t;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/non_differentiable.h"
 #include "ops/cpu/linear_dynamic.h"
 #include "packed/conv_packed_params.h"
 #include "register.h"
@@ -95,6 +96,14 @@ TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_CONV_DYNAMIC(m) }
 // A quantized input reaches the same kernel, which rejects it with a clear message.
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_CONV_DYNAMIC(m) }
 #undef QPLUGIN_REGISTER_CONV_DYNAMIC
+// Inference only: outputs never require grad (common/non_differentiable.h says why).
+TORCH_LIBRARY_IMPL(qplugin, Autograd, m) {
+  for (const char* op : {"conv1d_dynamic", "conv2d_dynamic", "conv3d_dynamic",
+                         "conv_transpose1d_dynamic", "conv_transpose2d_dynamic",
+                         "conv_transpose3d_dynamic"}) {
+    m.impl(op, qplugin::non_differentiable());
+  }
+}
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(cpu_conv_dynamic_kernel)

@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/non_differentiable.h"
 #include "kernels/embedding/embedding.h"
 #include "packed/embedding_packed_params.h"
 #include "register.h"
@@ -550,6 +551,16 @@ TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
   m.impl("embedding_4bit", TORCH_FN(embedding_packed_cpu<4>));
   // A plain tensor reaches the packed prepack too, for its clear "expected a quantized weight".
   m.impl("embedding_bag_prepack", TORCH_FN(embedding_bag_prepack_quantized_cpu));
+}
+
+// Inference only (the bags' float per_sample_weights): outputs never require grad
+// (common/non_differentiable.h says why).
+TORCH_LIBRARY_IMPL(qplugin, Autograd, m) {
+  for (const char* op : {"embedding_bag_byte_rowwise_offsets", "embedding_bag_4bit_rowwise_offsets",
+                         "embedding_bag_2bit_rowwise_offsets", "embedding_bag_byte",
+                         "embedding_bag_4bit"}) {
+    m.impl(op, qplugin::non_differentiable());
+  }
 }
 
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {

@@ -12,6 +12,7 @@
 
 #include "common/checks.h"
 #include "kernels/dynamic/quant_act.h"
+#include "common/non_differentiable.h"
 #include "ops/cpu/linear_dynamic.h"
 #include "packed/linear_fp16_packed_params.h"
 #include "packed/linear_packed_params.h"
@@ -218,6 +219,13 @@ TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
   m.impl("linear_relu_dynamic", TORCH_FN(qplugin::ops::linear_dynamic_cpu<true>));
   m.impl("linear_dynamic_fp16", TORCH_FN(qplugin::ops::linear_dynamic_fp16_cpu<false>));
   m.impl("linear_relu_dynamic_fp16", TORCH_FN(qplugin::ops::linear_dynamic_fp16_cpu<true>));
+}
+// Inference only: outputs never require grad (common/non_differentiable.h says why).
+TORCH_LIBRARY_IMPL(qplugin, Autograd, m) {
+  for (const char* op : {"linear_dynamic", "linear_relu_dynamic", "linear_dynamic_fp16",
+                         "linear_relu_dynamic_fp16"}) {
+    m.impl(op, qplugin::non_differentiable());
+  }
 }
 // No tensor argument to dispatch on: one kernel for every key.
 TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {

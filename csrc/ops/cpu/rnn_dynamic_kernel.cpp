@@ -13,6 +13,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/non_differentiable.h"
 #include "ops/cpu/linear_dynamic.h"
 #include "packed/cell_params.h"
 #include "register.h"
@@ -564,6 +565,14 @@ TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
   m.impl("quantized_lstm.data", TORCH_FN(quantized_lstm_data_cpu));
   m.impl("quantized_gru.input", TORCH_FN(quantized_gru_input_cpu));
   m.impl("quantized_gru.data", TORCH_FN(quantized_gru_data_cpu));
+}
+// Inference only: outputs never require grad (common/non_differentiable.h says why).
+TORCH_LIBRARY_IMPL(qplugin, Autograd, m) {
+  for (const char* op : {"quantized_lstm_layer_dynamic", "quantized_gru_layer_dynamic",
+                         "quantized_lstm_cell_dynamic", "quantized_gru_cell_dynamic",
+                         "quantized_rnn_tanh_cell_dynamic", "quantized_rnn_relu_cell_dynamic"}) {
+    m.impl(op, qplugin::non_differentiable());
+  }
 }
 // A quantized input or state reaches the same kernels, which reject it with a clear message.
 TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {

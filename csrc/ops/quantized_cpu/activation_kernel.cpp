@@ -171,15 +171,59 @@ at::Tensor prelu_core(const QArg& qx, const QArg& weight, double output_scale,
   const uint8_t* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
   uint8_t* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
   const auto& k = kernels::table();
-  if (cl || inner == 1) {
-    // [rows][C]: the table changes with every element.
+  const int64_t rows_cl = numel / C;
+  if ((cl || inner == 1) && kernels::current_isa() != kernels::Isa::kScalar && C >= 16 &&
+      rows_cl >= 64) {
+    // [rows][C] on a vector ISA: blocks of 256 pixel rows through two vector kernels, a
+    // transposing copy to [C][256] (lut8_nhwc_to_nchw with the identity table) and then
+    // lut8_nchw_to_nhwc with one table per channel back to [256][C]. Pure lookups: the same
+    // bytes as the scalar loop below.
+    std::vector<uint8_t> per_chan(static_cast<size_t>(C) * 256);
+    for (int64_t c = 0; c < C; ++c)
+      std::memcpy(per_chan.data() + c * 256,
+                  tables.data() + static_cast<size_t>(chan_row[c]) * 256, 256);
+    uint8_t ident[256];
+    for (int v = 0; v < 256; ++v) ident[v] = static_cast<uint8_t>(v);
+    constexpr int64_t kBlk = 256;
+    const int64_t nblk = (rows_cl + kBlk - 1) / kBlk;
+    at::parallel_for(0, nblk, std::max<int64_t>(1, kGrain / (kBlk * C)), [&](int64_t b0,
+                                                                             int64_t b1) {
+      std::vector<uint8_t> tmp(static_cast<size_t>(C * kBlk));
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t r0 = b * kBlk, len = std::min(kBlk, rows_cl - r0);
+        k.lut8_nhwc_to_nchw(xp + r0 * C, tmp.data(), C, len, 0, len, ident);
+        k.lut8_nchw_to_nhwc(tmp.data(), yp + r0 * C, C, len, 0, len, per_chan.data());
+      }
+    });
+  } else if (cl || inner == 1) {
+    // [rows][C]: the table changes with every element. Four rows at a time, so each channel's
+    // table pointer is loaded once per 4 lookups (all loads before the stores, which the
+    // compiler must assume may alias the tables).
     const int64_t rows = numel / C;
-    at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / C), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* xr = xp + r * C;
-        uint8_t* yr = yp + r * C;
-        for (int64_t c = 0; c < C; ++c)
-          yr[c] = tables[static_cast<size_t>(chan_row[c]) * 256 + xr[c]];
+    std::vector<const uint8_t*> tab_of(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c)
+      tab_of[c] = tables.data() + static_cast<size_t>(chan_row[c]) * 256;
+    const uint8_t* const* tp = tab_of.data();
+    at::parallel_for(0, rows, std::max<int64_t>(4, kGrain / C), [&](int64_t r0, int64_t r1) {
+      const int64_t Cl = C;
+      int64_t r = r0;
+      for (; r + 4 <= r1; r += 4) {
+        const uint8_t* x0 = xp + r * Cl;
+        uint8_t* y0 = yp + r * Cl;
+        for (int64_t c = 0; c < Cl; ++c) {
+          const uint8_t* t = tp[c];
+          const uint8_t a = t[x0[c]], b = t[x0[Cl + c]], d = t[x0[2 * Cl + c]],
+                        e = t[x0[3 * Cl + c]];
+          y0[c] = a;
+          y0[Cl + c] = b;
+          y0[2 * Cl + c] = d;
+          y0[3 * Cl + c] = e;
+        }
+      }
+      for (; r < r1; ++r) {
+        const uint8_t* xr = xp + r * Cl;
+        uint8_t* yr = yp + r * Cl;
+        for (int64_t c = 0; c < Cl; ++c) yr[c] = tp[c][xr[c]];
       }
     });
   } else {

@@ -1,7 +1,8 @@
 // QuantizedCPU (and CPU, for a clear error on float input) kernels of the conv ops; the work is in
 // packed/conv_packed_params.cpp (validation, packing, apply) and conv_gemm.cpp (compute).
 // conv1d / conv_transpose1d run as 2-d with H = 1 on the 2d class, as PyTorch does.
-// conv2d_add / conv2d_add_relu run on the exact GEMM (ops/quantized_cpu/exact_gemm.h).
+// conv2d_add / conv2d_add_relu run on the conv driver's GEMM with int32 output (exact), finished
+// in double (kernels/gemm/exact_gemm.h add_requant); other plans on ops/quantized_cpu/exact_gemm.h.
 // The `.plain` overloads (PT2 door, docs/pt2.md section 3: uint8 codes + explicit qparams, CPU
 // key) wrap the input with QArg::plain and call the same apply as the quantized overloads
 // (QArg::quantized), so both doors give the same bytes.
@@ -17,6 +18,8 @@
 #include "common/checks.h"
 #include "common/qarg.h"
 #include "common/quant_utils.h"
+#include "driver/conv_gemm.h"
+#include "kernels/gemm/exact_gemm.h"
 #include "ops/quantized_cpu/exact_gemm.h"
 #include "packed/conv_packed_params.h"
 #include "register.h"
@@ -243,10 +246,9 @@ at::Tensor conv2d_add_core(const char* op, const QArg& x, const QArg& qaccum, co
                             at::MemoryFormat::ChannelsLast);
   if (y.numel() == 0) return y;
 
-  // Weight [C_out][KH][KW][C_in/g] int8 (the im2col order), zero points and scales per channel.
+  // Zero points and scales per channel, bias, from the packed weight.
   auto wb = p.unpack();
   const at::Tensor& qw = std::get<0>(wb);
-  const at::Tensor wi = qw.int_repr().permute({0, 2, 3, 1}).contiguous();
   std::vector<int32_t> zw(static_cast<size_t>(Cout));
   std::vector<double> mult(static_cast<size_t>(Cout)), bias(static_cast<size_t>(Cout), 0.0);
   if (qw.qscheme() == at::kPerTensorAffine) {
@@ -275,6 +277,56 @@ at::Tensor conv2d_add_core(const char* op, const QArg& x, const QArg& qaccum, co
   const uint8_t* ap = reinterpret_cast<const uint8_t*>(ac.data_ptr());
   const int64_t a_zp = qaccum.q_zero_point();
   uint8_t* yp = reinterpret_cast<uint8_t*>(out_ptr(y));
+  const auto& xk = kernels::gemm::exact_gemm_kernels_for(kernels::current_isa());
+
+  // Finish rows [r0, r1) of C_out accumulators (pixels of the images from `n0` on): the ISA pass
+  // (ExactGemmKernels::add_requant) decides every element it can vouch for, quantize_exact the
+  // rest (NaN or huge quotients).
+  auto finish = [&](const int32_t* acc, int64_t n0, int64_t r0, int64_t r1) {
+    std::vector<uint8_t> unsure(static_cast<size_t>(Cout));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int32_t* ar = acc + r * Cout;
+      const uint8_t* an = ap + (n0 * P + r) * Cout;
+      uint8_t* yr = yp + (n0 * P + r) * Cout;
+      if (xk.add_requant(ar, an, Cout, mult.data(), bias.data(), a_zp, a_scale, Relu, scale, zp,
+                         yr, unsure.data()) == 0)
+        continue;
+      for (int64_t c = 0; c < Cout; ++c) {
+        if (!unsure[c]) continue;
+        double v = static_cast<double>(ar[c]) * mult[c] + bias[c] +
+                   static_cast<double>(static_cast<int64_t>(an[c]) - a_zp) * a_scale;
+        if (Relu && v < 0.0) v = 0.0;
+        yr[c] = static_cast<uint8_t>(quantize_exact(v, scale, zp, /*qmin=*/0, /*qmax=*/255));
+      }
+    }
+  };
+
+  // Fast path: the conv driver's GEMM (the regular conv's packed weight and kernels) writing the
+  // exact int32 accumulators (driver::ConvRequant::out_i32), exact while K * 255 * 255 < 2^31
+  // (qgemm.h); images in chunks whose accumulators stay in cache (~1 MiB).
+  if (p.kind_ == driver::ConvPlan::Kind::kGemm && Kt <= 33025) {
+    std::vector<float> unused(static_cast<size_t>(Cout), 0.0f);
+    driver::ConvRequant rq{unused.data(), unused.data(), 0.0f, 255.0f, 0,
+                           static_cast<int32_t>(in_zp)};
+    rq.out_i32 = 1;
+    const int64_t per_image = P * Cout;
+    const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, per_image));
+    std::vector<int32_t> acc(static_cast<size_t>(std::min(N, chunk) * per_image));
+    const int64_t in[3] = {1, H, W}, out[3] = {1, OH, OW};
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const int64_t nb = std::min(chunk, N - n0);
+      driver::conv_forward(p, xp + n0 * H * W * Cin, nb, in,
+                           reinterpret_cast<uint8_t*>(acc.data()), out, rq);
+      at::parallel_for(0, nb * P, std::max<int64_t>(1, 4096 / Cout), [&](int64_t r0, int64_t r1) {
+        finish(acc.data(), n0, r0, r1);
+      });
+    }
+    return y;
+  }
+
+  // General path (depthwise / grouped plans without a GEMM, K > 33025): im2col + the exact int64
+  // GEMM. Weight [C_out][KH][KW][C_in/g] int8 (the im2col order).
+  const at::Tensor wi = qw.int_repr().permute({0, 2, 3, 1}).contiguous();
   const int8_t* wp = reinterpret_cast<const int8_t*>(wi.data_ptr());
   std::vector<uint8_t> col(static_cast<size_t>(P * Kt));
   std::vector<int64_t> acc(static_cast<size_t>(P * Cout));

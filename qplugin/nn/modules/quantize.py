@@ -1,7 +1,10 @@
 """Quantize / DeQuantize modules (≙ torch.ao.nn.quantized.Quantize / DeQuantize): the float <->
 quantized boundary that convert() puts in place of QuantStub / DeQuantStub. Quantize creates the
-quantized tensor with torch.quantize_per_tensor (tensor creation, allowed by DESIGN.md).
-Changes with: qplugin/quantization/__init__.py, tests/fixtures/make_fixtures.py.
+quantized tensor from the codes of qplugin's own kernel (qplugin::quantize_per_tensor.plain, the
+PT2 door's Quantize too), so both doors give the same bytes on every torch version (torch 2.14
+rounds differently from 2.13: docs/deviations.md); qint32 keeps torch.quantize_per_tensor.
+Changes with: qplugin/quantization/__init__.py, tests/fixtures/make_fixtures.py,
+csrc/ops/cpu/quantize_kernel.cpp, qplugin/pt2/_convert.py (the PT2 Quantize).
 """
 from typing import Any, Dict, List
 
@@ -72,7 +75,18 @@ class Quantize(_QParamsMixin, torch.nn.Module):
         if X.dtype != torch.float32:
             raise ValueError("qplugin.nn.Quantize: expected a torch.float32 input tensor, got"
                              " another dtype; convert it with .float() first")
-        return torch.quantize_per_tensor(X, float(self.scale), int(self.zero_point), self.dtype)
+        scale = float(self.scale)
+        zero_point = int(self.zero_point)
+        if self.dtype == torch.qint32:
+            # qplugin's kernel makes uint8/int8 codes only (no qplugin op takes qint32
+            # activations; the PT2 door has no qint32 Quantize).
+            return torch.quantize_per_tensor(X, scale, zero_point, self.dtype)
+        # qplugin's codes (round half to even of x/scale + zero_point, once; saturating), made a
+        # quint8/qint8 tensor with the same strides (the op keeps the input's memory format, as
+        # torch.quantize_per_tensor does). Not torch.quantize_per_tensor: torch 2.14 rounds ties
+        # and huge values differently, and the PT2 door must give the same bytes.
+        codes = torch.ops.qplugin.quantize_per_tensor(X, scale, zero_point, self.dtype)
+        return torch._make_per_tensor_quantized_tensor(codes, scale, zero_point)
 
     def _get_name(self):
         return "Quantize"
