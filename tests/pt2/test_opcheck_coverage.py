@@ -137,6 +137,49 @@ def _dynamic_cases():
         cases.append(_case(f"{kind}_cell", getattr(Q, f"quantized_{kind}_cell_dynamic").default,
                            make))
 
+    # The float16 cells (same arguments, LinearPackedParamsFp16 weights).
+    for kind, ng in ngates.items():
+        def make16(kind=kind, ng=ng):
+            p_ih = Q.linear_prepack_fp16(_float(ng * H, I, seed=8), _float(ng * H, seed=9))
+            p_hh = Q.linear_prepack_fp16(_float(ng * H, H, seed=10), _float(ng * H, seed=11))
+            hx = ([_float(B, H, seed=12), _float(B, H, seed=13)] if kind == "lstm"
+                  else _float(B, H, seed=12))
+            b = _float(ng * H, seed=14)
+            return (_float(B, I, seed=15), hx, p_ih, p_hh, b, b.clone()), {}
+        cases.append(_case(f"{kind}_cell_fp16",
+                           getattr(Q, f"quantized_{kind}_cell_dynamic_fp16").default, make16))
+
+    # The stacked-layer ops over CellParams (2 layers, bidirectional; int8 and fp16 params).
+    def cell_params(ng, in_size, fp16, seed):
+        if fp16:
+            return Q.make_quantized_cell_params_fp16(
+                Q.linear_prepack_fp16(_float(ng * H, in_size, seed=seed), _float(ng * H)),
+                Q.linear_prepack_fp16(_float(ng * H, H, seed=seed + 1), _float(ng * H)))
+        return Q.make_quantized_cell_params_dynamic(
+            Q.linear_prepack(_qw((ng * H, in_size), seed), _float(ng * H, seed=seed)),
+            Q.linear_prepack(_qw((ng * H, H), seed + 1), _float(ng * H, seed=seed + 1)),
+            _float(ng * H), _float(ng * H), True)
+
+    def stacked(kind, data, mixed):
+        ng = 4 if kind == "lstm" else 3
+        params = [cell_params(ng, I if i < 2 else 2 * H, mixed and i % 2 == 0, 30 + 2 * i)
+                  for i in range(4)]  # mixed: the forward directions fp16, the reverse int8
+        h0 = _float(4, 2, H, seed=23)
+        hx = [h0, _float(4, 2, H, seed=24)] if kind == "lstm" else h0
+        if data:
+            return (_float(6, I, seed=25), torch.tensor([2, 2, 1, 1]), hx, params, True, 2, 0.0,
+                    False, True), {}
+        return (_float(4, 2, I, seed=25), hx, params, True, 2, 0.0, False, True, False), {}
+
+    for kind in ("lstm", "gru"):
+        for data in (False, True):
+            for mixed in (False, True):
+                cases.append(_case(f"quantized_{kind}-{'data' if data else 'input'}"
+                                   f"{'-mixed' if mixed else ''}",
+                                   getattr(getattr(Q, f"quantized_{kind}"),
+                                           "data" if data else "input"),
+                                   lambda k=kind, d=data, f=mixed: stacked(k, d, f)))
+
     def layer(kind, packed_seq):
         ng = 4 if kind == "lstm" else 3
         p_ih = Q.linear_prepack(_qw((ng * H, I), 16), _float(ng * H, seed=17))
@@ -165,6 +208,17 @@ def _packing_cases():
                  lambda: ((_float(8, 16), _float(8)), {}), _NO_FAKE_TORCHBIND_OUT),
         _partial("linear_prepack_fp16-nobias", Q.linear_prepack_fp16.default,
                  lambda: ((_float(8, 16), None), {}), _NO_FAKE_TORCHBIND_OUT),
+        _partial("make_quantized_cell_params", Q.make_quantized_cell_params.default,
+                 lambda: ((_float(8, 5), _float(8, 2, seed=1), _float(8, seed=2),
+                           _float(8, seed=3)), {}), _NO_FAKE_TORCHBIND_OUT),
+        _case("make_quantized_cell_params_dynamic", Q.make_quantized_cell_params_dynamic.default,
+              lambda: ((Q.linear_prepack(_qw((8, 5)), _float(8)),
+                        Q.linear_prepack(_qw((8, 2)), None), _float(8), _float(8), True), {}),
+              ("test_schema", "test_autograd_registration", "test_faketensor"),
+              "returns a torchbind CellParams: test_aot_dispatch_dynamic compares the outputs "
+              "and has no comparison for a ScriptObject; the op has a CatchAll kernel (its only "
+              "tensors are the unread bias arguments), which FakeTensorMode runs for real on the "
+              "packed objects (test_faketensor passes); it runs at conversion, never traced"),
         _partial("linear_unpack_fp16", Q.linear_unpack_fp16.default,
                  lambda: ((Q.linear_prepack_fp16(_float(8, 16), _float(8)),), {}),
                  _NO_FAKE_CATCHALL),
@@ -449,7 +503,9 @@ def test_opcheck(case):
             f"{case.id}: {res}; these now pass: run them (and drop the reason)")
 
 
-_TENSOR_OUT = [c for c in CASES if c.op is not Q.linear_prepack_fp16.default]  # the rest: tensors
+_OBJECT_OUT = (Q.linear_prepack_fp16.default, Q.make_quantized_cell_params.default,
+               Q.make_quantized_cell_params_dynamic.default)
+_TENSOR_OUT = [c for c in CASES if c.op not in _OBJECT_OUT]  # the rest: tensors
 
 
 @pytest.mark.parametrize("case", _TENSOR_OUT, ids=[c.id for c in _TENSOR_OUT])

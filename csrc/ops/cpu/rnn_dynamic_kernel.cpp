@@ -570,7 +570,11 @@ TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
 TORCH_LIBRARY_IMPL(qplugin, Autograd, m) {
   for (const char* op : {"quantized_lstm_layer_dynamic", "quantized_gru_layer_dynamic",
                          "quantized_lstm_cell_dynamic", "quantized_gru_cell_dynamic",
-                         "quantized_rnn_tanh_cell_dynamic", "quantized_rnn_relu_cell_dynamic"}) {
+                         "quantized_rnn_tanh_cell_dynamic", "quantized_rnn_relu_cell_dynamic",
+                         "quantized_lstm_cell_dynamic_fp16", "quantized_gru_cell_dynamic_fp16",
+                         "quantized_rnn_tanh_cell_dynamic_fp16",
+                         "quantized_rnn_relu_cell_dynamic_fp16", "quantized_lstm.input",
+                         "quantized_lstm.data", "quantized_gru.input", "quantized_gru.data"}) {
     m.impl(op, qplugin::non_differentiable());
   }
 }
