@@ -428,8 +428,49 @@ def _pt2_rows(qmodel, x1, xb, save, threads, eager_lat) -> bool:
         _log(f"| {label} | {'n/a' if l1 is None else f'{l1 * 1e3:.3f}'} | "
              f"{l32 * 1e3:.3f} | {32 / l32:.0f} |")
     if pkg is not None:
+        ok &= _cpp_rows(save, pkg, x1, xb, threads)
         _log(f"\nsaved AOTInductor package: {pkg} ({os.path.getsize(pkg):,} bytes); run it "
              "from C++ without Python:\n"
              f"    tools/cpp_loader/build.sh && tools/cpp_loader/qplugin_loader --lib "
              f"{qplugin.library_path()} --bench 20 --pt2 {pkg} input.pt output.pt")
     return ok
+
+
+def _cpp_rows(save, pkg, x1, xb, threads) -> bool:
+    """From C++ with no Python in the process: the saved TorchScript file and the .pt2 package
+    timed interleaved in one tools/cpp_loader process (`--compare-ts`), batch 1 and 32. Needs the
+    loader built (tools/cpp_loader/build.sh, a source checkout); else says how to get the rows.
+    Returns False if the loader ran and the two outputs differed."""
+    import re
+    import subprocess
+    import tempfile
+    loader = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "tools", "cpp_loader", "qplugin_loader")
+    if not os.path.exists(loader):
+        _log("\nC++ rows (TorchScript file vs .pt2, no Python in the process): build the loader "
+             "first (tools/cpp_loader/build.sh in a source checkout) and rerun")
+        return True
+    med = {}
+    with tempfile.TemporaryDirectory() as d:
+        for b, x, rounds in ((1, x1, 400), (32, xb, 60)):
+            inp = os.path.join(d, f"in{b}.pt")
+            torch.save(x.contiguous(), inp)
+            r = subprocess.run([loader, "--lib", qplugin.library_path(), "--threads",
+                                str(threads), "--bench", str(rounds), "--compare-ts",
+                                os.path.abspath(save), "--pt2", pkg, inp,
+                                os.path.join(d, "out.pt")], capture_output=True, text=True,
+                               timeout=600)
+            m = re.search(r"torchscript median ([0-9.e+-]+) ms, pt2 median ([0-9.e+-]+) ms",
+                          r.stdout)
+            if r.returncode != 0 or m is None:
+                _log(f"C++ loader, batch {b}: FAILED (exit {r.returncode}): "
+                     f"{(r.stderr or r.stdout).strip()[-300:]}")
+                return False
+            med[b] = (float(m.group(1)), float(m.group(2)))
+    _log(f"\nFrom C++ (tools/cpp_loader, no Python in the process; outputs identical), "
+         f"{threads} thread(s), medians of interleaved rounds in one process:")
+    _log("| deployment | batch 1 ms | batch 32 ms |")
+    _log("|---|---|---|")
+    _log(f"| TorchScript ({os.path.basename(save)}) | {med[1][0]:.3f} | {med[32][0]:.3f} |")
+    _log(f"| AOTInductor ({os.path.basename(pkg)}) | {med[1][1]:.3f} | {med[32][1]:.3f} |")
+    return True
