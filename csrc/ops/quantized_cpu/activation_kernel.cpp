@@ -175,9 +175,9 @@ at::Tensor prelu_core(const QArg& qx, const QArg& weight, double output_scale,
   if ((cl || inner == 1) && kernels::current_isa() != kernels::Isa::kScalar && C >= 16 &&
       rows_cl >= 64) {
     // [rows][C] on a vector ISA: blocks of 256 pixel rows through two vector kernels, a
-    // transposing copy to [C][256] (lut8_nhwc_to_nchw with the identity table) and then
-    // lut8_nchw_to_nhwc with one table per channel back to [256][C]. Pure lookups: the same
-    // bytes as the scalar loop below.
+    // transposing copy to [C][256] (copy8_nchw_to_nhwc, or lut8_nhwc_to_nchw with the identity
+    // table where an ISA has no copy) and then lut8_nchw_to_nhwc with one table per channel back
+    // to [256][C]. Pure lookups: the same bytes as the scalar loop below.
     std::vector<uint8_t> per_chan(static_cast<size_t>(C) * 256);
     for (int64_t c = 0; c < C; ++c)
       std::memcpy(per_chan.data() + c * 256,
@@ -191,7 +191,12 @@ at::Tensor prelu_core(const QArg& qx, const QArg& weight, double output_scale,
       std::vector<uint8_t> tmp(static_cast<size_t>(C * kBlk));
       for (int64_t b = b0; b < b1; ++b) {
         const int64_t r0 = b * kBlk, len = std::min(kBlk, rows_cl - r0);
-        k.lut8_nhwc_to_nchw(xp + r0 * C, tmp.data(), C, len, 0, len, ident);
+        if (k.copy8_nchw_to_nhwc != nullptr) {
+          // [len][C] -> [C][len] is copy8's [C'][HW'] -> [HW'][C'] with C' = len, HW' = C.
+          k.copy8_nchw_to_nhwc(xp + r0 * C, tmp.data(), /*C=*/len, /*HW=*/C, 0, C);
+        } else {
+          k.lut8_nhwc_to_nchw(xp + r0 * C, tmp.data(), C, len, 0, len, ident);
+        }
         k.lut8_nchw_to_nhwc(tmp.data(), yp + r0 * C, C, len, 0, len, per_chan.data());
       }
     });
