@@ -12,7 +12,6 @@
 #   fp32 results agree to a few fp32 ulps of the gate sums (atol 2e-5 for |gates| ~ 10).
 import pytest
 import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
 
 from _block_torch_ao import requires_torch_ao
 
@@ -187,36 +186,8 @@ def test_cell_fp16_bad_inputs(kind):
         bad(x, hx.double(), match=name + ".*expected a float32 hidden state")
 
 
-def _sample(kind, B=3, I=5, H=4, bias=True):
-    w = _weights(kind, I, H, bias)
-    p_ih, p_hh = ops.linear_prepack_fp16(w[0], w[1]), ops.linear_prepack_fp16(w[2], w[3])
-    b = torch.randn(NGATES[kind] * H)
-    return (torch.randn(B, I), _hx(kind, B, H), p_ih, p_hh, b, b.clone())
-
-
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("bias", [True, False])
-def test_opcheck_fp16(kind, bias):
-    op = getattr(ops, _opname(kind)).default
-    torch.library.opcheck(op, _sample(kind, bias=bias),
-                          test_utils=("test_schema", "test_faketensor",
-                                      "test_aot_dispatch_dynamic"))
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_fake_fp16_checks_match(kind):
-    """The fake kernel raises on the same bad input, naming the op, and gives the real shapes."""
-    x, hx, p_ih, p_hh, b, b2 = _sample(kind)
-    name = f"qplugin::{_opname(kind)}"
-    with FakeTensorMode() as mode:
-        fx = mode.from_tensor(torch.randn(3, 6))
-        fhx = [mode.from_tensor(t) for t in hx] if kind == "lstm" else mode.from_tensor(hx)
-        b, b2 = mode.from_tensor(b), mode.from_tensor(b2)
-        with pytest.raises(RuntimeError, match=name + r".*expected input of shape \[batch, 5\]"):
-            _call(ops, kind, fx, fhx, p_ih, p_hh, b, b2)
-        out = _call(ops, kind, mode.from_tensor(x), fhx, p_ih, p_hh, b, b2)
-    for o, _ in _pairs(out, out):
-        assert o.shape == (3, 4) and o.dtype == torch.float32
+# opcheck and the fake kernels' checks of the _fp16 ops: test_rnn_cell_ops.py (parametrized
+# over int8 and float16 packed weights).
 
 
 @pytest.mark.parametrize("cls,kind", [("LSTMCell", "lstm"), ("GRUCell", "gru"),

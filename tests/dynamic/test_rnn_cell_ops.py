@@ -16,8 +16,8 @@ NGATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 KINDS = list(NGATES)
 
 
-def _opname(kind):
-    return f"quantized_{kind}_cell_dynamic"
+def _opname(kind, fp16=False):
+    return f"quantized_{kind}_cell_dynamic" + ("_fp16" if fp16 else "")
 
 
 def _weights(kind, I, H, bias, per_channel=False, seed=0):
@@ -46,8 +46,8 @@ def _hx(kind, B, H, seed=1):
     return h
 
 
-def _call(ns, kind, x, hx, p_ih, p_hh, b_ih=None, b_hh=None):
-    return getattr(ns, _opname(kind))(x, hx, p_ih, p_hh, b_ih, b_hh)
+def _call(ns, kind, x, hx, p_ih, p_hh, b_ih=None, b_hh=None, fp16=False):
+    return getattr(ns, _opname(kind, fp16))(x, hx, p_ih, p_hh, b_ih, b_hh)
 
 
 def _exact(kind, x, hx, w):
@@ -187,35 +187,43 @@ def test_cell_bad_inputs(kind):
         bad(x, hx.double(), match="expected a float32 hidden state")
 
 
-def _sample(kind, B=3, I=5, H=4, bias=True):
+# opcheck and the fake kernels' checks, for the int8 cell ops and their _fp16 forms
+# (test_rnn_cell_fp16.py has the fp16 numerics).
+def _sample(kind, B=3, I=5, H=4, bias=True, fp16=False):
     w = _weights(kind, I, H, bias)
-    p_ih, p_hh = ops.linear_prepack(w[0], w[1]), ops.linear_prepack(w[2], w[3])
+    if fp16:
+        p_ih = ops.linear_prepack_fp16(w[0].dequantize(), w[1])
+        p_hh = ops.linear_prepack_fp16(w[2].dequantize(), w[3])
+    else:
+        p_ih, p_hh = ops.linear_prepack(w[0], w[1]), ops.linear_prepack(w[2], w[3])
     b = torch.randn(NGATES[kind] * H)
     return (torch.randn(B, I), _hx(kind, B, H), p_ih, p_hh, b, b.clone())
 
 
+@pytest.mark.parametrize("fp16", [False, True], ids=["int8", "fp16"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("bias", [True, False])
-def test_opcheck(kind, bias):
-    op = getattr(ops, _opname(kind)).default
-    torch.library.opcheck(op, _sample(kind, bias=bias),
+def test_opcheck(kind, bias, fp16):
+    op = getattr(ops, _opname(kind, fp16)).default
+    torch.library.opcheck(op, _sample(kind, bias=bias, fp16=fp16),
                           test_utils=("test_schema", "test_faketensor",
                                       "test_aot_dispatch_dynamic"))
 
 
+@pytest.mark.parametrize("fp16", [False, True], ids=["int8", "fp16"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_fake_checks_match(kind):
-    """The fake kernel raises on the same bad input, naming the op."""
+def test_fake_checks_match(kind, fp16):
+    """The fake kernel raises on the same bad input, naming the op, and gives the real shapes."""
     from torch._subclasses.fake_tensor import FakeTensorMode
-    x, hx, p_ih, p_hh, b, b2 = _sample(kind)
-    name = f"qplugin::{_opname(kind)}"
+    x, hx, p_ih, p_hh, b, b2 = _sample(kind, fp16=fp16)
+    name = f"qplugin::{_opname(kind, fp16)}"
     with FakeTensorMode() as mode:
         fx = mode.from_tensor(torch.randn(3, 6))
         fhx = [mode.from_tensor(t) for t in hx] if kind == "lstm" else mode.from_tensor(hx)
         b, b2 = mode.from_tensor(b), mode.from_tensor(b2)
         with pytest.raises(RuntimeError, match=name + r".*expected input of shape \[batch, 5\]"):
-            _call(ops, kind, fx, fhx, p_ih, p_hh, b, b2)
-        out = _call(ops, kind, mode.from_tensor(x), fhx, p_ih, p_hh, b, b2)
+            _call(ops, kind, fx, fhx, p_ih, p_hh, b, b2, fp16=fp16)
+        out = _call(ops, kind, mode.from_tensor(x), fhx, p_ih, p_hh, b, b2, fp16=fp16)
     for o, _ in _pairs(out, out):
         assert o.shape == (3, 4) and o.dtype == torch.float32
 
