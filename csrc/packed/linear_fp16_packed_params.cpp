@@ -2,6 +2,12 @@
 // Changes with: linear_fp16_packed_params.h.
 #include "packed/linear_fp16_packed_params.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+
+#include "kernels/dynamic/gemm_f16.h"
+
 namespace qplugin {
 
 namespace {
@@ -22,7 +28,12 @@ c10::intrusive_ptr<LinearPackedParamsFp16> LinearPackedParamsFp16::prepack(
   auto p = c10::make_intrusive<LinearPackedParamsFp16>();
   // As PyTorch: values beyond the fp16 range saturate to +-65504 (NaN stays NaN).
   p->w_half_ = weight.detach().clamp(-kFp16Max, kFp16Max).to(at::kHalf).contiguous();
-  p->w_float_ = p->w_half_.to(at::kFloat).contiguous();
+  const int64_t N = p->w_half_.size(0), K = p->w_half_.size(1);
+  const int64_t panels = (N + kernels::dynamic::kF16Panel - 1) / kernels::dynamic::kF16Panel;
+  p->w_panels_ =
+      at::empty({panels * K * kernels::dynamic::kF16Panel}, weight.options().dtype(at::kHalf));
+  kernels::dynamic::pack_f16_panels(reinterpret_cast<const uint16_t*>(p->w_half_.data_ptr()), N, K,
+                                    reinterpret_cast<uint16_t*>(p->w_panels_.data_ptr()));
   if (bias.has_value() && bias->defined()) {
     const at::Tensor& b = *bias;
     TORCH_CHECK(!b.is_quantized() && b.scalar_type() == at::kFloat, "qplugin::", op,
@@ -52,8 +63,33 @@ at::Tensor LinearPackedParamsFp16::apply(const at::Tensor& x) const {
               ": expected input with in_features = ", in_features(),
               " in its last dimension (weight is [", out_features(), ", ", in_features(),
               "]), got ", x.size(-1), " (input shape ", x.sizes(), ")");
-  at::Tensor y = bias_.has_value() ? at::linear(x, w_float_, *bias_) : at::linear(x, w_float_);
-  if (ReluFused) y.relu_();
+  std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
+  out_sizes.back() = out_features();
+  at::Tensor y = at::empty(out_sizes, x.options());
+  const int64_t M = c10::multiply_integers(x.sizes().slice(0, x.dim() - 1));
+  const int64_t N = out_features(), K = in_features();
+  if (M == 0 || N == 0) return y;
+  const at::Tensor xc = x.contiguous();
+  const float* a = xc.data_ptr<float>();
+  float* c = y.data_ptr<float>();
+  const uint16_t* wp = reinterpret_cast<const uint16_t*>(w_panels_.data_ptr());
+  const float* bias = bias_.has_value() ? bias_->data_ptr<float>() : nullptr;
+  const auto& gemm = kernels::dynamic::f16_gemm_kernels().gemm;
+  // Work items: blocks of 64 columns (4 panels: a tile's width) by chunks of 96 rows; each item
+  // is the same arithmetic whatever the split, so the thread count never changes the bits.
+  constexpr int64_t kCols = 4 * kernels::dynamic::kF16Panel, kRows = 96;
+  const int64_t col_blocks = (N + kCols - 1) / kCols, row_chunks = (M + kRows - 1) / kRows;
+  const int64_t items = col_blocks * row_chunks;
+  // About 2^18 multiply-adds per item and thread at least (small calls stay on one thread).
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(
+                                                 1, std::min(M, kRows) * kCols * K));
+  at::parallel_for(0, items, grain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t n0 = (i % col_blocks) * kCols, m0 = (i / col_blocks) * kRows;
+      gemm(a + m0 * K, K, std::min(kRows, M - m0), K, wp + n0 * K, std::min(kCols, N - n0),
+           bias ? bias + n0 : nullptr, ReluFused, c + m0 * N + n0, N);
+    }
+  });
   return y;
 }
 
@@ -63,7 +99,7 @@ template at::Tensor LinearPackedParamsFp16::apply<true>(const at::Tensor&) const
 std::tuple<at::Tensor, c10::optional<at::Tensor>> LinearPackedParamsFp16::unpack() const {
   c10::optional<at::Tensor> b;
   if (bias_.has_value()) b = bias_->clone();
-  return {w_float_.clone(), b};
+  return {w_half_.to(at::kFloat), b};
 }
 
 LinearPackedParamsFp16::State LinearPackedParamsFp16::getstate() const {

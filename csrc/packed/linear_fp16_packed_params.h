@@ -1,8 +1,8 @@
 // LinearPackedParamsFp16 (torchbind class qplugin.LinearPackedParamsFp16): a Linear weight stored
 // as float16 (saturated to +-65504 like PyTorch's linear_prepack_fp16) and its fp32 bias, for
-// linear_dynamic_fp16. The products are computed in fp32: the fp16 weight converted to fp32 is
-// cached at prepack and the GEMM is ATen's fp32 linear (as fast as the float model; PyTorch's
-// fbgemm fp16 GEMM converts on the fly and is not faster on AVX-512 machines).
+// linear_dynamic_fp16. The products are computed in fp32 by qplugin's fp16-weight GEMM
+// (kernels/dynamic/gemm_f16.h: weights converted in the inner loop, so a call reads half the
+// bytes of an fp32 GEMM; the same bits on every ISA and thread count).
 // Changes with: linear_fp16_packed_params.cpp, ops/linear_dynamic.cpp (class registration,
 // schemas), ops/cpu/linear_dynamic_kernel.cpp, qplugin/nn/dynamic/linear.py.
 //
@@ -37,7 +37,7 @@ struct LinearPackedParamsFp16 : torch::CustomClassHolder {
 
  private:
   at::Tensor w_half_;   // float16 [out, in], contiguous
-  at::Tensor w_float_;  // float32 [out, in]: w_half_ converted (the compute copy)
+  at::Tensor w_panels_;  // float16: w_half_ in the fp16 GEMM's panels (kernels/dynamic/gemm_f16.h)
   c10::optional<at::Tensor> bias_;
 };
 

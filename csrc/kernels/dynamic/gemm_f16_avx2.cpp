@@ -1,0 +1,130 @@
+// AVX2 fp16-weight GEMM (gemm_f16.h): half a panel row (8 fp16 weights) -> one ymm (VCVTPH2PS,
+// F16C), the activation broadcast, VFMADD231PS per k in order (identical bits to the scalar
+// reference). 16 ymm registers: tiles of 6 rows x 1 panel (12 accumulators); row remainders of 1
+// or 2 rows take 2 panels at once (more independent chains).
+#include <immintrin.h>
+
+#include "kernels/dynamic/gemm_f16.h"
+
+namespace qplugin {
+namespace kernels {
+namespace dynamic {
+namespace avx2 {
+namespace {
+
+constexpr int kMr = 6;
+
+template <int MR, int NP>
+void tile(const float* a, int64_t lda, int64_t K, const uint16_t* wp, int64_t N,
+          const float* bias, bool relu, float* c, int64_t ldc) {
+  constexpr int NV = 2 * NP;  // ymm per row
+  const int64_t pstride = K * kF16Panel;
+  __m256 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      b[v] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+          wp + (v / 2) * pstride + k * kF16Panel + (v % 2) * 8)));
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(av, b[v], acc[r][v]);
+    }
+  }
+  const __m256 zero = _mm256_setzero_ps();
+  alignas(32) float buf[8];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const int64_t left = N - v * 8;
+    if (left <= 0) break;
+    const int cols = left >= 8 ? 8 : static_cast<int>(left);
+    __m256 bv = zero;
+    if (bias) {
+      if (cols == 8) {
+        bv = _mm256_loadu_ps(bias + v * 8);
+      } else {
+        for (int j = 0; j < 8; ++j) buf[j] = j < cols ? bias[v * 8 + j] : 0.0f;
+        bv = _mm256_load_ps(buf);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      __m256 y = bias ? _mm256_add_ps(acc[r][v], bv) : acc[r][v];
+      if (relu) y = _mm256_max_ps(zero, y);  // max(0, NaN) returns the NaN (second operand)
+      float* dst = c + r * ldc + v * 8;
+      if (cols == 8) {
+        _mm256_storeu_ps(dst, y);
+      } else {
+        _mm256_store_ps(buf, y);
+        for (int j = 0; j < cols; ++j) dst[j] = buf[j];
+      }
+    }
+  }
+}
+
+// Rows [0, M) of the panels of columns [0, N) (N <= 32: one or two panels).
+template <int NP>
+void block(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp, int64_t N,
+           const float* bias, bool relu, float* c, int64_t ldc) {
+  const int64_t pstride = K * kF16Panel;
+  int64_t m = 0;
+  for (; m + kMr <= M; m += kMr) {
+    for (int p = 0; p < NP; ++p) {
+      tile<kMr, 1>(a + m * lda, lda, K, wp + p * pstride, N - p * kF16Panel,
+                   bias ? bias + p * kF16Panel : nullptr, relu, c + m * ldc + p * kF16Panel, ldc);
+    }
+  }
+  const int64_t r = M - m;
+  const float* ar = a + m * lda;
+  float* cr = c + m * ldc;
+  if (r == 1) {
+    tile<1, NP>(ar, lda, K, wp, N, bias, relu, cr, ldc);
+  } else if (r == 2) {
+    tile<2, NP>(ar, lda, K, wp, N, bias, relu, cr, ldc);
+  } else if (r > 2) {
+    for (int p = 0; p < NP; ++p) {
+      const uint16_t* w = wp + p * pstride;
+      const int64_t n = N - p * kF16Panel;
+      const float* bb = bias ? bias + p * kF16Panel : nullptr;
+      float* cp = cr + p * kF16Panel;
+      if (r == 3) tile<3, 1>(ar, lda, K, w, n, bb, relu, cp, ldc);
+      if (r == 4) tile<4, 1>(ar, lda, K, w, n, bb, relu, cp, ldc);
+      if (r == 5) tile<5, 1>(ar, lda, K, w, n, bb, relu, cp, ldc);
+    }
+  }
+}
+
+void gemm(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp, int64_t N,
+          const float* bias, bool relu, float* c, int64_t ldc) {
+  constexpr int64_t kBlock = 2 * kF16Panel;
+  for (int64_t n0 = 0; n0 < N; n0 += kBlock) {
+    const int64_t nb = N - n0 < kBlock ? N - n0 : kBlock;
+    const uint16_t* w = wp + (n0 / kF16Panel) * K * kF16Panel;
+    const float* bb = bias ? bias + n0 : nullptr;
+    if (nb > kF16Panel) {
+      block<2>(a, lda, M, K, w, nb, bb, relu, c + n0, ldc);
+    } else {
+      block<1>(a, lda, M, K, w, nb, bb, relu, c + n0, ldc);
+    }
+  }
+}
+
+}  // namespace
+
+const F16GemmKernels& f16_gemm_table() {
+  static const F16GemmKernels t{Isa::kAvx2, &gemm};
+  return t;
+}
+
+}  // namespace avx2
+}  // namespace dynamic
+}  // namespace kernels
+}  // namespace qplugin
