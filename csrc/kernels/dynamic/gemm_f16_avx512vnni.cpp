@@ -2,8 +2,6 @@
 // (VCVTPH2PS), the activation broadcast, VFMADD231PS per k in order (identical bits to the scalar
 // reference). Tiles of 6 rows x 4 panels (24 accumulators) and their row remainders; the 4-panel
 // block of B (K * 128 bytes) stays in L2 while the row tiles stream A.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "kernels/dynamic/gemm_f16.h"
