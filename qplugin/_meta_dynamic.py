@@ -122,14 +122,17 @@ def _register():
         rows = (x.shape[0], H) if batch_sizes is not None else (x.shape[0], x.shape[1], H)
         return x.new_empty(rows), h0.new_empty(h0.shape)
 
-    @lib.register_fake("qplugin::quantized_lstm_layer_dynamic")
     def _lstm(x, batch_sizes, h0, c0, w_ih, w_hh, reverse=False, reduce_range=True):
         out, h = rnn_fake(x, batch_sizes, h0)
         return out, h, c0.new_empty(c0.shape)
 
-    @lib.register_fake("qplugin::quantized_gru_layer_dynamic")
     def _gru(x, batch_sizes, h0, w_ih, w_hh, reverse=False, reduce_range=True):
         return rnn_fake(x, batch_sizes, h0)
+
+    # int8 and float16 layers: the same shapes (the fp16 forms have no reduce_range).
+    for suffix in ("", "_fp16"):
+        lib.register_fake(f"qplugin::quantized_lstm_layer_dynamic{suffix}")(_lstm)
+        lib.register_fake(f"qplugin::quantized_gru_layer_dynamic{suffix}")(_gru)
 
     lstm_cell = _cell_fake("quantized_lstm_cell_dynamic", 4)
 

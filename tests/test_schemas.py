@@ -167,7 +167,8 @@ OVERLOADED_MIRRORS = {
     "mul_scalar_relu_out": torch.ops.quantized.mul_scalar_relu_out,
 }
 # Extensions: no PyTorch counterpart in torch.ops.quantized (docs/deviations.md).
-EXTENSIONS = ("adaptive_max_pool2d", "quantized_lstm_layer_dynamic", "quantized_gru_layer_dynamic")
+EXTENSIONS = ("adaptive_max_pool2d", "quantized_lstm_layer_dynamic", "quantized_gru_layer_dynamic",
+              "quantized_lstm_layer_dynamic_fp16", "quantized_gru_layer_dynamic_fp16")
 # The float16 cells: PyTorch's cell ops take either packed type through one base class; qplugin's
 # fp16 class is separate and an overload is not picked by class in eager Python, so they are
 # named <op>_fp16, with <op>'s schema otherwise (test_fp16_cells_mirror_the_int8_cells).
@@ -334,6 +335,12 @@ qplugin::conv3d_relu.new(Tensor qx, __torch__.torch.classes.qplugin.Conv3dPacked
 
     def test_quantized_gru_layer_dynamic(self):
         self.assertExpectedInline(schema("quantized_gru_layer_dynamic"), """qplugin::quantized_gru_layer_dynamic(Tensor input, Tensor? batch_sizes, Tensor h0, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, bool reverse=False, bool reduce_range=True) -> (Tensor output, Tensor h_n)""")
+
+    def test_quantized_lstm_layer_dynamic_fp16(self):
+        self.assertExpectedInline(schema("quantized_lstm_layer_dynamic_fp16"), """qplugin::quantized_lstm_layer_dynamic_fp16(Tensor input, Tensor? batch_sizes, Tensor h0, Tensor c0, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_ih, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_hh, bool reverse=False) -> (Tensor output, Tensor h_n, Tensor c_n)""")
+
+    def test_quantized_gru_layer_dynamic_fp16(self):
+        self.assertExpectedInline(schema("quantized_gru_layer_dynamic_fp16"), """qplugin::quantized_gru_layer_dynamic_fp16(Tensor input, Tensor? batch_sizes, Tensor h0, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_ih, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_hh, bool reverse=False) -> (Tensor output, Tensor h_n)""")
 
     def test_quantized_lstm_cell_dynamic(self):
         self.assertExpectedInline(schema("quantized_lstm_cell_dynamic"), """qplugin::quantized_lstm_cell_dynamic(Tensor input, Tensor[] hx, __torch__.torch.classes.qplugin.LinearPackedParams w_ih, __torch__.torch.classes.qplugin.LinearPackedParams w_hh, Tensor bias_ih, Tensor bias_hh) -> (Tensor, Tensor)""")

@@ -9,9 +9,10 @@ quantize_dynamic vs qplugin.quantization.quantize_dynamic, same process, same in
 Models (random weights, nothing downloaded): a BERT-base encoder built from plain torch.nn
 modules (hidden 768, 12 heads, FFN 3072, GELU, post-LayerNorm; --layers, default a 2-layer slice),
 sequence 128, batch 1 and 8; an LSTM (2 layers, input 256, hidden 512), sequence 50, batch 1 and
-16. Plus one step of LSTMCell / GRUCell (256->512, batch 1 and 16, int8 and fp16 weights;
+16, with int8 and with float16 weights. Plus one step of LSTMCell / GRUCell (256->512, batch 1 and 16, int8 and fp16 weights;
 --only cells), a dynamic conv (64->64 3x3, 1x64x56x56; --only conv) and the dynamic linear op at M = 1, 32, 256 for 768->3072 and 4096->4096 (qplugin's
-linear_dynamic vs torch.ops.quantized.linear_dynamic, both reduce_range=True as the modules).
+linear_dynamic vs torch.ops.quantized.linear_dynamic, both reduce_range=True as the modules;
+and linear_dynamic_fp16 vs torch.ops.quantized.linear_dynamic_fp16 on the same weights).
 Calls of the implementations are interleaved round by round (machine noise hits all alike);
 medians. Ratio columns: qplugin / torch.ao and qplugin / fp32 (the issue-17 bars, 1 thread:
 BERT batch 8 <= 0.85 and <= 0.5, batch 1 <= 1.0; LSTM <= 1.0 and <= 0.7; linear <= 1.0).
@@ -126,9 +127,9 @@ def _row(name, b, t, f32, a, q, diff):
           flush=True)
 
 
-def bench_model(name, fm, make_input, batches, threads, min_time):
-    ao = tq.quantize_dynamic(copy.deepcopy(fm)) if tq is not None else None
-    qp = qq.quantize_dynamic(copy.deepcopy(fm))
+def bench_model(name, fm, make_input, batches, threads, min_time, dtype=torch.qint8):
+    ao = tq.quantize_dynamic(copy.deepcopy(fm), dtype=dtype) if tq is not None else None
+    qp = qq.quantize_dynamic(copy.deepcopy(fm), dtype=dtype)
     for b in batches:
         x = make_input(b)
         with torch.no_grad():
@@ -168,6 +169,24 @@ def bench_linear(threads, min_time):
                 f32, a, q = _time(fns, min_time)
                 _row(f"linear_dynamic {m}x{k}->{n}", m, t, f32, a if pt is not None else None,
                      q, diff)
+        # float16 weights: linear_dynamic_fp16 (qplugin's fp16-weight GEMM vs fbgemm's).
+        pq16 = torch.ops.qplugin.linear_prepack_fp16(w, b)
+        pt16 = torch.ops.quantized.linear_prepack_fp16(w, b) if tq is not None else None
+        for m in (1, 32, 256):
+            x = torch.randn(m, k, generator=g)
+            yq = torch.ops.qplugin.linear_dynamic_fp16(x, pq16)
+            diff = float("nan")
+            if pt16 is not None:
+                diff = (yq - torch.ops.quantized.linear_dynamic_fp16(x, pt16)).abs().max().item()
+            for t in threads:
+                torch.set_num_threads(t)
+                fns = [lambda: torch.nn.functional.linear(x, w, b),
+                       (lambda: torch.ops.quantized.linear_dynamic_fp16(x, pt16))
+                       if pt16 is not None else (lambda: None),
+                       lambda: torch.ops.qplugin.linear_dynamic_fp16(x, pq16)]
+                f32, a, q = _time(fns, min_time)
+                _row(f"linear_dynamic_fp16 {m}x{k}->{n}", m, t, f32,
+                     a if pt16 is not None else None, q, diff)
 
 
 def bench_conv(threads, min_time):
@@ -257,6 +276,9 @@ def main():
         bench_model("LSTM 2x512 (in 256), seq 50", lstm(),
                     lambda b: torch.randn(50, b, 256, generator=g), [1, 16], threads,
                     args.min_time)
+        bench_model("LSTM 2x512 (in 256), seq 50, fp16 weights", lstm(),
+                    lambda b: torch.randn(50, b, 256, generator=g), [1, 16], threads,
+                    args.min_time, dtype=torch.float16)
     if "linear" in which:
         bench_linear(threads, args.min_time)
     if "conv" in which:

@@ -25,6 +25,16 @@ void define_rnn_dynamic(torch::Library& m) {
         "__torch__.torch.classes.qplugin.LinearPackedParams w_ih, "
         "__torch__.torch.classes.qplugin.LinearPackedParams w_hh, bool reverse=False, "
         "bool reduce_range=True) -> (Tensor output, Tensor h_n)");
+  // The same layers on float16 packed weights (the products of linear_dynamic_fp16: fp32 sums of
+  // the fp16-rounded weights, no activation rounding); the float16 LSTM / GRU modules run them.
+  m.def("quantized_lstm_layer_dynamic_fp16(Tensor input, Tensor? batch_sizes, Tensor h0, "
+        "Tensor c0, __torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_ih, "
+        "__torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_hh, bool reverse=False) -> "
+        "(Tensor output, Tensor h_n, Tensor c_n)");
+  m.def("quantized_gru_layer_dynamic_fp16(Tensor input, Tensor? batch_sizes, Tensor h0, "
+        "__torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_ih, "
+        "__torch__.torch.classes.qplugin.LinearPackedParamsFp16 w_hh, bool reverse=False) -> "
+        "(Tensor output, Tensor h_n)");
   // One step (torch.ops.quantized's dynamic cell ops, same names, arguments and returns, on
   // qplugin's class): input [B, I], hidden [B, H] float32; gates = linear_dynamic(x, W_ih) +
   // linear_dynamic(h, W_hh) with 7-bit activations (reduce_range, as PyTorch's cells). As in

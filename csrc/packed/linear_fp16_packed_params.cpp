@@ -67,11 +67,17 @@ at::Tensor LinearPackedParamsFp16::apply(const at::Tensor& x) const {
   out_sizes.back() = out_features();
   at::Tensor y = at::empty(out_sizes, x.options());
   const int64_t M = c10::multiply_integers(x.sizes().slice(0, x.dim() - 1));
-  const int64_t N = out_features(), K = in_features();
+  const int64_t N = out_features();
   if (M == 0 || N == 0) return y;
   const at::Tensor xc = x.contiguous();
-  const float* a = xc.data_ptr<float>();
-  float* c = y.data_ptr<float>();
+  gemm_into(xc.data_ptr<float>(), M, ReluFused, y.data_ptr<float>(), N);
+  return y;
+}
+
+void LinearPackedParamsFp16::gemm_into(const float* a, int64_t M, bool relu, float* c,
+                                       int64_t ldc) const {
+  const int64_t N = out_features(), K = in_features();
+  if (M == 0 || N == 0) return;
   const uint16_t* wp = reinterpret_cast<const uint16_t*>(w_panels_.data_ptr());
   const float* bias = bias_.has_value() ? bias_->data_ptr<float>() : nullptr;
   const auto& gemm = kernels::dynamic::f16_gemm_kernels().gemm;
@@ -81,16 +87,15 @@ at::Tensor LinearPackedParamsFp16::apply(const at::Tensor& x) const {
   const int64_t col_blocks = (N + kCols - 1) / kCols, row_chunks = (M + kRows - 1) / kRows;
   const int64_t items = col_blocks * row_chunks;
   // About 2^18 multiply-adds per item and thread at least (small calls stay on one thread).
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(
-                                                 1, std::min(M, kRows) * kCols * K));
+  const int64_t grain = std::max<int64_t>(
+      1, (int64_t{1} << 18) / std::max<int64_t>(1, std::min(M, kRows) * kCols * K));
   at::parallel_for(0, items, grain, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t n0 = (i % col_blocks) * kCols, m0 = (i / col_blocks) * kRows;
       gemm(a + m0 * K, K, std::min(kRows, M - m0), K, wp + n0 * K, std::min(kCols, N - n0),
-           bias ? bias + n0 : nullptr, ReluFused, c + m0 * N + n0, N);
+           bias ? bias + n0 : nullptr, relu, c + m0 * ldc + n0, ldc);
     }
   });
-  return y;
 }
 
 template at::Tensor LinearPackedParamsFp16::apply<false>(const at::Tensor&) const;

@@ -26,6 +26,9 @@ struct LinearPackedParamsFp16 : torch::CustomClassHolder {
   // y = x @ W^T + b (fp32 products of fp16-rounded weights), max(0, y) when ReluFused.
   template <bool ReluFused>
   at::Tensor apply(const at::Tensor& x) const;
+  // c[m][:] = a[m][:] @ W^T + b (max(0, .) when relu), m < M: a M x K float32 contiguous, c row
+  // stride ldc; threaded with at::parallel_for, the same bits for any thread count.
+  void gemm_into(const float* a, int64_t M, bool relu, float* c, int64_t ldc) const;
   // The fp16-rounded weight as float32 [out, in] (a copy) and the bias.
   std::tuple<at::Tensor, c10::optional<at::Tensor>> unpack() const;
   State getstate() const;

@@ -39,6 +39,13 @@ def sample_inputs():
     packed = torch.randn(6, I)
     bs = torch.tensor([2, 2, 1, 1])
     yield ops.quantized_lstm_layer_dynamic.default, (packed, bs, h0, c0, w_ih4, w_hh4, True, True)
+    f_ih4, f_hh4 = (ops.linear_prepack_fp16(torch.randn(4 * H, n), torch.randn(4 * H))
+                    for n in (I, H))
+    f_ih3, f_hh3 = (ops.linear_prepack_fp16(torch.randn(3 * H, n), torch.randn(3 * H))
+                    for n in (I, H))
+    yield ops.quantized_lstm_layer_dynamic_fp16.default, (xs, None, h0, c0, f_ih4, f_hh4, False)
+    yield ops.quantized_gru_layer_dynamic_fp16.default, (xs, None, h0, f_ih3, f_hh3, True)
+    yield ops.quantized_lstm_layer_dynamic_fp16.default, (packed, bs, h0, c0, f_ih4, f_hh4, True)
 
 
 @pytest.mark.parametrize("case", range(4))
@@ -47,7 +54,7 @@ def test_opcheck_linear(case):
     torch.library.opcheck(op, args, test_utils=UTILS)
 
 
-@pytest.mark.parametrize("case", range(4, 7))
+@pytest.mark.parametrize("case", range(4, 10))
 def test_fake_rnn_layers(case):
     op, args = list(sample_inputs())[case]
     real = op(*args)

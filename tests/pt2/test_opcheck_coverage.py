@@ -180,23 +180,30 @@ def _dynamic_cases():
                                            "data" if data else "input"),
                                    lambda k=kind, d=data, f=mixed: stacked(k, d, f)))
 
-    def layer(kind, packed_seq):
+    def layer(kind, packed_seq, half):
         ng = 4 if kind == "lstm" else 3
-        p_ih = Q.linear_prepack(_qw((ng * H, I), 16), _float(ng * H, seed=17))
-        p_hh = Q.linear_prepack(_qw((ng * H, H), 18), _float(ng * H, seed=19))
+        if half:
+            p_ih = Q.linear_prepack_fp16(_float(ng * H, I, seed=16), _float(ng * H, seed=17))
+            p_hh = Q.linear_prepack_fp16(_float(ng * H, H, seed=18), _float(ng * H, seed=19))
+        else:
+            p_ih = Q.linear_prepack(_qw((ng * H, I), 16), _float(ng * H, seed=17))
+            p_hh = Q.linear_prepack(_qw((ng * H, H), 18), _float(ng * H, seed=19))
         if packed_seq:
             xs, bs = _float(6, I, seed=20), torch.tensor([2, 2, 1, 1])
         else:
             xs, bs = _float(7, 2, I, seed=20), None
         h0 = _float(2, H, seed=21)
         states = (h0, _float(2, H, seed=22)) if kind == "lstm" else (h0,)
-        return (xs, bs) + states + (p_ih, p_hh, packed_seq, True), {}
+        # The fp16 layers have no reduce_range argument.
+        return (xs, bs) + states + (p_ih, p_hh, packed_seq) + (() if half else (True,)), {}
 
     for kind in ("lstm", "gru"):
         for packed_seq in (False, True):
-            cases.append(_case(f"{kind}_layer{'-packed' if packed_seq else ''}",
-                               getattr(Q, f"quantized_{kind}_layer_dynamic").default,
-                               lambda kind=kind, p=packed_seq: layer(kind, p)))
+            for half in (False, True):
+                sfx = "_fp16" if half else ""
+                cases.append(_case(f"{kind}_layer{sfx}{'-packed' if packed_seq else ''}",
+                                   getattr(Q, f"quantized_{kind}_layer_dynamic{sfx}").default,
+                                   lambda kind=kind, p=packed_seq, f=half: layer(kind, p, f)))
     return cases
 
 

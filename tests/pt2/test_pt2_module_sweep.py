@@ -533,6 +533,8 @@ def _skip_reason(cls):
 # float weights / uint8 fused tables / float activations in, float out).
 PLAIN_TENSOR_OPS = ("qplugin.embedding_", "qplugin.linear_dynamic", "qplugin.linear_relu_dynamic",
                     "qplugin.quantized_lstm_layer_dynamic", "qplugin.quantized_gru_layer_dynamic",
+                    "qplugin.quantized_lstm_layer_dynamic_fp16",
+                    "qplugin.quantized_gru_layer_dynamic_fp16",
                     "qplugin.quantized_lstm_cell_dynamic", "qplugin.quantized_gru_cell_dynamic",
                     "qplugin.quantized_rnn_tanh_cell_dynamic",
                     "qplugin.quantized_rnn_relu_cell_dynamic",

@@ -43,7 +43,8 @@ struct Proj {
       linear_dynamic_into(op, x.data_ptr<float>(), M, *q, reduce_range, /*relu=*/false,
                           out.data_ptr<float>(), /*ldo=*/out_features(), scratch);
     } else {
-      out.copy_(f->apply<false>(x.narrow(0, 0, M)));
+      f->gemm_into(x.data_ptr<float>(), M, /*relu=*/false, out.data_ptr<float>(),
+                   /*ldc=*/out_features());
     }
   }
 };
@@ -199,6 +200,22 @@ std::tuple<at::Tensor, at::Tensor> gru_layer_cpu(const at::Tensor& x,
                                                  bool reduce_range) {
   auto r = rnn_layer<false>("quantized_gru_layer_dynamic", x, batch_sizes, h0, nullptr,
                             proj(w_ih, reduce_range), proj(w_hh, reduce_range), reverse);
+  return {r[0], r[1]};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_layer_fp16_cpu(
+    const at::Tensor& x, const c10::optional<at::Tensor>& batch_sizes, const at::Tensor& h0,
+    const at::Tensor& c0, const PackedFp16& w_ih, const PackedFp16& w_hh, bool reverse) {
+  auto r = rnn_layer<true>("quantized_lstm_layer_dynamic_fp16", x, batch_sizes, h0, &c0,
+                           proj(w_ih), proj(w_hh), reverse);
+  return {r[0], r[1], r[2]};
+}
+
+std::tuple<at::Tensor, at::Tensor> gru_layer_fp16_cpu(
+    const at::Tensor& x, const c10::optional<at::Tensor>& batch_sizes, const at::Tensor& h0,
+    const PackedFp16& w_ih, const PackedFp16& w_hh, bool reverse) {
+  auto r = rnn_layer<false>("quantized_gru_layer_dynamic_fp16", x, batch_sizes, h0, nullptr,
+                            proj(w_ih), proj(w_hh), reverse);
   return {r[0], r[1]};
 }
 
@@ -552,6 +569,8 @@ TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
   using namespace qplugin::ops;
   m.impl("quantized_lstm_layer_dynamic", TORCH_FN(lstm_layer_cpu));
   m.impl("quantized_gru_layer_dynamic", TORCH_FN(gru_layer_cpu));
+  m.impl("quantized_lstm_layer_dynamic_fp16", TORCH_FN(lstm_layer_fp16_cpu));
+  m.impl("quantized_gru_layer_dynamic_fp16", TORCH_FN(gru_layer_fp16_cpu));
   m.impl("quantized_lstm_cell_dynamic", TORCH_FN(lstm_cell_cpu));
   m.impl("quantized_gru_cell_dynamic", TORCH_FN(gru_cell_cpu));
   m.impl("quantized_rnn_tanh_cell_dynamic", TORCH_FN(simple_cell_cpu<CellKind::Tanh>));
@@ -569,6 +588,7 @@ TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
 // Inference only: outputs never require grad (common/non_differentiable.h says why).
 TORCH_LIBRARY_IMPL(qplugin, Autograd, m) {
   for (const char* op : {"quantized_lstm_layer_dynamic", "quantized_gru_layer_dynamic",
+                         "quantized_lstm_layer_dynamic_fp16", "quantized_gru_layer_dynamic_fp16",
                          "quantized_lstm_cell_dynamic", "quantized_gru_cell_dynamic",
                          "quantized_rnn_tanh_cell_dynamic", "quantized_rnn_relu_cell_dynamic",
                          "quantized_lstm_cell_dynamic_fp16", "quantized_gru_cell_dynamic_fp16",

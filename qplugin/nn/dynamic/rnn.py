@@ -4,8 +4,8 @@ call, 7-bit, as torch.ao) or float16 weights (fp32 products).
 
 int8 layers run torch.ops.qplugin.quantized_{lstm,gru}_layer_dynamic (one C++ loop per layer and
 direction over qplugin's packed GEMM), int8 cells torch.ops.qplugin.quantized_{lstm,gru,rnn_tanh,
-rnn_relu}_cell_dynamic (≙ torch.ops.quantized's), float16 cells the same ops' _fp16 forms (on
-qplugin's separate fp16 class); float16 layers run here over the linear ops, in the same op order.
+rnn_relu}_cell_dynamic (≙ torch.ops.quantized's); float16 layers and cells the same ops' _fp16
+forms (on qplugin's separate fp16 class; the products in qplugin's fp16-weight GEMM).
 TorchScript: script / save / load (LSTM and GRU take Tensor or PackedSequence, as torch.nn's).
 Multi-layer, bidirectional, batch_first, PackedSequence input, hx given or not; dropout is
 ignored in eval as torch's (these modules are inference-only). No proj_size (torch.ao's dynamic
@@ -153,8 +153,8 @@ class PackedParameter(_CellParamsBase):
 
 
 class PackedParameterFp16(_CellParamsBase):
-    """float16: torch.classes.qplugin.LinearPackedParamsFp16 for w_ih and w_hh; the layer loop
-    (PyTorch's cell math; rows as the int8 C++ op) runs here."""
+    """float16: torch.classes.qplugin.LinearPackedParamsFp16 for w_ih and w_hh (layers:
+    quantized_{lstm,gru}_layer_dynamic_fp16)."""
 
     _DTYPE = torch.float16
 
@@ -199,47 +199,12 @@ class PackedParameterFp16(_CellParamsBase):
     @torch.jit.export
     def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor, c0: Tensor,
             reverse: bool) -> Tuple[Tensor, Tensor, Tensor]:
-        H = h0.size(1)
-        if batch_sizes is None:
-            T = x.size(0)
-            bs: List[int] = [x.size(1)] * T
-            flat = x.reshape(T * x.size(1), x.size(2))
-        else:
-            bs = torch.jit.annotate(List[int], batch_sizes.tolist())
-            T = len(bs)
-            flat = x
-        offs: List[int] = []
-        total = 0
-        for b in bs:
-            offs.append(total)
-            total += b
-        h = h0.clone()
-        c = c0.clone()
-        out = flat.new_empty([flat.size(0), H])
-        if flat.size(0) > 0:
-            ig = torch.ops.qplugin.linear_dynamic_fp16(flat, self.ih)
-            for s in range(T):
-                t = T - 1 - s if reverse else s
-                n = bs[t]
-                igt = ig[offs[t]:offs[t] + n]
-                hb = h[:n]
-                hg = torch.ops.qplugin.linear_dynamic_fp16(hb, self.hh)
-                if lstm:
-                    gates = hg.add_(igt).chunk(4, 1)
-                    cb = c[:n]
-                    cb.copy_(gates[1].sigmoid() * cb + gates[0].sigmoid() * gates[2].tanh())
-                    hb.copy_(gates[3].sigmoid() * cb.tanh())
-                else:
-                    hc = hg.chunk(3, 1)
-                    ic = igt.chunk(3, 1)
-                    r = (hc[0] + ic[0]).sigmoid()
-                    z = (hc[1] + ic[1]).sigmoid()
-                    nn_ = (ic[2] + hc[2] * r).tanh()
-                    hb.copy_((hb - nn_) * z + nn_)
-                out[offs[t]:offs[t] + n] = hb
-        if batch_sizes is None:
-            out = out.view(T, x.size(1), H)
-        return out, h, c
+        if lstm:
+            return torch.ops.qplugin.quantized_lstm_layer_dynamic_fp16(x, batch_sizes, h0, c0,
+                                                                       self.ih, self.hh, reverse)
+        o, h = torch.ops.qplugin.quantized_gru_layer_dynamic_fp16(x, batch_sizes, h0, self.ih,
+                                                                  self.hh, reverse)
+        return o, h, h
 
 
 def _cell_params(dtype, w_ih, b_ih, w_hh, b_hh):
