@@ -400,6 +400,15 @@ inline bool collect_outliers(const uint8_t* p, int64_t n, int32_t i, int64_t k0,
     for (int j = 0; j < 8; ++j)
       if (p[k + j] > 127 && !add(k + j)) return false;
   }
+  if (k < n && n >= 8) {
+    // The last 1..7 bytes: one 8-byte word ending at n (its first bytes, already checked, are
+    // masked off), scanned bytewise only when it holds an outlier. Implicit-GEMM segments are
+    // short (KW * C_in bytes, e.g. 9 in an RGB stem), so this tail runs once per segment.
+    uint64_t v;
+    std::memcpy(&v, p + n - 8, 8);
+    v &= ~uint64_t{0} << (8 * (k - (n - 8)));
+    if ((v & 0x8080808080808080ull) == 0) return true;
+  }
   for (; k < n; ++k)
     if (p[k] > 127 && !add(k)) return false;
   return true;
