@@ -2,6 +2,8 @@
 // Changes with: linear_fp16_packed_params.h.
 #include "packed/linear_fp16_packed_params.h"
 
+#include "packed/serialization.h"
+
 namespace qplugin {
 
 namespace {
@@ -61,9 +63,7 @@ template at::Tensor LinearPackedParamsFp16::apply<false>(const at::Tensor&) cons
 template at::Tensor LinearPackedParamsFp16::apply<true>(const at::Tensor&) const;
 
 std::tuple<at::Tensor, c10::optional<at::Tensor>> LinearPackedParamsFp16::unpack() const {
-  c10::optional<at::Tensor> b;
-  if (bias_.has_value()) b = bias_->clone();
-  return {w_float_.clone(), b};
+  return packed::cloned_weight_and_bias(w_float_, bias_);
 }
 
 LinearPackedParamsFp16::State LinearPackedParamsFp16::getstate() const {

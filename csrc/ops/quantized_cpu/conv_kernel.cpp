@@ -22,6 +22,7 @@
 #include "kernels/gemm/exact_gemm.h"
 #include "ops/quantized_cpu/exact_gemm.h"
 #include "packed/conv_packed_params.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -442,67 +443,44 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> conv_transpose3d_unpack(const 
   return unpack_impl("conv_transpose3d_unpack", w, false);
 }
 
+// The ops, then their PT2 doors (`.plain`), registered for QuantizedCPU and CPU alike: on a float
+// tensor an op raises its own "expected a quantized tensor", and a quantized tensor passed to a
+// `.plain` overload gets QArg::plain's message, instead of the dispatcher's "no kernel".
+void register_conv(torch::Library& m) {
+  // Per spatial rank D: the prepack ops and the transposed conv with its PT2 door.
+#define QPLUGIN_IMPL_CONV_RANK(D)                                                     \
+  m.impl("conv" #D "d_prepack", TORCH_FN(conv##D##d_prepack));                        \
+  m.impl("conv_transpose" #D "d_prepack", TORCH_FN(conv_transpose##D##d_prepack));    \
+  m.impl("conv_transpose" #D "d", TORCH_FN(conv_transpose##D##d));                    \
+  m.impl("conv_transpose" #D "d.plain", TORCH_FN(conv_transpose##D##d_plain));
+  QPLUGIN_IMPL_CONV_RANK(1) QPLUGIN_IMPL_CONV_RANK(2) QPLUGIN_IMPL_CONV_RANK(3)
+#undef QPLUGIN_IMPL_CONV_RANK
+  QPLUGIN_IMPL_RELU_PAIR("conv1d", "", conv1d)
+  QPLUGIN_IMPL_RELU_PAIR("conv2d", ".new", conv2d)
+  QPLUGIN_IMPL_RELU_PAIR("conv3d", ".new", conv3d)
+  QPLUGIN_IMPL_RELU_PAIR("conv2d", "", conv2d_legacy)
+  QPLUGIN_IMPL_RELU_PAIR("conv3d", "", conv3d_legacy)
+  QPLUGIN_IMPL_RELU_PAIR("conv2d_add", "", conv2d_add)
+  QPLUGIN_IMPL_RELU_PAIR("conv1d", ".plain", conv1d_plain)
+  QPLUGIN_IMPL_RELU_PAIR("conv2d", ".plain", conv2d_plain)
+  QPLUGIN_IMPL_RELU_PAIR("conv3d", ".plain", conv3d_plain)
+  QPLUGIN_IMPL_RELU_PAIR("conv2d_add", ".plain", conv2d_add_plain)
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
 
-#define QPLUGIN_REGISTER_CONV(m)                                                            \
-  m.impl("conv1d_prepack", TORCH_FN(qplugin::ops::conv1d_prepack));                        \
-  m.impl("conv2d_prepack", TORCH_FN(qplugin::ops::conv2d_prepack));                        \
-  m.impl("conv3d_prepack", TORCH_FN(qplugin::ops::conv3d_prepack));                        \
-  m.impl("conv_transpose1d_prepack", TORCH_FN(qplugin::ops::conv_transpose1d_prepack));    \
-  m.impl("conv_transpose2d_prepack", TORCH_FN(qplugin::ops::conv_transpose2d_prepack));    \
-  m.impl("conv_transpose3d_prepack", TORCH_FN(qplugin::ops::conv_transpose3d_prepack));    \
-  m.impl("conv1d", TORCH_FN(qplugin::ops::conv1d<false>));                                 \
-  m.impl("conv1d_relu", TORCH_FN(qplugin::ops::conv1d<true>));                             \
-  m.impl("conv2d.new", TORCH_FN(qplugin::ops::conv2d<false>));                             \
-  m.impl("conv2d_relu.new", TORCH_FN(qplugin::ops::conv2d<true>));                         \
-  m.impl("conv3d.new", TORCH_FN(qplugin::ops::conv3d<false>));                             \
-  m.impl("conv3d_relu.new", TORCH_FN(qplugin::ops::conv3d<true>));                         \
-  m.impl("conv2d", TORCH_FN(qplugin::ops::conv2d_legacy<false>));                          \
-  m.impl("conv2d_relu", TORCH_FN(qplugin::ops::conv2d_legacy<true>));                      \
-  m.impl("conv3d", TORCH_FN(qplugin::ops::conv3d_legacy<false>));                          \
-  m.impl("conv3d_relu", TORCH_FN(qplugin::ops::conv3d_legacy<true>));                      \
-  m.impl("conv2d_add", TORCH_FN(qplugin::ops::conv2d_add<false>));                         \
-  m.impl("conv2d_add_relu", TORCH_FN(qplugin::ops::conv2d_add<true>));                     \
-  m.impl("conv_transpose1d", TORCH_FN(qplugin::ops::conv_transpose1d));                    \
-  m.impl("conv_transpose2d", TORCH_FN(qplugin::ops::conv_transpose2d));                    \
-  m.impl("conv_transpose3d", TORCH_FN(qplugin::ops::conv_transpose3d));
-
-// The PT2 door: also under QuantizedCPU, so that a quantized tensor passed to a .plain overload
-// gets QArg::plain's message instead of the dispatcher's "no kernel".
-#define QPLUGIN_REGISTER_CONV_PLAIN(m)                                                        \
-  m.impl("conv1d.plain", TORCH_FN(qplugin::ops::conv1d_plain<false>));                       \
-  m.impl("conv1d_relu.plain", TORCH_FN(qplugin::ops::conv1d_plain<true>));                   \
-  m.impl("conv2d.plain", TORCH_FN(qplugin::ops::conv2d_plain<false>));                       \
-  m.impl("conv2d_relu.plain", TORCH_FN(qplugin::ops::conv2d_plain<true>));                   \
-  m.impl("conv3d.plain", TORCH_FN(qplugin::ops::conv3d_plain<false>));                       \
-  m.impl("conv3d_relu.plain", TORCH_FN(qplugin::ops::conv3d_plain<true>));                   \
-  m.impl("conv_transpose1d.plain", TORCH_FN(qplugin::ops::conv_transpose1d_plain));          \
-  m.impl("conv_transpose2d.plain", TORCH_FN(qplugin::ops::conv_transpose2d_plain));          \
-  m.impl("conv_transpose3d.plain", TORCH_FN(qplugin::ops::conv_transpose3d_plain));          \
-  m.impl("conv2d_add.plain", TORCH_FN(qplugin::ops::conv2d_add_plain<false>));               \
-  m.impl("conv2d_add_relu.plain", TORCH_FN(qplugin::ops::conv2d_add_plain<true>));
-
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_CONV(m)
-  QPLUGIN_REGISTER_CONV_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_CONV(m)
-  QPLUGIN_REGISTER_CONV_PLAIN(m)
-}
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { qplugin::ops::register_conv(m); }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { qplugin::ops::register_conv(m); }
 // No tensor argument to dispatch on: one kernel for every key.
 TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
-  m.impl("conv1d_unpack", TORCH_FN(qplugin::ops::conv1d_unpack));
-  m.impl("conv2d_unpack", TORCH_FN(qplugin::ops::conv2d_unpack));
-  m.impl("conv3d_unpack", TORCH_FN(qplugin::ops::conv3d_unpack));
-  m.impl("conv_transpose1d_unpack", TORCH_FN(qplugin::ops::conv_transpose1d_unpack));
-  m.impl("conv_transpose2d_unpack", TORCH_FN(qplugin::ops::conv_transpose2d_unpack));
-  m.impl("conv_transpose3d_unpack", TORCH_FN(qplugin::ops::conv_transpose3d_unpack));
+#define QPLUGIN_IMPL_CONV_UNPACK(D)                                                           \
+  m.impl("conv" #D "d_unpack", TORCH_FN(qplugin::ops::conv##D##d_unpack));                    \
+  m.impl("conv_transpose" #D "d_unpack", TORCH_FN(qplugin::ops::conv_transpose##D##d_unpack));
+  QPLUGIN_IMPL_CONV_UNPACK(1) QPLUGIN_IMPL_CONV_UNPACK(2) QPLUGIN_IMPL_CONV_UNPACK(3)
+#undef QPLUGIN_IMPL_CONV_UNPACK
 }
-#undef QPLUGIN_REGISTER_CONV
-#undef QPLUGIN_REGISTER_CONV_PLAIN
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_conv_kernel)

@@ -28,6 +28,7 @@
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
 #include "kernels/normalization/normalization.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -616,26 +617,13 @@ at::Tensor instance_norm_plain(const at::Tensor& x, double xs, int64_t xz,
 
 // Registered for QuantizedCPU and CPU: on a float tensor the op itself raises a clear
 // "expected a quantized tensor" instead of the dispatcher's "could not run ... CPU backend".
-#define QPLUGIN_REGISTER_NORMALIZATION(m)                                           \
-  m.impl("layer_norm", TORCH_FN(qplugin::ops::layer_norm_quantized_cpu));           \
-  m.impl("group_norm", TORCH_FN(qplugin::ops::group_norm_quantized_cpu));           \
-  m.impl("instance_norm", TORCH_FN(qplugin::ops::instance_norm_quantized_cpu));
+// Each op and its `.plain` overload (PT2 door), registered for QuantizedCPU and CPU: on a float
+// tensor the op itself raises a clear "expected a quantized tensor", and a quantized tensor passed
+// to a `.plain` overload gets QArg::plain's "expected a plain tensor of codes".
+#define QPLUGIN_NORM_OPS(X) X(layer_norm) X(group_norm) X(instance_norm)
 
-// The `.plain` overloads (PT2 door) on the CPU key; on QuantizedCPU too, so that a quantized
-// tensor passed to one gets QArg::plain's "expected a plain tensor of codes" error.
-#define QPLUGIN_REGISTER_NORMALIZATION_PLAIN(m) \
-  m.impl("layer_norm.plain", TORCH_FN(qplugin::ops::layer_norm_plain)); \
-  m.impl("group_norm.plain", TORCH_FN(qplugin::ops::group_norm_plain)); \
-  m.impl("instance_norm.plain", TORCH_FN(qplugin::ops::instance_norm_plain));
-
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_NORMALIZATION(m)
-  QPLUGIN_REGISTER_NORMALIZATION_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_NORMALIZATION(m)
-  QPLUGIN_REGISTER_NORMALIZATION_PLAIN(m)
-}
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_NORM_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_NORM_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_normalization_kernel)

@@ -23,6 +23,7 @@
 #include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/pool/pool_dispatch.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -253,21 +254,12 @@ void run_cl(const TypedPoolKernels<T>& K, Kind kind, const T* x, T* y, int64_t N
   });
 }
 
-template <typename T>
-const TypedPoolKernels<T>& typed_kernels();
-template <>
-const TypedPoolKernels<uint8_t>& typed_kernels<uint8_t>() { return kernels::pool_table().u8; }
-template <>
-const TypedPoolKernels<int8_t>& typed_kernels<int8_t>() { return kernels::pool_table().s8; }
-template <>
-const TypedPoolKernels<int32_t>& typed_kernels<int32_t>() { return kernels::pool_table().s32; }
-
 // Runs the plan on 5-D views (N, C, D, H, W) of x and y (y allocated by the caller).
 template <typename T>
 void run(Kind kind, const at::Tensor& x5, at::Tensor& y5, bool cl, const DimPlan& pd,
          const DimPlan& ph, const DimPlan& pw, const AvgQ& q, c10::optional<int64_t> dov,
          bool regular) {
-  const auto& K = typed_kernels<T>();
+  const auto& K = kernels::pool_table().of<T>();
   const int64_t N = x5.size(0), C = x5.size(1);
   const T* xp = reinterpret_cast<const T*>(x5.data_ptr());
   T* yp = reinterpret_cast<T*>(y5.data_ptr());
@@ -560,25 +552,21 @@ PoolArgs adaptive_args(const char* op, int64_t nd, at::IntArrayRef output_size, 
   return a;
 }
 
-at::Tensor adaptive_avg_pool1d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef output_size) {
-  return pool_impl("adaptive_avg_pool1d", 1, qx,
-                   adaptive_args("adaptive_avg_pool1d", 1, output_size, Kind::kAdaptiveAvg));
-}
-
-at::Tensor adaptive_avg_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef output_size) {
-  return pool_impl("adaptive_avg_pool2d", 2, qx,
-                   adaptive_args("adaptive_avg_pool2d", 2, output_size, Kind::kAdaptiveAvg));
-}
-
-at::Tensor adaptive_avg_pool3d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef output_size) {
-  return pool_impl("adaptive_avg_pool3d", 3, qx,
-                   adaptive_args("adaptive_avg_pool3d", 3, output_size, Kind::kAdaptiveAvg));
-}
-
-at::Tensor adaptive_max_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef output_size) {
-  return pool_impl("adaptive_max_pool2d", 2, qx,
-                   adaptive_args("adaptive_max_pool2d", 2, output_size, Kind::kAdaptiveMax));
-}
+// Each adaptive op's two doors: NAME_quantized_cpu (quantized input) and NAME_plain (plain codes,
+// the PT2 door; the same core).
+#define QPLUGIN_ADAPTIVE_OP(NAME, RANK, KIND)                                                   \
+  at::Tensor NAME##_quantized_cpu(const at::Tensor& qx, at::IntArrayRef output_size) {         \
+    return pool_impl(#NAME, RANK, qx, adaptive_args(#NAME, RANK, output_size, KIND));          \
+  }                                                                                             \
+  at::Tensor NAME##_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef os) {    \
+    return pool_plain(#NAME, #NAME ".plain", "self", RANK, {x, xs, xz},                        \
+                      adaptive_args(#NAME ".plain", RANK, os, KIND));                          \
+  }
+QPLUGIN_ADAPTIVE_OP(adaptive_avg_pool1d, 1, Kind::kAdaptiveAvg)
+QPLUGIN_ADAPTIVE_OP(adaptive_avg_pool2d, 2, Kind::kAdaptiveAvg)
+QPLUGIN_ADAPTIVE_OP(adaptive_avg_pool3d, 3, Kind::kAdaptiveAvg)
+QPLUGIN_ADAPTIVE_OP(adaptive_max_pool2d, 2, Kind::kAdaptiveMax)
+#undef QPLUGIN_ADAPTIVE_OP
 
 // ---- PT2 door (`.plain` overloads, CPU key): the same cores on plain codes. ----
 
@@ -615,67 +603,21 @@ at::Tensor avg_pool3d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntA
                     avg_args("avg_pool3d.plain", 3, k, s, p, cm, cip, dov),
                     /*force_cl3d_out=*/true);
 }
-at::Tensor adaptive_avg_pool1d_plain(const at::Tensor& x, double xs, int64_t xz,
-                                     at::IntArrayRef os) {
-  return pool_plain("adaptive_avg_pool1d", "adaptive_avg_pool1d.plain", "self", 1, {x, xs, xz},
-                    adaptive_args("adaptive_avg_pool1d.plain", 1, os, Kind::kAdaptiveAvg));
-}
-at::Tensor adaptive_avg_pool2d_plain(const at::Tensor& x, double xs, int64_t xz,
-                                     at::IntArrayRef os) {
-  return pool_plain("adaptive_avg_pool2d", "adaptive_avg_pool2d.plain", "self", 2, {x, xs, xz},
-                    adaptive_args("adaptive_avg_pool2d.plain", 2, os, Kind::kAdaptiveAvg));
-}
-at::Tensor adaptive_avg_pool3d_plain(const at::Tensor& x, double xs, int64_t xz,
-                                     at::IntArrayRef os) {
-  return pool_plain("adaptive_avg_pool3d", "adaptive_avg_pool3d.plain", "self", 3, {x, xs, xz},
-                    adaptive_args("adaptive_avg_pool3d.plain", 3, os, Kind::kAdaptiveAvg));
-}
-at::Tensor adaptive_max_pool2d_plain(const at::Tensor& x, double xs, int64_t xz,
-                                     at::IntArrayRef os) {
-  return pool_plain("adaptive_max_pool2d", "adaptive_max_pool2d.plain", "self", 2, {x, xs, xz},
-                    adaptive_args("adaptive_max_pool2d.plain", 2, os, Kind::kAdaptiveMax));
-}
 
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
 
-// Registered for QuantizedCPU and CPU: on a float tensor the op itself raises a clear
-// "expected a quantized tensor" instead of the dispatcher's "could not run ... CPU backend".
-#define QPLUGIN_REGISTER_POOL(m)                                                                \
-  m.impl("max_pool1d", TORCH_FN(qplugin::ops::max_pool1d_quantized_cpu));                       \
-  m.impl("max_pool2d", TORCH_FN(qplugin::ops::max_pool2d_quantized_cpu));                       \
-  m.impl("max_pool3d", TORCH_FN(qplugin::ops::max_pool3d_quantized_cpu));                       \
-  m.impl("avg_pool1d", TORCH_FN(qplugin::ops::avg_pool1d_quantized_cpu));                       \
-  m.impl("avg_pool2d", TORCH_FN(qplugin::ops::avg_pool2d_quantized_cpu));                       \
-  m.impl("avg_pool3d", TORCH_FN(qplugin::ops::avg_pool3d_quantized_cpu));                       \
-  m.impl("adaptive_avg_pool1d", TORCH_FN(qplugin::ops::adaptive_avg_pool1d_quantized_cpu));     \
-  m.impl("adaptive_avg_pool2d", TORCH_FN(qplugin::ops::adaptive_avg_pool2d_quantized_cpu));     \
-  m.impl("adaptive_avg_pool3d", TORCH_FN(qplugin::ops::adaptive_avg_pool3d_quantized_cpu));     \
-  m.impl("adaptive_max_pool2d", TORCH_FN(qplugin::ops::adaptive_max_pool2d_quantized_cpu));
+// Each op and its `.plain` overload (PT2 door), registered for QuantizedCPU and CPU: on a float
+// tensor the op itself raises a clear "expected a quantized tensor" instead of the dispatcher's
+// "could not run ... CPU backend", and a quantized tensor passed to a `.plain` overload gets
+// QArg::plain's "expected a plain tensor of codes".
+#define QPLUGIN_POOLING_OPS(X)                                                             \
+  X(max_pool1d) X(max_pool2d) X(max_pool3d) X(avg_pool1d) X(avg_pool2d) X(avg_pool3d)      \
+  X(adaptive_avg_pool1d) X(adaptive_avg_pool2d) X(adaptive_avg_pool3d) X(adaptive_max_pool2d)
 
-// The `.plain` overloads (PT2 door) on the CPU key; on QuantizedCPU too, so that a quantized
-// tensor passed to one gets QArg::plain's "expected a plain tensor of codes" error.
-#define QPLUGIN_REGISTER_POOL_PLAIN(m) \
-  m.impl("max_pool1d.plain", TORCH_FN(qplugin::ops::max_pool1d_plain)); \
-  m.impl("max_pool2d.plain", TORCH_FN(qplugin::ops::max_pool2d_plain)); \
-  m.impl("max_pool3d.plain", TORCH_FN(qplugin::ops::max_pool3d_plain)); \
-  m.impl("avg_pool1d.plain", TORCH_FN(qplugin::ops::avg_pool1d_plain)); \
-  m.impl("avg_pool2d.plain", TORCH_FN(qplugin::ops::avg_pool2d_plain)); \
-  m.impl("avg_pool3d.plain", TORCH_FN(qplugin::ops::avg_pool3d_plain)); \
-  m.impl("adaptive_avg_pool1d.plain", TORCH_FN(qplugin::ops::adaptive_avg_pool1d_plain)); \
-  m.impl("adaptive_avg_pool2d.plain", TORCH_FN(qplugin::ops::adaptive_avg_pool2d_plain)); \
-  m.impl("adaptive_avg_pool3d.plain", TORCH_FN(qplugin::ops::adaptive_avg_pool3d_plain)); \
-  m.impl("adaptive_max_pool2d.plain", TORCH_FN(qplugin::ops::adaptive_max_pool2d_plain));
-
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_POOL(m)
-  QPLUGIN_REGISTER_POOL_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_POOL(m)
-  QPLUGIN_REGISTER_POOL_PLAIN(m)
-}
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_POOLING_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_POOLING_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_pooling_kernel)
