@@ -96,6 +96,22 @@ torch::class_<T> packed_class(torch::Library& m, const char* name) {
       .def("__len__", [name](const P& self) { return no_len(self, name); });
 }
 
+// packed_class plus what both linear classes have: bias(), in_features(), out_features().
+template <class T>
+torch::class_<T> linear_class(torch::Library& m, const char* name) {
+  using P = c10::intrusive_ptr<T>;
+  return packed_class<T>(m, name)
+      .def("bias", [](const P& self) { return self->bias(); })
+      .def("in_features", [](const P& self) { return self->in_features(); })
+      .def("out_features", [](const P& self) { return self->out_features(); });
+}
+
+// __obj_flatten__'s weight_shape of a linear class: [out_features, in_features].
+template <class T>
+std::tuple<Str, std::vector<int64_t>> linear_weight_shape(const c10::intrusive_ptr<T>& self) {
+  return kv("weight_shape", std::vector<int64_t>{self->out_features(), self->in_features()});
+}
+
 Str qscheme_name(bool per_channel) {
   return per_channel ? "per_channel_affine" : "per_tensor_affine";
 }
@@ -133,30 +149,21 @@ void register_conv_class(torch::Library& m, const char* name) {
 TORCH_LIBRARY(qplugin, m) {
   // LinearPackedParams: pickled as a versioned, unpacked state (linear_packed_params.h).
   using PL = c10::intrusive_ptr<qplugin::LinearPackedParams>;
-  packed_class<qplugin::LinearPackedParams>(m, "LinearPackedParams")
-      .def("bias", [](const PL& self) { return self->bias(); })
-      .def("in_features", [](const PL& self) { return self->in_features(); })
-      .def("out_features", [](const PL& self) { return self->out_features(); })
+  linear_class<qplugin::LinearPackedParams>(m, "LinearPackedParams")
       .def("packed_size_bytes", [](const PL& self) { return self->packed_size_bytes(); })
       .def("packed_weight_bytes", [](const PL& self) { return self->packed_weight_bytes(); })
       .def("kernel", [](const PL& self) { return self->kernel_name(); })
       .def("__obj_flatten__", [](const PL& self) {
-        return std::make_tuple(
-            kv("weight_shape", std::vector<int64_t>{self->out_features(), self->in_features()}),
-            kv("qscheme", qscheme_name(self->per_channel())),
-            kv("has_bias", self->bias().has_value()));
+        return std::make_tuple(linear_weight_shape(self),
+                               kv("qscheme", qscheme_name(self->per_channel())),
+                               kv("has_bias", self->bias().has_value()));
       });
   // LinearPackedParamsFp16 (dynamic fp16 linear, #17): pickled as a versioned, unpacked state
   // (linear_fp16_packed_params.h).
   using PF = c10::intrusive_ptr<qplugin::LinearPackedParamsFp16>;
-  packed_class<qplugin::LinearPackedParamsFp16>(m, "LinearPackedParamsFp16")
-      .def("bias", [](const PF& self) { return self->bias(); })
-      .def("in_features", [](const PF& self) { return self->in_features(); })
-      .def("out_features", [](const PF& self) { return self->out_features(); })
+  linear_class<qplugin::LinearPackedParamsFp16>(m, "LinearPackedParamsFp16")
       .def("__obj_flatten__", [](const PF& self) {
-        return std::make_tuple(
-            kv("weight_shape", std::vector<int64_t>{self->out_features(), self->in_features()}),
-            kv("has_bias", self->bias().has_value()));
+        return std::make_tuple(linear_weight_shape(self), kv("has_bias", self->bias().has_value()));
       });
   // CellParams (dynamic RNN layer / cell weights, #17): the two packed projections, int8 or
   // float16; pickled as a versioned, unpacked state (cell_params.h).

@@ -16,7 +16,8 @@ void define_conv_dynamic(torch::Library& m) {
   // y = dequant(conv(quant(qx))) requantized with the input's own qparams, as PyTorch's
   // apply_dynamic: qx (float32) quantized per call to quint8 from its min/max (reduce_range:
   // 7 bits), exact int32 conv, float32 output (channels-last for 2-d/3-d, like PyTorch's).
-  def_conv_kinds(m, "_dynamic", "Tensor qx, ", " packed_weight, bool reduce_range=False) -> Tensor");
+  def_conv_kinds(m, "_dynamic", "Tensor qx, ",
+                 " packed_weight, bool reduce_range=False) -> Tensor");
 }
 
 }  // namespace schemas

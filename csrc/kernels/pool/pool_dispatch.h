@@ -1,7 +1,7 @@
 // Kernel table of the pooling and resampling ops (max/avg/adaptive pooling, nearest and linear
 // upsampling). Torch-free: raw pointers, sizes and qparams only.
-// Changes with: kernels/dispatch.cpp (table choice), pool_generic_impl.h (the kernels, compiled once
-// per ISA), pool_{scalar,avx2,avx512vnni}.cpp, ops/quantized_cpu/{pooling,upsample}_kernel.cpp.
+// Changes with: kernels/dispatch.cpp (table choice), pool_generic_impl.h (the kernels, compiled
+// once per ISA), pool_{scalar,avx2,avx512vnni}.cpp, ops/quantized_cpu/{pooling,upsample}_kernel.cpp.
 #pragma once
 #include <cstdint>
 #include <type_traits>

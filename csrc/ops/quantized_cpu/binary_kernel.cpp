@@ -24,6 +24,7 @@
 #include "kernels/binary/binary_plan.h"
 #include "kernels/binary/exact.h"
 #include "kernels/dispatch.h"
+#include "ops/binary_ops.h"
 #include "ops/quantized_cpu/elementwise_iter.h"
 #include "register.h"
 
@@ -262,80 +263,78 @@ double scalar_value(const char* op, const c10::Scalar& b) {
   return c;
 }
 
-// PyTorch's add_scalar rule: c_q = round(c / s); if z - c_q fits the dtype, the codes are kept and
-// the zero point becomes z - c_q; otherwise the range is rescaled so that it still fits:
-//   z - c_q < qmin: s' = (qmax - (z - c_q)) / (qmax - qmin) * s, z' = qmin
-//   z - c_q > qmax: s' = ((z - c_q) - qmin) / (qmax - qmin) * s, z' = qmax
-// and y = z' + round((q - z + c_q) * s / s') (exact here; PyTorch rounds in float).
-template <bool kRelu>
-at::Tensor add_scalar_impl(const char* op, const QArg& qa, const c10::Scalar& other) {
+// y = qa + c (kMul false) or qa * c (kMul true) with PyTorch's rules for the output qparams, ReLU
+// fused when kRelu.
+template <bool kMul, bool kRelu>
+at::Tensor scalar_impl(const char* op, const QArg& qa, const c10::Scalar& other) {
   const double c = scalar_value(op, other);
   const double s = qa.q_scale();
   const int64_t z = qa.q_zero_point();
   const auto r = qrange(qa.scalar_type());
   const int64_t qmin = r.first, qmax = r.second;
-  const double cq_d = std::nearbyint(c / s);
-  TORCH_CHECK(std::fabs(cq_d) < 9.0e18, "qplugin::", op, ": expected a scalar of magnitude below ",
-              "2^63 * scale, got ", c);
-  const int64_t c_q = static_cast<int64_t>(cq_d);
-  double s2;
-  int64_t z2;
-  bool requant = true;
-  if (qmin > z - c_q) {
-    s2 = (static_cast<double>(qmax) - (z - c_q)) / (static_cast<double>(qmax) - qmin) * s;
-    z2 = qmin;
-  } else if (qmax < z - c_q) {
-    s2 = (static_cast<double>(z - c_q) - qmin) / (static_cast<double>(qmax) - qmin) * s;
-    z2 = qmax;
-  } else {
-    s2 = s;
-    z2 = z - c_q;
-    requant = false;
-  }
-  const int64_t lo = kRelu ? z2 : qmin;
-  return map_codes(qa, s2, z2, [&](int64_t q) -> int64_t {
-    int64_t v = q;
-    if (requant) {
-      v = z2 + kernels::exact::round_ratio(q - z + c_q, s, s2);
+  if constexpr (!kMul) {
+    // PyTorch's add_scalar rule: c_q = round(c / s); if z - c_q fits the dtype, the codes are
+    // kept and the zero point becomes z - c_q; otherwise the range is rescaled so that it still
+    // fits:
+    //   z - c_q < qmin: s' = (qmax - (z - c_q)) / (qmax - qmin) * s, z' = qmin
+    //   z - c_q > qmax: s' = ((z - c_q) - qmin) / (qmax - qmin) * s, z' = qmax
+    // and y = z' + round((q - z + c_q) * s / s') (exact here; PyTorch rounds in float).
+    const double cq_d = std::nearbyint(c / s);
+    TORCH_CHECK(std::fabs(cq_d) < 9.0e18, "qplugin::", op,
+                ": expected a scalar of magnitude below ", "2^63 * scale, got ", c);
+    const int64_t c_q = static_cast<int64_t>(cq_d);
+    double s2;
+    int64_t z2;
+    bool requant = true;
+    if (qmin > z - c_q) {
+      s2 = (static_cast<double>(qmax) - (z - c_q)) / (static_cast<double>(qmax) - qmin) * s;
+      z2 = qmin;
+    } else if (qmax < z - c_q) {
+      s2 = (static_cast<double>(z - c_q) - qmin) / (static_cast<double>(qmax) - qmin) * s;
+      z2 = qmax;
+    } else {
+      s2 = s;
+      z2 = z - c_q;
+      requant = false;
     }
-    return v < lo ? lo : (v > qmax ? qmax : v);
-  });
-}
-
-// PyTorch's mul_scalar rule (no arithmetic on the codes): c > 0: codes kept, s' = c*s; c == 0:
-// all codes 0 with (1.0, 0); c < 0: q' = qmax + qmin - q, s' = |c|*s, z' = qmax + qmin - z.
-template <bool kRelu>
-at::Tensor mul_scalar_impl(const char* op, const QArg& qa, const c10::Scalar& other) {
-  const double c = scalar_value(op, other);
-  const double s = qa.q_scale();
-  const int64_t z = qa.q_zero_point();
-  const auto r = qrange(qa.scalar_type());
-  const int64_t qmin = r.first, qmax = r.second;
-  double s2;
-  int64_t z2;
-  int mode;  // 1 keep, 0 zero, -1 negate
-  if (c > 0.0) {
-    s2 = c * s;
-    z2 = z;
-    mode = 1;
-  } else if (c == 0.0) {
-    s2 = 1.0;
-    z2 = 0;
-    mode = 0;
+    const int64_t lo = kRelu ? z2 : qmin;
+    return map_codes(qa, s2, z2, [&](int64_t q) -> int64_t {
+      int64_t v = q;
+      if (requant) {
+        v = z2 + kernels::exact::round_ratio(q - z + c_q, s, s2);
+      }
+      return v < lo ? lo : (v > qmax ? qmax : v);
+    });
   } else {
-    s2 = std::fabs(c) * s;
-    z2 = qmax - (z - qmin);
-    mode = -1;
+    // PyTorch's mul_scalar rule (no arithmetic on the codes): c > 0: codes kept, s' = c*s;
+    // c == 0: all codes 0 with (1.0, 0); c < 0: q' = qmax + qmin - q, s' = |c|*s,
+    // z' = qmax + qmin - z.
+    double s2;
+    int64_t z2;
+    int mode;  // 1 keep, 0 zero, -1 negate
+    if (c > 0.0) {
+      s2 = c * s;
+      z2 = z;
+      mode = 1;
+    } else if (c == 0.0) {
+      s2 = 1.0;
+      z2 = 0;
+      mode = 0;
+    } else {
+      s2 = std::fabs(c) * s;
+      z2 = qmax - (z - qmin);
+      mode = -1;
+    }
+    TORCH_CHECK(std::isfinite(s2) && s2 > 0.0, "qplugin::", op,
+                ": expected the output scale |scalar| * scale to be finite and positive, got ", s2,
+                " (scalar ", c, ", scale ", s, ")");
+    const int64_t lo = kRelu ? z2 : qmin;
+    return map_codes(qa, s2, z2, [&](int64_t q) -> int64_t {
+      int64_t v = mode == 1 ? q : (mode == 0 ? 0 : qmax + qmin - q);
+      if (kRelu && mode != 0) v = std::max(v, lo);
+      return v;
+    });
   }
-  TORCH_CHECK(std::isfinite(s2) && s2 > 0.0, "qplugin::", op,
-              ": expected the output scale |scalar| * scale to be finite and positive, got ", s2,
-              " (scalar ", c, ", scale ", s, ")");
-  const int64_t lo = kRelu ? z2 : qmin;
-  return map_codes(qa, s2, z2, [&](int64_t q) -> int64_t {
-    int64_t v = mode == 1 ? q : (mode == 0 ? 0 : qmax + qmin - q);
-    if (kRelu && mode != 0) v = std::max(v, lo);
-    return v;
-  });
 }
 
 template <bool kMul, bool kRelu>
@@ -346,7 +345,7 @@ const char* scalar_name() {
 
 template <bool kMul, bool kRelu>
 at::Tensor scalar_core(const char* op, const QArg& qa, const c10::Scalar& b) {
-  return kMul ? mul_scalar_impl<kRelu>(op, qa, b) : add_scalar_impl<kRelu>(op, qa, b);
+  return scalar_impl<kMul, kRelu>(op, qa, b);
 }
 
 template <bool kMul, bool kRelu>
@@ -384,7 +383,7 @@ at::Tensor scalar_out_op(const at::Tensor& qa, const c10::Scalar& b, at::Tensor 
   checks::check_out(op, out, qa.scalar_type());
   TORCH_CHECK(out.sizes() == qa.sizes(), "qplugin::", op, ": expected out of shape ",
               shape_str(qa.sizes()), " (the shape of qa), got ", shape_str(out.sizes()));
-  at::Tensor res = kMul ? mul_scalar_impl<kRelu>(op, a, b) : add_scalar_impl<kRelu>(op, a, b);
+  at::Tensor res = scalar_impl<kMul, kRelu>(op, a, b);
   out.copy_(res);  // quantized copy_ also takes res's qparams
   return out;
 }
@@ -426,7 +425,7 @@ at::Tensor scalar_tensor_out_op(const at::Tensor& qa, const at::Tensor& b, at::T
 
 // Registration: each op name with PyTorch's overloads (see ops/elementwise.cpp), then its PT2
 // door: <op>.plain, <op>.Scalar_plain, <op>.Scalar2_plain.
-#define QPLUGIN_BINARY_FAMILY(m, NAME, MUL, RELU)                                   \
+#define QPLUGIN_BINARY_FAMILY(NAME, MUL, RELU)                                      \
   m.impl(NAME, TORCH_FN((qplugin::ops::binary<MUL, RELU>)));                       \
   m.impl(NAME ".out", TORCH_FN((qplugin::ops::binary_out<MUL, RELU>)));            \
   m.impl(NAME ".Scalar", TORCH_FN((qplugin::ops::scalar_op<MUL, RELU>)));          \
@@ -439,7 +438,7 @@ at::Tensor scalar_tensor_out_op(const at::Tensor& qa, const at::Tensor& b, at::T
 
 // The deprecated scalar names: <base>_scalar[_relu][_out][.Tensor], then the PT2 door:
 // <base>_scalar[_relu].plain and .Tensor_plain.
-#define QPLUGIN_SCALAR_FAMILY(m, NAME, MUL, RELU)                                          \
+#define QPLUGIN_SCALAR_FAMILY(NAME, MUL, RELU)                                             \
   m.impl(NAME, TORCH_FN((qplugin::ops::scalar_op<MUL, RELU>)));                           \
   m.impl(NAME ".Tensor", TORCH_FN((qplugin::ops::scalar_tensor_op<MUL, RELU>)));          \
   m.impl(NAME "_out", TORCH_FN((qplugin::ops::scalar_out_op<MUL, RELU>)));                \
@@ -447,20 +446,17 @@ at::Tensor scalar_tensor_out_op(const at::Tensor& qa, const at::Tensor& b, at::T
   m.impl(NAME ".plain", TORCH_FN((qplugin::ops::scalar_plain<MUL, RELU>)));               \
   m.impl(NAME ".Tensor_plain", TORCH_FN((qplugin::ops::scalar_tensor_plain<MUL, RELU>)));
 
-#define QPLUGIN_REGISTER_BINARY(m)                             \
-  QPLUGIN_BINARY_FAMILY(m, "add", false, false)                \
-  QPLUGIN_BINARY_FAMILY(m, "add_relu", false, true)            \
-  QPLUGIN_BINARY_FAMILY(m, "mul", true, false)                 \
-  QPLUGIN_BINARY_FAMILY(m, "mul_relu", true, true)             \
-  QPLUGIN_SCALAR_FAMILY(m, "add_scalar", false, false)         \
-  QPLUGIN_SCALAR_FAMILY(m, "add_scalar_relu", false, true)     \
-  QPLUGIN_SCALAR_FAMILY(m, "mul_scalar", true, false)          \
-  QPLUGIN_SCALAR_FAMILY(m, "mul_scalar_relu", true, true)
+namespace {
+void register_binary(torch::Library& m) {
+  QPLUGIN_BINARY_OPS(QPLUGIN_BINARY_FAMILY)
+  QPLUGIN_SCALAR_OPS(QPLUGIN_SCALAR_FAMILY)
+}
+}  // namespace
 
 // The plain overloads are registered for QuantizedCPU too: a quantized tensor passed to one gets
 // QArg::plain's "expected a plain tensor of codes" rather than the dispatcher's error.
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_REGISTER_BINARY(m) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_REGISTER_BINARY(m) }
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { register_binary(m); }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { register_binary(m); }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_binary_kernel)

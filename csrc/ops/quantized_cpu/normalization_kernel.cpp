@@ -527,35 +527,31 @@ at::Tensor group_norm_impl(const char* op, const QArg& qa, int64_t num_groups,
   return y;
 }
 
-at::Tensor group_norm_core(const char* op, const QArg& qa, int64_t num_groups,
+// group_norm (num_groups given) and instance_norm (none: one channel per group).
+at::Tensor group_norm_core(const char* op, const QArg& qa, c10::optional<int64_t> num_groups,
                            const c10::optional<at::Tensor>& weight,
                            const c10::optional<at::Tensor>& bias, double eps,
                            double output_scale, int64_t output_zero_point) {
   check_common(op, qa, eps, output_scale, output_zero_point);
   const at::Tensor& qx = qa.tensor();
+  if (!num_groups.has_value()) {
+    TORCH_CHECK(qx.dim() >= 3, "qplugin::", op, ": expected an input of at least 3 "
+                "dimensions (N, C, L, ...), got ", qx.dim(), "-D",
+                qx.dim() == 2 ? "; add the batch dimension with unsqueeze(0)" : "");
+    // Instance norm is group norm with one channel per group.
+    return group_norm_impl(op, qa, std::max<int64_t>(1, qx.size(1)), weight, bias, eps,
+                           output_scale, output_zero_point);
+  }
   // 2-D (N, C) is accepted as float group_norm does (PyTorch's quantized op requires >= 3-D).
   TORCH_CHECK(qx.dim() >= 2, "qplugin::", op, ": expected an input of at least 2 dimensions "
               "(N, C, *), got ", qx.dim(), "-D");
-  TORCH_CHECK(num_groups > 0, "qplugin::", op, ": expected a positive num_groups, got ",
-              num_groups);
-  TORCH_CHECK(qx.size(1) % num_groups == 0, "qplugin::", op, ": expected the number of "
-              "channels to be divisible by num_groups (", num_groups, "), got ", qx.size(1),
+  TORCH_CHECK(*num_groups > 0, "qplugin::", op, ": expected a positive num_groups, got ",
+              *num_groups);
+  TORCH_CHECK(qx.size(1) % *num_groups == 0, "qplugin::", op, ": expected the number of "
+              "channels to be divisible by num_groups (", *num_groups, "), got ", qx.size(1),
               " channels");
-  return group_norm_impl(op, qa, num_groups, weight, bias, eps, output_scale, output_zero_point);
-}
-
-at::Tensor instance_norm_core(const char* op, const QArg& qa,
-                              const c10::optional<at::Tensor>& weight,
-                              const c10::optional<at::Tensor>& bias, double eps,
-                              double output_scale, int64_t output_zero_point) {
-  check_common(op, qa, eps, output_scale, output_zero_point);
-  const at::Tensor& qx = qa.tensor();
-  TORCH_CHECK(qx.dim() >= 3, "qplugin::", op, ": expected an input of at least 3 "
-              "dimensions (N, C, L, ...), got ", qx.dim(), "-D",
-              qx.dim() == 2 ? "; add the batch dimension with unsqueeze(0)" : "");
-  // Instance norm is group norm with one channel per group.
-  return group_norm_impl(op, qa, std::max<int64_t>(1, qx.size(1)), weight, bias, eps,
-                         output_scale, output_zero_point);
+  return group_norm_impl(op, qa, *num_groups, weight, bias, eps, output_scale,
+                         output_zero_point);
 }
 
 // ---- The two doors (common/qarg.h): legacy quantized tensors and `.plain` codes + qparams
@@ -581,9 +577,10 @@ at::Tensor instance_norm_quantized_cpu(const at::Tensor& qx,
                                        const c10::optional<at::Tensor>& weight,
                                        const c10::optional<at::Tensor>& bias, double eps,
                                        double output_scale, int64_t output_zero_point) {
-  return instance_norm_core("instance_norm",
-                            QArg::quantized("instance_norm", "input", qx, kNormTypes), weight,
-                            bias, eps, output_scale, output_zero_point);
+  return group_norm_core("instance_norm",
+                         QArg::quantized("instance_norm", "input", qx, kNormTypes),
+                         /*num_groups=*/c10::nullopt, weight, bias, eps, output_scale,
+                         output_zero_point);
 }
 at::Tensor layer_norm_plain(const at::Tensor& x, double xs, int64_t xz,
                             at::IntArrayRef normalized_shape,
@@ -606,9 +603,10 @@ at::Tensor instance_norm_plain(const at::Tensor& x, double xs, int64_t xz,
                                const c10::optional<at::Tensor>& weight,
                                const c10::optional<at::Tensor>& bias, double eps,
                                double output_scale, int64_t output_zero_point) {
-  return instance_norm_core("instance_norm.plain",
-                            QArg::plain("instance_norm", "input", x, xs, xz, kNormTypes), weight,
-                            bias, eps, output_scale, output_zero_point);
+  return group_norm_core("instance_norm.plain",
+                         QArg::plain("instance_norm", "input", x, xs, xz, kNormTypes),
+                         /*num_groups=*/c10::nullopt, weight, bias, eps, output_scale,
+                         output_zero_point);
 }
 
 }  // namespace

@@ -463,57 +463,57 @@ at::Tensor pool_plain(const char* op, const char* plain_op, const char* arg, int
                      a, force_cl3d_out);
 }
 
-PoolArgs max_args(const char* op, int64_t nd, at::IntArrayRef kernel_size, at::IntArrayRef stride,
-                  at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+// The window of max and avg pooling: kernel_size (required), stride (default: the kernel),
+// padding (default 0), each 1 or nd ints.
+PoolArgs window_args(const char* op, int64_t nd, Kind kind, at::IntArrayRef kernel_size,
+                     at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode) {
   PoolArgs a;
-  a.kind = Kind::kMax;
+  a.kind = kind;
   TORCH_CHECK(!kernel_size.empty(), "qplugin::", op, ": expected kernel_size of 1 or ", nd,
               " ints, got an empty list");
   a.kernel = expand(op, "kernel_size", kernel_size, nd, {});
   a.stride = expand(op, "stride", stride, nd, a.kernel);
   a.padding = expand(op, "padding", padding, nd, std::vector<int64_t>(nd, 0));
-  a.dilation = expand(op, "dilation", dilation, nd, std::vector<int64_t>(nd, 1));
   a.ceil_mode = ceil_mode;
   return a;
 }
 
-at::Tensor max_pool1d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
-                                    at::IntArrayRef stride, at::IntArrayRef padding,
-                                    at::IntArrayRef dilation, bool ceil_mode) {
-  return pool_impl("max_pool1d", 1, qx,
-                   max_args("max_pool1d", 1, kernel_size, stride, padding, dilation, ceil_mode));
+PoolArgs max_args(const char* op, int64_t nd, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                  at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  PoolArgs a = window_args(op, nd, Kind::kMax, kernel_size, stride, padding, ceil_mode);
+  a.dilation = expand(op, "dilation", dilation, nd, std::vector<int64_t>(nd, 1));
+  return a;
 }
 
-at::Tensor max_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
-                                    at::IntArrayRef stride, at::IntArrayRef padding,
-                                    at::IntArrayRef dilation, bool ceil_mode) {
-  return pool_impl("max_pool2d", 2, qx,
-                   max_args("max_pool2d", 2, kernel_size, stride, padding, dilation, ceil_mode));
-}
-
-at::Tensor max_pool3d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
-                                    at::IntArrayRef stride, at::IntArrayRef padding,
-                                    at::IntArrayRef dilation, bool ceil_mode) {
-  return pool_impl("max_pool3d", 3, qx,
-                   max_args("max_pool3d", 3, kernel_size, stride, padding, dilation, ceil_mode));
-}
+// Each max-pool op's two doors: NAME_quantized_cpu (quantized input) and NAME_plain (plain codes,
+// the PT2 door; ARG names its input in the `.plain` schema).
+#define QPLUGIN_MAX_POOL_OP(NAME, RANK, ARG)                                                    \
+  at::Tensor NAME##_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,            \
+                                  at::IntArrayRef stride, at::IntArrayRef padding,              \
+                                  at::IntArrayRef dilation, bool ceil_mode) {                   \
+    return pool_impl(#NAME, RANK, qx,                                                           \
+                     max_args(#NAME, RANK, kernel_size, stride, padding, dilation, ceil_mode)); \
+  }                                                                                             \
+  at::Tensor NAME##_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,        \
+                          at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {   \
+    return pool_plain(#NAME, #NAME ".plain", ARG, RANK, {x, xs, xz},                            \
+                      max_args(#NAME ".plain", RANK, k, s, p, d, cm));                          \
+  }
+QPLUGIN_MAX_POOL_OP(max_pool1d, 1, "qx")
+QPLUGIN_MAX_POOL_OP(max_pool2d, 2, "qx")
+QPLUGIN_MAX_POOL_OP(max_pool3d, 3, "self")
+#undef QPLUGIN_MAX_POOL_OP
 
 PoolArgs avg_args(const char* op, int64_t nd, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                   at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                   c10::optional<int64_t> divisor_override) {
-  PoolArgs a;
-  a.kind = Kind::kAvg;
-  TORCH_CHECK(!kernel_size.empty(), "qplugin::", op, ": expected kernel_size of 1 or ", nd,
-              " ints, got an empty list");
-  a.kernel = expand(op, "kernel_size", kernel_size, nd, {});
-  a.stride = expand(op, "stride", stride, nd, a.kernel);
-  a.padding = expand(op, "padding", padding, nd, std::vector<int64_t>(nd, 0));
-  a.ceil_mode = ceil_mode;
+  PoolArgs a = window_args(op, nd, Kind::kAvg, kernel_size, stride, padding, ceil_mode);
   a.count_include_pad = count_include_pad;
   a.divisor_override = divisor_override;
   return a;
 }
 
+// avg_pool1d (no divisor_override), both doors.
 at::Tensor avg_pool1d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
                                     at::IntArrayRef stride, at::IntArrayRef padding,
                                     bool ceil_mode, bool count_include_pad) {
@@ -521,26 +521,34 @@ at::Tensor avg_pool1d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel
                    avg_args("avg_pool1d", 1, kernel_size, stride, padding, ceil_mode,
                             count_include_pad, c10::nullopt));
 }
-
-at::Tensor avg_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
-                                    at::IntArrayRef stride, at::IntArrayRef padding,
-                                    bool ceil_mode, bool count_include_pad,
-                                    c10::optional<int64_t> divisor_override) {
-  return pool_impl("avg_pool2d", 2, qx,
-                   avg_args("avg_pool2d", 2, kernel_size, stride, padding, ceil_mode,
-                            count_include_pad, divisor_override));
+at::Tensor avg_pool1d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
+                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip) {
+  return pool_plain("avg_pool1d", "avg_pool1d.plain", "self", 1, {x, xs, xz},
+                    avg_args("avg_pool1d.plain", 1, k, s, p, cm, cip, c10::nullopt));
 }
 
-at::Tensor avg_pool3d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
-                                    at::IntArrayRef stride, at::IntArrayRef padding,
-                                    bool ceil_mode, bool count_include_pad,
-                                    c10::optional<int64_t> divisor_override) {
-  // PyTorch's QuantizedCPU avg_pool3d returns channels_last_3d for any input layout.
-  return pool_impl("avg_pool3d", 3, qx,
-                   avg_args("avg_pool3d", 3, kernel_size, stride, padding, ceil_mode,
-                            count_include_pad, divisor_override),
-                   /*force_cl3d_out=*/true);
-}
+// avg_pool2d / avg_pool3d, both doors (as QPLUGIN_MAX_POOL_OP). PyTorch's QuantizedCPU avg_pool3d
+// returns channels_last_3d for any input layout (CL3D).
+#define QPLUGIN_AVG_POOL_OP(NAME, RANK, CL3D)                                                   \
+  at::Tensor NAME##_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,            \
+                                  at::IntArrayRef stride, at::IntArrayRef padding,              \
+                                  bool ceil_mode, bool count_include_pad,                       \
+                                  c10::optional<int64_t> divisor_override) {                    \
+    return pool_impl(#NAME, RANK, qx,                                                           \
+                     avg_args(#NAME, RANK, kernel_size, stride, padding, ceil_mode,             \
+                              count_include_pad, divisor_override),                             \
+                     /*force_cl3d_out=*/CL3D);                                                  \
+  }                                                                                             \
+  at::Tensor NAME##_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,        \
+                          at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip,              \
+                          c10::optional<int64_t> dov) {                                         \
+    return pool_plain(#NAME, #NAME ".plain", "self", RANK, {x, xs, xz},                         \
+                      avg_args(#NAME ".plain", RANK, k, s, p, cm, cip, dov),                    \
+                      /*force_cl3d_out=*/CL3D);                                                 \
+  }
+QPLUGIN_AVG_POOL_OP(avg_pool2d, 2, false)
+QPLUGIN_AVG_POOL_OP(avg_pool3d, 3, true)
+#undef QPLUGIN_AVG_POOL_OP
 
 PoolArgs adaptive_args(const char* op, int64_t nd, at::IntArrayRef output_size, Kind kind) {
   PoolArgs a;
@@ -567,42 +575,6 @@ QPLUGIN_ADAPTIVE_OP(adaptive_avg_pool2d, 2, Kind::kAdaptiveAvg)
 QPLUGIN_ADAPTIVE_OP(adaptive_avg_pool3d, 3, Kind::kAdaptiveAvg)
 QPLUGIN_ADAPTIVE_OP(adaptive_max_pool2d, 2, Kind::kAdaptiveMax)
 #undef QPLUGIN_ADAPTIVE_OP
-
-// ---- PT2 door (`.plain` overloads, CPU key): the same cores on plain codes. ----
-
-at::Tensor max_pool1d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {
-  return pool_plain("max_pool1d", "max_pool1d.plain", "qx", 1, {x, xs, xz},
-                    max_args("max_pool1d.plain", 1, k, s, p, d, cm));
-}
-at::Tensor max_pool2d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {
-  return pool_plain("max_pool2d", "max_pool2d.plain", "qx", 2, {x, xs, xz},
-                    max_args("max_pool2d.plain", 2, k, s, p, d, cm));
-}
-at::Tensor max_pool3d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {
-  return pool_plain("max_pool3d", "max_pool3d.plain", "self", 3, {x, xs, xz},
-                    max_args("max_pool3d.plain", 3, k, s, p, d, cm));
-}
-at::Tensor avg_pool1d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip) {
-  return pool_plain("avg_pool1d", "avg_pool1d.plain", "self", 1, {x, xs, xz},
-                    avg_args("avg_pool1d.plain", 1, k, s, p, cm, cip, c10::nullopt));
-}
-at::Tensor avg_pool2d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip,
-                            c10::optional<int64_t> dov) {
-  return pool_plain("avg_pool2d", "avg_pool2d.plain", "self", 2, {x, xs, xz},
-                    avg_args("avg_pool2d.plain", 2, k, s, p, cm, cip, dov));
-}
-at::Tensor avg_pool3d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip,
-                            c10::optional<int64_t> dov) {
-  return pool_plain("avg_pool3d", "avg_pool3d.plain", "self", 3, {x, xs, xz},
-                    avg_args("avg_pool3d.plain", 3, k, s, p, cm, cip, dov),
-                    /*force_cl3d_out=*/true);
-}
 
 }  // namespace
 }  // namespace ops

@@ -133,9 +133,10 @@ Prep prepare(const char* op, int64_t nd, const QArg& qa, at::IntArrayRef output_
   return p;
 }
 
+// Nearest resampling (index tables per dimension).
 template <typename T>
-void nearest_run(const Prep& p, const std::vector<int64_t>& id, const std::vector<int64_t>& ih,
-                 const std::vector<int64_t>& iw) {
+void resample_run(const Prep& p, const std::vector<int64_t>& id, const std::vector<int64_t>& ih,
+                  const std::vector<int64_t>& iw) {
   const auto& K = kernels::pool_table().of<T>();
   const int64_t D = p.in[0], H = p.in[1], W = p.in[2];
   const int64_t OD = p.out[0], OH = p.out[1], OW = p.out[2];
@@ -196,46 +197,10 @@ void nearest_run(const Prep& p, const std::vector<int64_t>& id, const std::vecto
   });
 }
 
-// What nearest and linear resampling share: the prepared input/output, one table per dimension
-// (make(in, out, scale) for depth, height, width) and run(tag, p, td, th, tw) with a value of the
-// code type as the tag. Scratch (index tables, rows) that fails to allocate names the op
-// (checks.h).
-template <class MakeDim, class Run>
-at::Tensor resample(const char* op, int64_t nd, const QArg& qx, at::IntArrayRef output_size,
-                    c10::optional<double> sd, c10::optional<double> sh,
-                    c10::optional<double> sw, MakeDim make, Run run) {
-  return checks::guard_alloc(op, [&]() -> at::Tensor {
-    Prep p = prepare(op, nd, qx, output_size);
-    if (p.y.numel() == 0) return p.y;
-    const auto td = make(p.in[0], p.out[0], sd);
-    const auto th = make(p.in[1], p.out[1], sh);
-    const auto tw = make(p.in[2], p.out[2], sw);
-    switch (p.qtype) {
-      case at::kQUInt8: run(uint8_t{}, p, td, th, tw); break;
-      case at::kQInt8: run(int8_t{}, p, td, th, tw); break;
-      default: run(int32_t{}, p, td, th, tw); break;
-    }
-    return p.y;
-  });
-}
-
-at::Tensor nearest_impl(const char* op, int64_t nd, bool exact, const QArg& qx,
-                        at::IntArrayRef output_size, c10::optional<double> sd,
-                        c10::optional<double> sh, c10::optional<double> sw) {
-  return resample(
-      op, nd, qx, output_size, sd, sh, sw,
-      [exact](int64_t in, int64_t out, c10::optional<double> s) {
-        return nearest_indices(in, out, s, exact);
-      },
-      [](auto tag, const Prep& p, const auto& id, const auto& ih, const auto& iw) {
-        nearest_run<decltype(tag)>(p, id, ih, iw);
-      });
-}
-
 // Separable linear interpolation. Each thread walks output rows (n/plane, od, oh), computing the
 // horizontal pass H of the (up to 4) input rows it needs, cached by (plane, d, h).
 template <typename T>
-void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const LinearDim& lw) {
+void resample_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const LinearDim& lw) {
   const auto& K = kernels::pool_table().of<T>();
   const int64_t D = p.in[0], H = p.in[1], W = p.in[2];
   const int64_t OD = p.out[0], OH = p.out[1], OW = p.out[2];
@@ -306,17 +271,44 @@ void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const L
   });
 }
 
+// What nearest and linear resampling share: the prepared input/output, one table per dimension
+// (make(in, out, scale) for depth, height, width) and resample_run<T> for the code type T.
+// Scratch (index tables, rows) that fails to allocate names the op (checks.h).
+template <class MakeDim>
+at::Tensor resample(const char* op, int64_t nd, const QArg& qx, at::IntArrayRef output_size,
+                    c10::optional<double> sd, c10::optional<double> sh,
+                    c10::optional<double> sw, MakeDim make) {
+  return checks::guard_alloc(op, [&]() -> at::Tensor {
+    Prep p = prepare(op, nd, qx, output_size);
+    if (p.y.numel() == 0) return p.y;
+    const auto td = make(p.in[0], p.out[0], sd);
+    const auto th = make(p.in[1], p.out[1], sh);
+    const auto tw = make(p.in[2], p.out[2], sw);
+    switch (p.qtype) {
+      case at::kQUInt8: resample_run<uint8_t>(p, td, th, tw); break;
+      case at::kQInt8: resample_run<int8_t>(p, td, th, tw); break;
+      default: resample_run<int32_t>(p, td, th, tw); break;
+    }
+    return p.y;
+  });
+}
+
+at::Tensor nearest_impl(const char* op, int64_t nd, bool exact, const QArg& qx,
+                        at::IntArrayRef output_size, c10::optional<double> sd,
+                        c10::optional<double> sh, c10::optional<double> sw) {
+  return resample(op, nd, qx, output_size, sd, sh, sw,
+                  [exact](int64_t in, int64_t out, c10::optional<double> s) {
+                    return nearest_indices(in, out, s, exact);
+                  });
+}
+
 at::Tensor linear_impl(const char* op, int64_t nd, const QArg& qx,
                        at::IntArrayRef output_size, bool align_corners, c10::optional<double> sd,
                        c10::optional<double> sh, c10::optional<double> sw) {
-  return resample(
-      op, nd, qx, output_size, sd, sh, sw,
-      [align_corners](int64_t in, int64_t out, c10::optional<double> s) {
-        return linear_weights(in, out, align_corners, s);
-      },
-      [](auto tag, const Prep& p, const LinearDim& ld, const LinearDim& lh, const LinearDim& lw) {
-        linear_run<decltype(tag)>(p, ld, lh, lw);
-      });
+  return resample(op, nd, qx, output_size, sd, sh, sw,
+                  [align_corners](int64_t in, int64_t out, c10::optional<double> s) {
+                    return linear_weights(in, out, align_corners, s);
+                  });
 }
 
 using OptD = c10::optional<double>;
