@@ -445,16 +445,16 @@ void register_conv(torch::Library& m) {
   QPLUGIN_IMPL_RELU_PAIR("conv1d", "", conv1d)
   QPLUGIN_IMPL_RELU_PAIR("conv2d", ".new", conv2d)
   QPLUGIN_IMPL_RELU_PAIR("conv3d", ".new", conv3d)
-  m.impl("conv2d", TORCH_FN((conv_legacy<2, false>)));
-  m.impl("conv2d_relu", TORCH_FN((conv_legacy<2, true>)));
-  m.impl("conv3d", TORCH_FN((conv_legacy<3, false>)));
-  m.impl("conv3d_relu", TORCH_FN((conv_legacy<3, true>)));
+  // Per rank D of 2 and 3: the legacy default overloads and the PT2 door of conv<D>d[_relu].
+#define QPLUGIN_IMPL_CONV_ND(D)                                                        \
+  m.impl("conv" #D "d", TORCH_FN((conv_legacy<D, false>)));                            \
+  m.impl("conv" #D "d_relu", TORCH_FN((conv_legacy<D, true>)));                        \
+  m.impl("conv" #D "d.plain", TORCH_FN((conv_nd_plain<D, false>)));                    \
+  m.impl("conv" #D "d_relu.plain", TORCH_FN((conv_nd_plain<D, true>)));
+  QPLUGIN_IMPL_CONV_ND(2) QPLUGIN_IMPL_CONV_ND(3)
+#undef QPLUGIN_IMPL_CONV_ND
   QPLUGIN_IMPL_RELU_PAIR("conv2d_add", "", conv2d_add)
   QPLUGIN_IMPL_RELU_PAIR("conv1d", ".plain", conv1d_plain)
-  m.impl("conv2d.plain", TORCH_FN((conv_nd_plain<2, false>)));
-  m.impl("conv2d_relu.plain", TORCH_FN((conv_nd_plain<2, true>)));
-  m.impl("conv3d.plain", TORCH_FN((conv_nd_plain<3, false>)));
-  m.impl("conv3d_relu.plain", TORCH_FN((conv_nd_plain<3, true>)));
   QPLUGIN_IMPL_RELU_PAIR("conv2d_add", ".plain", conv2d_add_plain)
 }
 

@@ -507,22 +507,21 @@ at::Tensor group_norm_impl(const char* op, const QArg& qa, int64_t num_groups,
   }
   const OutRange o = out_range(qa.scalar_type());
   const auto& nk = kernels::norm_table();
+  // The 8-bit code type T (a value of it as the tag) with its typed kernels k.
+  auto run_8bit = [&](auto tag, const auto& k) {
+    using T = decltype(tag);
+    const auto* xp = reinterpret_cast<const T*>(x.data_ptr());
+    auto* yp = reinterpret_cast<T*>(y.data_ptr());
+    if (nhwc) {
+      group_norm_nhwc_8bit<T>(k, nk.row_tables, xp, yp, s, a, o);
+    } else {
+      group_norm_nchw_8bit<T>(k, nk.plane_tables, xp, yp, s, a, o);
+    }
+  };
   if (qa.scalar_type() == at::kQUInt8) {
-    const auto* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
-    auto* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
-    if (nhwc) {
-      group_norm_nhwc_8bit<uint8_t>(nk.u8, nk.row_tables, xp, yp, s, a, o);
-    } else {
-      group_norm_nchw_8bit<uint8_t>(nk.u8, nk.plane_tables, xp, yp, s, a, o);
-    }
+    run_8bit(uint8_t{}, nk.u8);
   } else {
-    const auto* xp = reinterpret_cast<const int8_t*>(x.data_ptr());
-    auto* yp = reinterpret_cast<int8_t*>(y.data_ptr());
-    if (nhwc) {
-      group_norm_nhwc_8bit<int8_t>(nk.s8, nk.row_tables, xp, yp, s, a, o);
-    } else {
-      group_norm_nchw_8bit<int8_t>(nk.s8, nk.plane_tables, xp, yp, s, a, o);
-    }
+    run_8bit(int8_t{}, nk.s8);
   }
   return y;
 }
