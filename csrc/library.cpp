@@ -82,6 +82,36 @@ bool same_state(const c10::intrusive_ptr<T>& a, const c10::intrusive_ptr<T>& b) 
   return state_equal(c10::IValue(a->getstate()), c10::IValue(b->getstate()));
 }
 
+// What every packed-params class has: pickling as its versioned, unpacked state (__setstate__
+// accepts Any so that it can parse every historical version and reject malformed states with a
+// clear error), unpack(), __eq__ and __len__. The caller chains the class's own methods.
+template <class T>
+torch::class_<T> packed_class(torch::Library& m, const char* name) {
+  using P = c10::intrusive_ptr<T>;
+  return m.class_<T>(name)
+      .def_pickle([](const P& self) -> typename T::State { return self->getstate(); },
+                  [](c10::IValue state) -> P { return T::setstate(state); })
+      .def("unpack", [](const P& self) { return self->unpack(); })
+      .def("__eq__", [](const P& self, const P& other) { return same_state(self, other); })
+      .def("__len__", [name](const P& self) { return no_len(self, name); });
+}
+
+// packed_class plus what both linear classes have: bias(), in_features(), out_features().
+template <class T>
+torch::class_<T> linear_class(torch::Library& m, const char* name) {
+  using P = c10::intrusive_ptr<T>;
+  return packed_class<T>(m, name)
+      .def("bias", [](const P& self) { return self->bias(); })
+      .def("in_features", [](const P& self) { return self->in_features(); })
+      .def("out_features", [](const P& self) { return self->out_features(); });
+}
+
+// __obj_flatten__'s weight_shape of a linear class: [out_features, in_features].
+template <class T>
+std::tuple<Str, std::vector<int64_t>> linear_weight_shape(const c10::intrusive_ptr<T>& self) {
+  return kv("weight_shape", std::vector<int64_t>{self->out_features(), self->in_features()});
+}
+
 Str qscheme_name(bool per_channel) {
   return per_channel ? "per_channel_affine" : "per_tensor_affine";
 }
@@ -103,10 +133,7 @@ auto conv_obj_flatten(const c10::intrusive_ptr<T>& self) {
 template <class T>
 void register_conv_class(torch::Library& m, const char* name) {
   using P = c10::intrusive_ptr<T>;
-  m.class_<T>(name)
-      .def_pickle([](const P& self) -> qplugin::ConvPackedParamsBase::State { return self->getstate(); },
-                  [](c10::IValue state) -> P { return T::setstate(state); })
-      .def("unpack", [](const P& self) { return self->unpack(); })
+  packed_class<T>(m, name)
       .def("stride", [](const P& self) { return self->stride(); })
       .def("padding", [](const P& self) { return self->padding(); })
       .def("output_padding", [](const P& self) { return self->output_padding(); })
@@ -114,136 +141,61 @@ void register_conv_class(torch::Library& m, const char* name) {
       .def("groups", [](const P& self) { return self->groups(); })
       .def("transpose", [](const P& self) { return self->transpose(); })
       .def("kernel", [](const P& self) { return self->kernel_name(); })
-      .def("__obj_flatten__", [](const P& self) { return conv_obj_flatten(self); })
-      .def("__eq__", [](const P& self, const P& other) { return same_state(self, other); })
-      .def("__len__", [name](const P& self) { return no_len(self, name); });
+      .def("__obj_flatten__", [](const P& self) { return conv_obj_flatten(self); });
 }
 
 }  // namespace
 
 TORCH_LIBRARY(qplugin, m) {
-  using qplugin::LinearPackedParams;
-  // Pickled as a versioned, unpacked state (linear_packed_params.h); __setstate__ accepts Any so
-  // that it can parse every historical version and reject malformed states with a clear error.
-  m.class_<LinearPackedParams>("LinearPackedParams")
-      .def_pickle(
-          [](const c10::intrusive_ptr<LinearPackedParams>& self) -> LinearPackedParams::State {
-            return self->getstate();
-          },
-          [](c10::IValue state) -> c10::intrusive_ptr<LinearPackedParams> {
-            return LinearPackedParams::setstate(state);
-          })
-      .def("unpack",
-           [](const c10::intrusive_ptr<LinearPackedParams>& self) { return self->unpack(); })
-      .def("bias",
-           [](const c10::intrusive_ptr<LinearPackedParams>& self) { return self->bias(); })
-      .def("in_features",
-           [](const c10::intrusive_ptr<LinearPackedParams>& self) { return self->in_features(); })
-      .def("out_features",
-           [](const c10::intrusive_ptr<LinearPackedParams>& self) {
-             return self->out_features();
-           })
-      .def("packed_size_bytes",
-           [](const c10::intrusive_ptr<LinearPackedParams>& self) {
-             return self->packed_size_bytes();
-           })
-      .def("packed_weight_bytes",
-           [](const c10::intrusive_ptr<LinearPackedParams>& self) {
-             return self->packed_weight_bytes();
-           })
-      .def("kernel",
-           [](const c10::intrusive_ptr<LinearPackedParams>& self) { return self->kernel_name(); })
-      .def("__obj_flatten__",
-           [](const c10::intrusive_ptr<LinearPackedParams>& self) {
-             return std::make_tuple(kv("weight_shape", std::vector<int64_t>{self->out_features(),
-                                                                            self->in_features()}),
-                                    kv("qscheme", qscheme_name(self->per_channel())),
-                                    kv("has_bias", self->bias().has_value()));
-           })
-      .def("__eq__", [](const c10::intrusive_ptr<LinearPackedParams>& self,
-                        const c10::intrusive_ptr<LinearPackedParams>& other) {
-        return same_state(self, other);
-      })
-      .def("__len__", [](const c10::intrusive_ptr<LinearPackedParams>& self) {
-        return no_len(self, "LinearPackedParams");
+  // LinearPackedParams: pickled as a versioned, unpacked state (linear_packed_params.h).
+  using PL = c10::intrusive_ptr<qplugin::LinearPackedParams>;
+  linear_class<qplugin::LinearPackedParams>(m, "LinearPackedParams")
+      .def("packed_size_bytes", [](const PL& self) { return self->packed_size_bytes(); })
+      .def("packed_weight_bytes", [](const PL& self) { return self->packed_weight_bytes(); })
+      .def("kernel", [](const PL& self) { return self->kernel_name(); })
+      .def("__obj_flatten__", [](const PL& self) {
+        return std::make_tuple(linear_weight_shape(self),
+                               kv("qscheme", qscheme_name(self->per_channel())),
+                               kv("has_bias", self->bias().has_value()));
       });
   // LinearPackedParamsFp16 (dynamic fp16 linear, #17): pickled as a versioned, unpacked state
   // (linear_fp16_packed_params.h).
-  using qplugin::LinearPackedParamsFp16;
-  using PF = c10::intrusive_ptr<LinearPackedParamsFp16>;
-  m.class_<LinearPackedParamsFp16>("LinearPackedParamsFp16")
-      .def_pickle([](const PF& self) -> LinearPackedParamsFp16::State { return self->getstate(); },
-                  [](c10::IValue state) -> PF { return LinearPackedParamsFp16::setstate(state); })
-      .def("unpack", [](const PF& self) { return self->unpack(); })
-      .def("bias", [](const PF& self) { return self->bias(); })
-      .def("in_features", [](const PF& self) { return self->in_features(); })
-      .def("out_features", [](const PF& self) { return self->out_features(); })
-      .def("__obj_flatten__",
-           [](const PF& self) {
-             return std::make_tuple(kv("weight_shape", std::vector<int64_t>{self->out_features(),
-                                                                            self->in_features()}),
-                                    kv("has_bias", self->bias().has_value()));
-           })
-      .def("__eq__", [](const PF& self, const PF& other) { return same_state(self, other); })
-      .def("__len__", [](const PF& self) { return no_len(self, "LinearPackedParamsFp16"); });
+  using PF = c10::intrusive_ptr<qplugin::LinearPackedParamsFp16>;
+  linear_class<qplugin::LinearPackedParamsFp16>(m, "LinearPackedParamsFp16")
+      .def("__obj_flatten__", [](const PF& self) {
+        return std::make_tuple(linear_weight_shape(self), kv("has_bias", self->bias().has_value()));
+      });
   // CellParams (dynamic RNN layer / cell weights, #17): the two packed projections, int8 or
   // float16; pickled as a versioned, unpacked state (cell_params.h).
-  using qplugin::CellParams;
-  using PC = c10::intrusive_ptr<CellParams>;
-  m.class_<CellParams>("CellParams")
-      .def_pickle([](const PC& self) -> CellParams::State { return self->getstate(); },
-                  [](c10::IValue state) -> PC { return CellParams::setstate(state); })
-      .def("unpack", [](const PC& self) { return self->unpack(); })
+  using PC = c10::intrusive_ptr<qplugin::CellParams>;
+  packed_class<qplugin::CellParams>(m, "CellParams")
       .def("dtype", [](const PC& self) { return self->dtype(); })
       .def("reduce_range", [](const PC& self) { return self->reduce_range(); })
-      .def("__obj_flatten__",
-           [](const PC& self) {
-             return std::make_tuple(kv("weight_dtype", self->dtype()),
-                                    kv("w_ih_shape", self->w_ih_shape()),
-                                    kv("w_hh_shape", self->w_hh_shape()),
-                                    kv("reduce_range_", self->reduce_range()));
-           })
-      .def("__eq__", [](const PC& self, const PC& other) { return same_state(self, other); })
-      .def("__len__", [](const PC& self) { return no_len(self, "CellParams"); });
+      .def("__obj_flatten__", [](const PC& self) {
+        return std::make_tuple(kv("weight_dtype", self->dtype()),
+                               kv("w_ih_shape", self->w_ih_shape()),
+                               kv("w_hh_shape", self->w_hh_shape()),
+                               kv("reduce_range_", self->reduce_range()));
+      });
   register_conv_class<qplugin::Conv2dPackedParams>(m, "Conv2dPackedParams");
   register_conv_class<qplugin::Conv3dPackedParams>(m, "Conv3dPackedParams");
   // EmbeddingPackedParams: PyTorch's EmbeddingPackedParamsBase methods (bit_rate, version, unpack)
   // plus kernel(); pickled as a versioned, unpacked state (embedding_packed_params.h).
-  using qplugin::EmbeddingPackedParams;
-  using EP = c10::intrusive_ptr<EmbeddingPackedParams>;
-  m.class_<EmbeddingPackedParams>("EmbeddingPackedParams")
-      .def_pickle([](const EP& self) -> EmbeddingPackedParams::State { return self->getstate(); },
-                  [](c10::IValue state) -> EP { return EmbeddingPackedParams::setstate(state); })
-      .def("unpack", [](const EP& self) { return self->unpack(); })
-      .def("bit_rate", [](const EP& self) { return self->bit_rate(); })
-      .def("version", [](const EP& self) { return self->version(); })
-      .def("kernel", [](const EP& self) { return self->kernel_name(); })
-      .def("__obj_flatten__",
-           [](const EP& self) {
-             return std::make_tuple(kv("bits", self->bit_rate()),
-                                    kv("num_embeddings", self->num_embeddings()),
-                                    kv("embedding_dim", self->embedding_dim()));
-           })
-      .def("__eq__", [](const EP& self, const EP& other) { return same_state(self, other); })
-      .def("__len__", [](const EP& self) { return no_len(self, "EmbeddingPackedParams"); });
+  using PE = c10::intrusive_ptr<qplugin::EmbeddingPackedParams>;
+  packed_class<qplugin::EmbeddingPackedParams>(m, "EmbeddingPackedParams")
+      .def("bit_rate", [](const PE& self) { return self->bit_rate(); })
+      .def("version", [](const PE& self) { return self->version(); })
+      .def("kernel", [](const PE& self) { return self->kernel_name(); })
+      .def("__obj_flatten__", [](const PE& self) {
+        return std::make_tuple(kv("bits", self->bit_rate()),
+                               kv("num_embeddings", self->num_embeddings()),
+                               kv("embedding_dim", self->embedding_dim()));
+      });
 
   // The schemas, after the classes they name.
-  namespace s = qplugin::schemas;
-  s::define_misc(m);
-  s::define_linear(m);
-  s::define_linear_dynamic(m);
-  s::define_rnn_dynamic(m);
-  s::define_conv(m);
-  s::define_conv_dynamic(m);
-  s::define_embedding(m);
-  s::define_matmul(m);
-  s::define_activation(m);
-  s::define_elementwise(m);
-  s::define_batch_norm(m);
-  s::define_normalization(m);
-  s::define_pooling(m);
-  s::define_upsample(m);
-  s::define_quantize(m);  // PT2 door (docs/pt2.md section 3)
+#define QPLUGIN_DEFINE_SCHEMAS(family) qplugin::schemas::define_##family(m);
+  QPLUGIN_SCHEMA_FAMILIES(QPLUGIN_DEFINE_SCHEMAS)
+#undef QPLUGIN_DEFINE_SCHEMAS
 }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.

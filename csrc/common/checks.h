@@ -57,6 +57,31 @@ inline void check_output_qparams(const char* op, double scale, int64_t zero_poin
               c10::toString(qtype), ", got ", zero_point);
 }
 
+// The out= tensor of an op on quantized inputs of `dtype`: per-tensor quantized, of that dtype, on
+// the CPU.
+inline void check_out(const char* op, const at::Tensor& out, at::ScalarType dtype) {
+  TORCH_CHECK(out.is_quantized() && out.qscheme() == at::kPerTensorAffine, "qplugin::", op,
+              ": expected out to be a per-tensor quantized tensor (", c10::toString(dtype),
+              "), got a ", c10::toString(out.scalar_type()), " tensor");
+  TORCH_CHECK(out.scalar_type() == dtype, "qplugin::", op, ": expected out of dtype ",
+              c10::toString(dtype), " (the dtype of the inputs), got ",
+              c10::toString(out.scalar_type()));
+  TORCH_CHECK(out.device().is_cpu(), "qplugin::", op, ": expected out on the CPU, got ",
+              out.device());
+}
+
+// The input x (an at::Tensor or a QArg) of a linear op whose weight is [N, K]: rank >= 2, K
+// (in_features) in its last dimension.
+template <class X>
+void check_linear_input(const char* op, const X& x, int64_t N, int64_t K) {
+  TORCH_CHECK(x.dim() >= 2, "qplugin::", op,
+              ": expected input of rank >= 2 (batch, ..., in_features), got ", x.dim(),
+              "-D; unsqueeze a 1-D input to (1, in_features)");
+  TORCH_CHECK(x.size(-1) == K, "qplugin::", op, ": expected input with in_features = ", K,
+              " in its last dimension (weight is [", N, ", ", K, "]), got ", x.size(-1),
+              " (input shape ", x.sizes(), ")");
+}
+
 // A 1-D floating-point tensor of `n` elements, returned as contiguous float32.
 inline at::Tensor float_vector(const char* op, const char* arg, const at::Tensor& t, int64_t n) {
   TORCH_CHECK(!t.is_quantized() && at::isFloatingType(t.scalar_type()), "qplugin::", op,

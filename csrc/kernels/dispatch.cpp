@@ -1,6 +1,15 @@
-// CPU feature detection (once, at load) and the kernel table in use.
-// Changes with: dispatch.h, ops/misc.cpp (the _cpu_isa / _set_cpu_isa ops).
+// CPU feature detection (once, at load) and the kernel table in use of each family.
+// Changes with: dispatch.h, the family headers (QPLUGIN_ISA_TABLES), ops/misc.cpp (the _cpu_isa /
+// _set_cpu_isa ops).
 #include "kernels/dispatch.h"
+
+#include "kernels/conv/dwconv.h"
+#include "kernels/dynamic/gemm_f16.h"
+#include "kernels/dynamic/quant_act.h"
+#include "kernels/embedding/embedding.h"
+#include "kernels/gemm/exact_gemm.h"
+#include "kernels/gemm/qgemm.h"
+#include "kernels/pool/pool_dispatch.h"
 
 #include <atomic>
 #include <cstdio>
@@ -102,11 +111,31 @@ namespace {
 [[maybe_unused]] const bool kIsaChosenAtLoad = (current(), ceiling_isa(), true);
 }  // namespace
 
-const KernelTable& table() {
-  return table_of_current_isa([] { return &scalar::make_table(); },
-                              [] { return &avx2::make_table(); },
-                              [] { return &avx512vnni::make_table(cpu_has_vbmi()); });
+// The table choice of every kernel family (declared in its header with QPLUGIN_ISA_TABLES), in
+// this one non-ISA file; normalization's and binary's are in normalization_dispatch.cpp and
+// binary_plan.cpp, next to the scalar helpers and plans those families share across tiers.
+const KernelTable& table() { return table_of_current_isa<make_table_tiers>(); }
+const EmbeddingKernelTable& embedding_table() {
+  return table_of_current_isa<make_embedding_table_tiers>();
 }
+const PoolKernelTable& pool_table() { return table_of_current_isa<make_pool_table_tiers>(); }
+
+namespace dynamic {
+const QuantActKernels& quant_act_kernels() { return table_of_current_isa<quant_act_table_tiers>(); }
+const F16GemmKernels& f16_gemm_kernels() { return table_of_current_isa<f16_gemm_table_tiers>(); }
+}  // namespace dynamic
+
+// The families a packed object binds at prepack: the table of the ISA asked for.
+namespace conv {
+const DwConvKernels& dwconv_kernels_for(Isa isa) { return table_for<dwconv_table_tiers>(isa); }
+}  // namespace conv
+
+namespace gemm {
+const QGemmKernels& qgemm_kernels_for(Isa isa) { return table_for<qgemm_table_tiers>(isa); }
+const ExactGemmKernels& exact_gemm_kernels_for(Isa isa) {
+  return table_for<exact_gemm_table_tiers>(isa);
+}
+}  // namespace gemm
 
 }  // namespace kernels
 }  // namespace qplugin

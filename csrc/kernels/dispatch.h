@@ -80,7 +80,7 @@ inline Isa supported_isa(Isa isa) {
 
 // The one ISA switch of every kernel family: calls the callable of `isa` and returns its result
 // (a table reference). Only the chosen callable runs, so the other tiers' code (built with their
-// own -m flags) is never entered. Use from the non-ISA *_dispatch.cpp files only.
+// own -m flags) is never entered. Use from non-ISA files only (kernels/dispatch.cpp).
 template <class Scalar, class Avx2, class Avx512Vnni>
 decltype(auto) for_isa(Isa isa, Scalar&& scalar, Avx2&& avx2, Avx512Vnni&& avx512vnni) {
   switch (isa) {
@@ -90,25 +90,46 @@ decltype(auto) for_isa(Isa isa, Scalar&& scalar, Avx2&& avx2, Avx512Vnni&& avx51
   }
 }
 
-// The table of the ISA in use (current_isa()) for a family whose per-tier tables are built once:
-// each make_* (a lambda returning a pointer to its tier's table) runs at most once, on first use,
-// and only for the tiers this CPU has (a missing tier falls back to the one below). The static
-// locals are the family's cache: lambdas make every call site its own instantiation.
-template <class MakeScalar, class MakeAvx2, class MakeAvx512Vnni>
-auto& table_of_current_isa(MakeScalar make_scalar, MakeAvx2 make_avx2,
-                           MakeAvx512Vnni make_avx512vnni) {
-  using TablePtr = decltype(make_scalar());
-  static const TablePtr s = make_scalar();
-  static const TablePtr a2 = detected_isa() >= Isa::kAvx2 ? make_avx2() : s;
-  static const TablePtr a512 = detected_isa() >= Isa::kAvx512Vnni ? make_avx512vnni() : a2;
+// Declares a kernel family's per-tier tables, `const Table& fn()` in the family's scalar, avx2
+// and avx512vnni namespaces (each defined in that tier's *_<isa>.cpp file), and `fn##_tiers`, the
+// handle that table_for / table_of_current_isa below take. Use once, inside the family's
+// namespace in its header; the family's choosing function calls one of the two templates.
+#define QPLUGIN_ISA_TABLES(Table, fn)                                                         \
+  namespace scalar { const Table& fn(); }                                                     \
+  namespace avx2 { const Table& fn(); }                                                       \
+  namespace avx512vnni { const Table& fn(); }                                                 \
+  struct fn##_tiers {                                                                         \
+    static const Table* scalar_table() { return &scalar::fn(); }                              \
+    static const Table* avx2_table() { return &avx2::fn(); }                                  \
+    static const Table* avx512vnni_table() { return &avx512vnni::fn(); }                      \
+  }
+
+// The table of `isa`, lowered to what the CPU supports, for a family declared with
+// QPLUGIN_ISA_TABLES (the tier's own table function builds it once).
+template <class Tiers>
+const auto& table_for(Isa isa) {
+  return *for_isa(supported_isa(isa), &Tiers::scalar_table, &Tiers::avx2_table,
+                  &Tiers::avx512vnni_table);
+}
+
+// The table of the ISA in use (current_isa()) for a family declared with QPLUGIN_ISA_TABLES:
+// each tier's table is fetched at most once, on first use, and only for the tiers this CPU has
+// (a missing tier falls back to the one below). The static locals, one set per family (Tiers),
+// are the family's cache.
+template <class Tiers>
+const auto& table_of_current_isa() {
+  using TablePtr = decltype(Tiers::scalar_table());
+  static const TablePtr s = Tiers::scalar_table();
+  static const TablePtr a2 = detected_isa() >= Isa::kAvx2 ? Tiers::avx2_table() : s;
+  static const TablePtr a512 =
+      detected_isa() >= Isa::kAvx512Vnni ? Tiers::avx512vnni_table() : a2;
   return *for_isa(
       current_isa(), [] { return s; }, [] { return a2; }, [] { return a512; });
 }
 
-// Per-ISA tables, defined in the *_<isa>.cpp files.
-namespace scalar { const KernelTable& make_table(); }
-namespace avx2 { const KernelTable& make_table(); }
-namespace avx512vnni { const KernelTable& make_table(bool has_vbmi); }
+// Per-ISA tables of the elementwise family (KernelTable above), defined in the
+// elementwise/elementwise_<isa>.cpp files.
+QPLUGIN_ISA_TABLES(KernelTable, make_table);
 
 }  // namespace kernels
 }  // namespace qplugin

@@ -9,10 +9,8 @@
 // Kernels: ops/quantized_cpu/conv_kernel.cpp; classes: packed/conv_packed_params.h (registered by
 // library.cpp before it calls define_conv, see ops/schemas.h); pinned in tests/conv/test_conv_modules.py (schema test).
 #include <torch/library.h>
+#include "ops/conv_schemas.h"
 #include "ops/schemas.h"
-
-#define QP_C2 "__torch__.torch.classes.qplugin.Conv2dPackedParams"
-#define QP_C3 "__torch__.torch.classes.qplugin.Conv3dPackedParams"
 
 namespace qplugin {
 namespace schemas {
@@ -88,18 +86,9 @@ void define_conv(torch::Library& m) {
   QP_PLAIN_ADD("conv2d_add_relu");
 #undef QP_PLAIN_ADD
 
-  m.def("conv1d_unpack(" QP_C2 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");
-  m.def("conv2d_unpack(" QP_C2 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");
-  m.def("conv3d_unpack(" QP_C3 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");
-  m.def("conv_transpose1d_unpack(" QP_C2 " packed_weights) -> "
-        "(Tensor unpacked_weights, Tensor? B_origin)");
-  m.def("conv_transpose2d_unpack(" QP_C2 " packed_weights) -> "
-        "(Tensor unpacked_weights, Tensor? B_origin)");
-  m.def("conv_transpose3d_unpack(" QP_C3 " packed_weights) -> "
-        "(Tensor unpacked_weights, Tensor? B_origin)");
+  def_conv_kinds(m, "_unpack", "",
+                 " packed_weights) -> (Tensor unpacked_weights, Tensor? B_origin)");
 }
 
 }  // namespace schemas
 }  // namespace qplugin
-#undef QP_C2
-#undef QP_C3

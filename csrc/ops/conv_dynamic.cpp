@@ -6,10 +6,8 @@
 // pinned in tests/test_schemas.py.
 #include <torch/library.h>
 
+#include "ops/conv_schemas.h"
 #include "ops/schemas.h"
-
-#define QP_C2 "__torch__.torch.classes.qplugin.Conv2dPackedParams"
-#define QP_C3 "__torch__.torch.classes.qplugin.Conv3dPackedParams"
 
 namespace qplugin {
 namespace schemas {
@@ -18,18 +16,9 @@ void define_conv_dynamic(torch::Library& m) {
   // y = dequant(conv(quant(qx))) requantized with the input's own qparams, as PyTorch's
   // apply_dynamic: qx (float32) quantized per call to quint8 from its min/max (reduce_range:
   // 7 bits), exact int32 conv, float32 output (channels-last for 2-d/3-d, like PyTorch's).
-  m.def("conv1d_dynamic(Tensor qx, " QP_C2 " packed_weight, bool reduce_range=False) -> Tensor");
-  m.def("conv2d_dynamic(Tensor qx, " QP_C2 " packed_weight, bool reduce_range=False) -> Tensor");
-  m.def("conv3d_dynamic(Tensor qx, " QP_C3 " packed_weight, bool reduce_range=False) -> Tensor");
-  m.def("conv_transpose1d_dynamic(Tensor qx, " QP_C2 " packed_weight, "
-        "bool reduce_range=False) -> Tensor");
-  m.def("conv_transpose2d_dynamic(Tensor qx, " QP_C2 " packed_weight, "
-        "bool reduce_range=False) -> Tensor");
-  m.def("conv_transpose3d_dynamic(Tensor qx, " QP_C3 " packed_weight, "
-        "bool reduce_range=False) -> Tensor");
+  def_conv_kinds(m, "_dynamic", "Tensor qx, ",
+                 " packed_weight, bool reduce_range=False) -> Tensor");
 }
 
 }  // namespace schemas
 }  // namespace qplugin
-#undef QP_C2
-#undef QP_C3

@@ -11,21 +11,17 @@
 namespace qplugin {
 namespace schemas {
 
-void define_activation(torch::Library& m);
-void define_conv(torch::Library& m);
-void define_conv_dynamic(torch::Library& m);
-void define_elementwise(torch::Library& m);
-void define_embedding(torch::Library& m);
-void define_linear(torch::Library& m);
-void define_linear_dynamic(torch::Library& m);
-void define_matmul(torch::Library& m);
-void define_misc(torch::Library& m);
-void define_batch_norm(torch::Library& m);
-void define_normalization(torch::Library& m);
-void define_pooling(torch::Library& m);
-void define_quantize(torch::Library& m);  // PT2 door: quantize_per_tensor.plain, dequantize.plain
-void define_rnn_dynamic(torch::Library& m);
-void define_upsample(torch::Library& m);
+// The families, in the order library.cpp defines them: X(family) for each
+// define_<family>(torch::Library&) of ops/<family>.cpp. The last, quantize, is the PT2 door
+// (quantize_per_tensor.plain, dequantize.plain; docs/pt2.md section 3).
+#define QPLUGIN_SCHEMA_FAMILIES(X)                                                            \
+  X(misc) X(linear) X(linear_dynamic) X(rnn_dynamic) X(conv) X(conv_dynamic) X(embedding)     \
+  X(matmul) X(activation) X(elementwise) X(batch_norm) X(normalization) X(pooling) X(upsample) \
+  X(quantize)
+
+#define QPLUGIN_DECLARE_SCHEMAS(family) void define_##family(torch::Library& m);
+QPLUGIN_SCHEMA_FAMILIES(QPLUGIN_DECLARE_SCHEMAS)
+#undef QPLUGIN_DECLARE_SCHEMAS
 
 }  // namespace schemas
 }  // namespace qplugin

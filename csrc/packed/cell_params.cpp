@@ -18,15 +18,22 @@ void check_pair(const char* op, int64_t ih_out, int64_t hh_out, int64_t hh_in) {
               ": expected w_hh of shape [gates x hidden_size, hidden_size], got [", hh_out, ", ",
               hh_in, "]");
 }
+
+// A new CellParams for the pair w_ih, w_hh (packed-params class `cls`), checked.
+template <class W>
+c10::intrusive_ptr<CellParams> new_cell(const W& w_ih, const W& w_hh, const char* cls,
+                                        const char* op) {
+  TORCH_CHECK(w_ih && w_hh, "qplugin::", op, ": expected packed weights (qplugin.", cls,
+              "), got None");
+  check_pair(op, w_ih->out_features(), w_hh->out_features(), w_hh->in_features());
+  return c10::make_intrusive<CellParams>();
+}
 }  // namespace
 
 c10::intrusive_ptr<CellParams> CellParams::make_int8(c10::intrusive_ptr<LinearPackedParams> w_ih,
                                                      c10::intrusive_ptr<LinearPackedParams> w_hh,
                                                      bool reduce_range, const char* op) {
-  TORCH_CHECK(w_ih && w_hh, "qplugin::", op,
-              ": expected packed weights (qplugin.LinearPackedParams), got None");
-  check_pair(op, w_ih->out_features(), w_hh->out_features(), w_hh->in_features());
-  auto p = c10::make_intrusive<CellParams>();
+  auto p = new_cell(w_ih, w_hh, "LinearPackedParams", op);
   p->ih_ = std::move(w_ih);
   p->hh_ = std::move(w_hh);
   p->reduce_range_ = reduce_range;
@@ -36,10 +43,7 @@ c10::intrusive_ptr<CellParams> CellParams::make_int8(c10::intrusive_ptr<LinearPa
 c10::intrusive_ptr<CellParams> CellParams::make_fp16(
     c10::intrusive_ptr<LinearPackedParamsFp16> w_ih,
     c10::intrusive_ptr<LinearPackedParamsFp16> w_hh, const char* op) {
-  TORCH_CHECK(w_ih && w_hh, "qplugin::", op,
-              ": expected packed weights (qplugin.LinearPackedParamsFp16), got None");
-  check_pair(op, w_ih->out_features(), w_hh->out_features(), w_hh->in_features());
-  auto p = c10::make_intrusive<CellParams>();
+  auto p = new_cell(w_ih, w_hh, "LinearPackedParamsFp16", op);
   p->ih16_ = std::move(w_ih);
   p->hh16_ = std::move(w_hh);
   return p;

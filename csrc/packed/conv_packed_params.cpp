@@ -427,9 +427,7 @@ at::Tensor ConvPackedParamsBase::apply_unguarded(const QArg& xq, double output_s
 }
 
 std::tuple<at::Tensor, c10::optional<at::Tensor>> ConvPackedParamsBase::unpack() const {
-  c10::optional<at::Tensor> b;
-  if (bias_.has_value()) b = bias_->clone();
-  return {weight_.clone(), b};
+  return packed::cloned_weight_and_bias(weight_, bias_);
 }
 
 ConvPackedParamsBase::State ConvPackedParamsBase::getstate() const {

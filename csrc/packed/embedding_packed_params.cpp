@@ -17,18 +17,12 @@ constexpr const char* kSetstate = "EmbeddingPackedParams.__setstate__";
 
 c10::intrusive_ptr<EmbeddingPackedParams> EmbeddingPackedParams::prepack(const at::Tensor& qweight,
                                                                           const char* op) {
-  TORCH_CHECK(qweight.defined(), "qplugin::", op, ": expected a weight tensor, got None");
-  TORCH_CHECK(qweight.is_quantized(), "qplugin::", op,
-              ": expected a quantized weight of dtype torch.quint8 or torch.quint4x2, got a ",
-              c10::toString(qweight.scalar_type()),
-              " tensor; quantize it with torch.quantize_per_channel (float qparams, axis 0) or "
-              "use embedding_bag_byte_prepack / embedding_bag_4bit_prepack on the float weight");
+  packed::check_quantized_weight(
+      qweight, op, {at::kQUInt8, at::kQUInt4x2}, "torch.quint8 or torch.quint4x2",
+      "a quantized weight of dtype torch.quint8 or torch.quint4x2",
+      "quantize it with torch.quantize_per_channel (float qparams, axis 0) or use "
+      "embedding_bag_byte_prepack / embedding_bag_4bit_prepack on the float weight");
   const auto st = qweight.scalar_type();
-  TORCH_CHECK(st == at::kQUInt8 || st == at::kQUInt4x2, "qplugin::", op,
-              ": expected weight of dtype torch.quint8 or torch.quint4x2, got ",
-              c10::toString(st));
-  TORCH_CHECK(qweight.device().is_cpu(), "qplugin::", op, ": expected weight on the CPU, got ",
-              qweight.device());
   TORCH_CHECK(qweight.dim() == 2, "qplugin::", op,
               ": expected 2-D weight [num_embeddings, embedding_dim], got ", qweight.dim(), "-D");
   TORCH_CHECK(qweight.qscheme() == at::kPerChannelAffineFloatQParams, "qplugin::", op,

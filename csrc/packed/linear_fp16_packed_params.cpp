@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/dynamic/gemm_f16.h"
+#include "packed/serialization.h"
 
 namespace qplugin {
 
@@ -104,7 +105,7 @@ template at::Tensor LinearPackedParamsFp16::apply<true>(const at::Tensor&) const
 std::tuple<at::Tensor, c10::optional<at::Tensor>> LinearPackedParamsFp16::unpack() const {
   c10::optional<at::Tensor> b;
   if (bias_.has_value()) b = bias_->clone();
-  return {w_half_.to(at::kFloat), b};
+  return {w_half_.to(at::kFloat), b};  // a new tensor: no clone needed
 }
 
 LinearPackedParamsFp16::State LinearPackedParamsFp16::getstate() const {

@@ -116,12 +116,7 @@ at::Tensor LinearPackedParams::apply(const QArg& x, double output_scale,
                                      int64_t output_zero_point) const {
   const char* op = x.is_plain() ? (ReluFused ? "linear_relu.plain" : "linear.plain")
                                 : (ReluFused ? "linear_relu" : "linear");
-  TORCH_CHECK(x.dim() >= 2, "qplugin::", op,
-              ": expected input of rank >= 2 (batch, ..., in_features), got ", x.dim(),
-              "-D; unsqueeze a 1-D input to (1, in_features)");
-  TORCH_CHECK(x.size(-1) == K_, "qplugin::", op, ": expected input with in_features = ", K_,
-              " in its last dimension (weight is [", N_, ", ", K_, "]), got ", x.size(-1),
-              " (input shape ", x.sizes(), ")");
+  checks::check_linear_input(op, x, N_, K_);
   checks::check_output_qparams(op, output_scale, output_zero_point, at::kQUInt8);
   const double in_scale = x.q_scale();
 

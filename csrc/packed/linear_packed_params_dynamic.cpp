@@ -10,6 +10,14 @@
 
 namespace qplugin {
 
+namespace {
+// col_offset[n] = a_zp * colsum[n] - K * a_zp * w_zp[n], wrapped to int32 like the GEMM.
+int32_t wrapped_col_offset(int32_t a_zp, int64_t col_sum, int64_t K, int64_t w_zp) {
+  const int64_t v = static_cast<int64_t>(a_zp) * col_sum - K * a_zp * w_zp;
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+}
+}  // namespace
+
 void LinearPackedParams::gemm_f32(const uint8_t* a, int64_t lda, int64_t M, float a_scale,
                                   int32_t a_zp, bool relu, bool a_7bit, float* out,
                                   int64_t ldo) const {
@@ -26,10 +34,8 @@ void LinearPackedParams::gemm_f32(const uint8_t* a, int64_t lda, int64_t M, floa
     // fbgemm's ReQuantizeForFloat multiplier: A_scale * B_scale[n] in float32.
     mult[n] = a_scale * (per_channel_ ? w_scale_f_[n] : w_scale_f_[0]);
     if (b != nullptr) bias[n] = b[n];
-    // col_offsets[n] = a_zp * colsum[n] - K * a_zp * w_zp[n], wrapped to int32 like the GEMM.
-    const int64_t zw = per_channel_ ? w_zp_i32_[n] : w_zp_;
-    const int64_t v = static_cast<int64_t>(a_zp) * col_sums_[n] - K_ * a_zp * zw;
-    col_offsets[n] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+    col_offsets[n] =
+        wrapped_col_offset(a_zp, col_sums_[n], K_, per_channel_ ? w_zp_i32_[n] : w_zp_);
   }
   kernels::gemm::QGemmEpilogue e{col_offsets.data(),
                                  per_channel_ ? w_zp_i32_.data() : nullptr,
@@ -55,9 +61,8 @@ void LinearPackedParams::gemm_i32(const uint8_t* a, int64_t lda, int64_t M, int3
   thread_local std::vector<int32_t> col_offsets;
   col_offsets.resize(static_cast<size_t>(N_));
   for (int64_t n = 0; n < N_; ++n) {
-    const int64_t zw = per_channel_ ? w_zp_i32_[n] : w_zp_;
-    const int64_t v = static_cast<int64_t>(a_zp) * col_sums_[n] - K_ * a_zp * zw;
-    col_offsets[n] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+    col_offsets[n] =
+        wrapped_col_offset(a_zp, col_sums_[n], K_, per_channel_ ? w_zp_i32_[n] : w_zp_);
   }
   kernels::gemm::QGemmEpilogue e{col_offsets.data(),
                                  per_channel_ ? w_zp_i32_.data() : nullptr,

@@ -5,26 +5,47 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace qplugin {
 namespace packed {
 
-// weight: defined, a qint8 quantized tensor on the CPU.
-inline void check_qint8_weight(const at::Tensor& weight, const char* op) {
+// weight: defined, a quantized tensor of one of `dtypes` (named `dtype_names` in messages) on the
+// CPU. A weight that is not quantized gets "expected <as_quantized>, got a <dtype> tensor; <fix>".
+inline void check_quantized_weight(const at::Tensor& weight, const char* op,
+                                   std::initializer_list<at::ScalarType> dtypes,
+                                   const char* dtype_names, const char* as_quantized,
+                                   const char* fix) {
   TORCH_CHECK(weight.defined(), "qplugin::", op, ": expected a weight tensor, got None");
-  TORCH_CHECK(weight.is_quantized(), "qplugin::", op,
-              ": expected weight to be a quantized tensor of dtype torch.qint8, got a ",
-              c10::toString(weight.scalar_type()),
-              " tensor; quantize it first (torch.quantize_per_tensor or "
-              "torch.quantize_per_channel with dtype=torch.qint8)");
-  TORCH_CHECK(weight.scalar_type() == at::kQInt8, "qplugin::", op,
-              ": expected weight of dtype torch.qint8, got ", c10::toString(weight.scalar_type()));
+  TORCH_CHECK(weight.is_quantized(), "qplugin::", op, ": expected ", as_quantized, ", got a ",
+              c10::toString(weight.scalar_type()), " tensor; ", fix);
+  const auto st = weight.scalar_type();
+  TORCH_CHECK(std::find(dtypes.begin(), dtypes.end(), st) != dtypes.end(), "qplugin::", op,
+              ": expected weight of dtype ", dtype_names, ", got ", c10::toString(st));
   TORCH_CHECK(weight.device().is_cpu(), "qplugin::", op, ": expected weight on the CPU, got ",
               weight.device());
+}
+
+// weight: defined, a qint8 quantized tensor on the CPU.
+inline void check_qint8_weight(const at::Tensor& weight, const char* op) {
+  check_quantized_weight(weight, op, {at::kQInt8}, "torch.qint8",
+                         "weight to be a quantized tensor of dtype torch.qint8",
+                         "quantize it first (torch.quantize_per_tensor or "
+                         "torch.quantize_per_channel with dtype=torch.qint8)");
+}
+
+// unpack(): copies of the weight and bias, so that the caller never aliases the packed object's.
+inline std::tuple<at::Tensor, c10::optional<at::Tensor>> cloned_weight_and_bias(
+    const at::Tensor& weight, const c10::optional<at::Tensor>& bias) {
+  c10::optional<at::Tensor> b;
+  if (bias.has_value()) b = bias->clone();
+  return {weight.clone(), b};
 }
 
 // " at <what> <channel>" for per-channel checks, "" for a per-tensor one (channel < 0).

@@ -60,9 +60,7 @@ struct Table {
 // The table of kernels::current_isa().
 const Table& table();
 
-namespace scalar { const Table& make_table(); }
-namespace avx2 { const Table& make_table(); }
-namespace avx512vnni { const Table& make_table(); }
+QPLUGIN_ISA_TABLES(Table, make_table);
 
 }  // namespace binary
 }  // namespace kernels

@@ -46,6 +46,17 @@ double quotient_lo(double n, double d, float f) {
   return std::fma(-static_cast<double>(f), d, n) / d;
 }
 
+// The fields plan_add and plan_mul set alike: zero points, clamp bounds, the exact fallback.
+Params finish(Params p, const ExactCtx& ctx, int64_t za, int64_t zb, int64_t lo, int64_t hi) {
+  p.za = static_cast<int32_t>(za);
+  p.zb = static_cast<int32_t>(zb);
+  p.lo = static_cast<float>(lo);
+  p.hi = static_cast<float>(hi);
+  p.fix = &ExactCtx::fix;
+  p.ctx = &ctx;
+  return p;
+}
+
 }  // namespace
 
 int64_t ExactCtx::compute(int64_t a, int64_t b) const {
@@ -178,13 +189,7 @@ Params plan_add(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
     p.two_level = !exact_mode && p.thr > 0.0f && span < std::ldexp(1.0, g + 52) &&
                   std::fabs(c_hi) < std::ldexp(1.0, g + 52);
   }
-  p.za = static_cast<int32_t>(za);
-  p.zb = static_cast<int32_t>(zb);
-  p.lo = static_cast<float>(lo);
-  p.hi = static_cast<float>(hi);
-  p.fix = &ExactCtx::fix;
-  p.ctx = &ctx;
-  return p;
+  return finish(p, ctx, za, zb, lo, hi);
 }
 
 Params plan_mul(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, double sb, int64_t zb,
@@ -224,19 +229,11 @@ Params plan_mul(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, doub
     p.err = 0x1p-46 * (mp * std::fabs(p.ra_lo) + 4 * eps) + 0x1p-1000;
     p.two_level = !exact_mode && p.thr > 0.0f && span < std::ldexp(1.0, g + 52);  // as add
   }
-  p.za = static_cast<int32_t>(za);
-  p.zb = static_cast<int32_t>(zb);
-  p.lo = static_cast<float>(lo);
-  p.hi = static_cast<float>(hi);
-  p.fix = &ExactCtx::fix;
-  p.ctx = &ctx;
-  return p;
+  return finish(p, ctx, za, zb, lo, hi);
 }
 
 const Table& table() {
-  return table_of_current_isa([] { return &scalar::make_table(); },
-                              [] { return &avx2::make_table(); },
-                              [] { return &avx512vnni::make_table(); });
+  return table_of_current_isa<make_table_tiers>();
 }
 
 }  // namespace binary

@@ -1,7 +1,7 @@
 // Depthwise convolution kernels (torch-free): NDHWC u8 activations, one filter per channel
 // (a channel multiplier m > 1 is handled by the caller, which repeats every input channel m times
 // so that output channel c always reads input channel c). Vectorized over channels.
-// Changes with: dwconv_dispatch.cpp (table), dwconv_{scalar,avx2,avx512vnni}.cpp (kernels),
+// Changes with: kernels/dispatch.cpp (table), dwconv_{scalar,avx2,avx512vnni}.cpp (kernels),
 // dwconv_impl.h (shared tap walk), driver/conv_gemm.cpp (the caller).
 //
 // Math (every ISA, byte-identical; the same requantization as the GEMM epilogue, qgemm.h):
@@ -72,9 +72,7 @@ struct DwConvKernels {
 // The kernels of `isa` (never above the CPU's).
 const DwConvKernels& dwconv_kernels_for(Isa isa);
 
-namespace scalar { const DwConvKernels& dwconv_table(); }
-namespace avx2 { const DwConvKernels& dwconv_table(); }
-namespace avx512vnni { const DwConvKernels& dwconv_table(); }
+QPLUGIN_ISA_TABLES(DwConvKernels, dwconv_table);
 
 }  // namespace conv
 }  // namespace kernels

@@ -9,7 +9,7 @@
 //   s = +0; for k = 0 .. K-1 (in order): s = fma(a[m][k], float(w[n][k]), s)   (one rounding)
 //   c[m][n] = bias ? s + bias[n] : s;   with relu: c = (c < 0 ? 0 : c)  (NaN stays NaN)
 // Each vector lane runs this chain for one output column; the scalar tier uses std::fma.
-// Changes with: gemm_f16_<isa>.cpp, quant_act_dispatch.cpp (the ISA choice),
+// Changes with: gemm_f16_<isa>.cpp, kernels/dispatch.cpp (the ISA choice),
 // packed/linear_fp16_packed_params.cpp (packing, threading).
 #pragma once
 #include <cstdint>
@@ -34,9 +34,7 @@ struct F16GemmKernels {
 // The kernels of current_isa().
 const F16GemmKernels& f16_gemm_kernels();
 
-namespace scalar { const F16GemmKernels& f16_gemm_table(); }
-namespace avx2 { const F16GemmKernels& f16_gemm_table(); }
-namespace avx512vnni { const F16GemmKernels& f16_gemm_table(); }
+QPLUGIN_ISA_TABLES(F16GemmKernels, f16_gemm_table);
 
 // Packs w: [N][K] fp16 bit patterns (row stride K) into panels (the header's layout); wp holds
 // ceil(N / 16) * K * 16 values.

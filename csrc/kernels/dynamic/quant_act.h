@@ -5,7 +5,8 @@
 // (top = 255, or 127 with reduce_range: fbgemm clamps to 255, but its values never exceed 127
 // there; clamping makes "A fits in 7 bits" a guarantee for the GEMM).
 // Every ISA gives identical bytes (the scalar tier uses std::fma).
-// Changes with: quant_act_<isa>.cpp, quant_act_dispatch.cpp, ops/cpu/linear_dynamic_kernel.cpp.
+// Changes with: quant_act_<isa>.cpp, kernels/dispatch.cpp (table choice),
+// ops/cpu/linear_dynamic_kernel.cpp.
 #pragma once
 #include <cstdint>
 
@@ -34,9 +35,7 @@ struct QuantActKernels {
 // The kernels of current_isa().
 const QuantActKernels& quant_act_kernels();
 
-namespace scalar { const QuantActKernels& quant_act_table(); }
-namespace avx2 { const QuantActKernels& quant_act_table(); }
-namespace avx512vnni { const QuantActKernels& quant_act_table(); }
+QPLUGIN_ISA_TABLES(QuantActKernels, quant_act_table);
 
 }  // namespace dynamic
 }  // namespace kernels

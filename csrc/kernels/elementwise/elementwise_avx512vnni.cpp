@@ -270,8 +270,9 @@ __attribute__((target("avx512vbmi"))) void lut8_nhwc_to_nchw_vbmi(
 
 }  // namespace
 
-const KernelTable& make_table(bool has_vbmi) {
-  static const KernelTable t = [has_vbmi] {
+const KernelTable& make_table() {
+  static const KernelTable t = [] {
+    const bool has_vbmi = cpu_has_vbmi();
     KernelTable k{};
     k.isa = Isa::kAvx512Vnni;
     k.lut8 = has_vbmi ? &lut8_vbmi : &generic::lut8;

@@ -2,7 +2,7 @@
 // fp32 scale, fp32 bias; 4-bit rows: packed nibbles then fp16 scale, fp16 bias; 2-bit rows: four
 // 2-bit codes per byte then fp16 scale, fp16 bias; PyTorch's fused layouts). Torch-free: raw
 // pointers, sizes only.
-// Changes with: embedding_dispatch.cpp (table choice), embedding_generic_impl.h (the loop),
+// Changes with: kernels/dispatch.cpp (table choice), embedding_generic_impl.h (the loop),
 // embedding_{scalar,avx2,avx512vnni}.cpp, ops/cpu/embedding_kernel.cpp (validation, threading).
 #pragma once
 #include <cstdint>
@@ -59,9 +59,7 @@ struct EmbeddingKernelTable {
 // The table of kernels::current_isa() (QPLUGIN_CPU_ISA / _set_cpu_isa apply as for table()).
 const EmbeddingKernelTable& embedding_table();
 
-namespace scalar { const EmbeddingKernelTable& make_embedding_table(); }
-namespace avx2 { const EmbeddingKernelTable& make_embedding_table(); }
-namespace avx512vnni { const EmbeddingKernelTable& make_embedding_table(); }
+QPLUGIN_ISA_TABLES(EmbeddingKernelTable, make_embedding_table);
 
 }  // namespace kernels
 }  // namespace qplugin

@@ -2,7 +2,7 @@
 // with each ISA's flags, so every ISA gives identical results by construction: integer math).
 // Used by ops/quantized_cpu/exact_gemm.cpp (threads) for linear_leaky_relu / linear_tanh,
 // conv2d_add[_relu] and matmul. Changes with: exact_gemm_impl.h, exact_gemm_<isa>.cpp,
-// exact_gemm_dispatch.cpp.
+// kernels/dispatch.cpp (table choice).
 //
 // Math: acc[m * ldc + n] = sum_k (A[m * lda + k] - za) * (B[n * ldb + k] - zb[n])   exact
 //   A: M x K (u8 or s8), B: N x K (the [out][in] weight layout; s8 or u8), zb: [N].
@@ -61,9 +61,7 @@ constexpr int kActTanh = 1;
 // The kernels of `isa` (never above the CPU's).
 const ExactGemmKernels& exact_gemm_kernels_for(Isa isa);
 
-namespace scalar { const ExactGemmKernels& exact_gemm_table(); }
-namespace avx2 { const ExactGemmKernels& exact_gemm_table(); }
-namespace avx512vnni { const ExactGemmKernels& exact_gemm_table(); }
+QPLUGIN_ISA_TABLES(ExactGemmKernels, exact_gemm_table);
 
 }  // namespace gemm
 }  // namespace kernels

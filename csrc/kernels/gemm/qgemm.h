@@ -1,7 +1,7 @@
 // The int8 GEMM engine (torch-free): u8 activations x s8 packed weights -> exact s32 accumulators
 // -> requantized u8, with zero-point compensation and requantization fused into the epilogue.
 // Used by linear (ops/quantized_cpu/linear_kernel.cpp) and, with a strided/im2col'd A, by conv.
-// Changes with: gemm_dispatch.cpp (table), qgemm_*_<isa>.cpp (kernels + their packing),
+// Changes with: kernels/dispatch.cpp (table), qgemm_*_<isa>.cpp (kernels + their packing),
 // driver/qgemm_parallel.h (threaded driver), packed/linear_packed_params.cpp.
 //
 // Math (every ISA, byte-identical):
@@ -113,9 +113,7 @@ struct QGemmKernels {
 const QGemmKernels& qgemm_kernels_for(Isa isa);
 
 // Per-ISA tables, defined in the qgemm_*_<isa>.cpp files.
-namespace scalar { const QGemmKernels& qgemm_table(); }
-namespace avx2 { const QGemmKernels& qgemm_table(); }
-namespace avx512vnni { const QGemmKernels& qgemm_table(); }
+QPLUGIN_ISA_TABLES(QGemmKernels, qgemm_table);
 
 }  // namespace gemm
 }  // namespace kernels

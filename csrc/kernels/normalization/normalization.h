@@ -76,9 +76,7 @@ struct NormKernelTable {
 // The table of kernels::current_isa() (QPLUGIN_CPU_ISA / _set_cpu_isa apply as for table()).
 const NormKernelTable& norm_table();
 
-namespace scalar { const NormKernelTable& make_norm_table(); }
-namespace avx2 { const NormKernelTable& make_norm_table(); }
-namespace avx512vnni { const NormKernelTable& make_norm_table(bool has_vbmi); }
+QPLUGIN_ISA_TABLES(NormKernelTable, make_norm_table);
 
 }  // namespace kernels
 }  // namespace qplugin

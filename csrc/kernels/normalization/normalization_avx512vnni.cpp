@@ -287,8 +287,9 @@ void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const ChannelAffinePa
 
 }  // namespace
 
-const NormKernelTable& make_norm_table(bool has_vbmi) {
-  static const NormKernelTable t = [has_vbmi] {
+const NormKernelTable& make_norm_table() {
+  static const NormKernelTable t = [] {
+    const bool has_vbmi = cpu_has_vbmi();
     NormKernelTable k{};
     k.isa = Isa::kAvx512Vnni;
     k.plane_tables = has_vbmi;  // kernels::table().lut8 is VPERMI2B only with VBMI

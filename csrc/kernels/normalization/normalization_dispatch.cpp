@@ -15,9 +15,7 @@ void lut_rows_scalar(const uint8_t* x, uint8_t* y, int64_t rows, int64_t C,
 }
 
 const NormKernelTable& norm_table() {
-  return table_of_current_isa([] { return &scalar::make_norm_table(); },
-                              [] { return &avx2::make_norm_table(); },
-                              [] { return &avx512vnni::make_norm_table(cpu_has_vbmi()); });
+  return table_of_current_isa<make_norm_table_tiers>();
 }
 
 }  // namespace kernels

@@ -1,9 +1,10 @@
 // Kernel table of the pooling and resampling ops (max/avg/adaptive pooling, nearest and linear
 // upsampling). Torch-free: raw pointers, sizes and qparams only.
-// Changes with: pool_dispatch.cpp (table choice), pool_generic_impl.h (the kernels, compiled once
-// per ISA), pool_{scalar,avx2,avx512vnni}.cpp, ops/quantized_cpu/{pooling,upsample}_kernel.cpp.
+// Changes with: kernels/dispatch.cpp (table choice), pool_generic_impl.h (the kernels, compiled
+// once per ISA), pool_{scalar,avx2,avx512vnni}.cpp, ops/quantized_cpu/{pooling,upsample}_kernel.cpp.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/dispatch.h"
 
@@ -78,14 +79,25 @@ struct PoolKernelTable {
   TypedPoolKernels<uint8_t> u8;
   TypedPoolKernels<int8_t> s8;
   TypedPoolKernels<int32_t> s32;
+
+  // u8, s8 or s32 by code type (the callers are templates on T).
+  template <typename T>
+  const TypedPoolKernels<T>& of() const {
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      return u8;
+    } else if constexpr (std::is_same_v<T, int8_t>) {
+      return s8;
+    } else {
+      static_assert(std::is_same_v<T, int32_t>, "pool kernels exist for u8, s8 and s32 codes");
+      return s32;
+    }
+  }
 };
 
 // The table of kernels::current_isa() (QPLUGIN_CPU_ISA / _set_cpu_isa apply as for table()).
 const PoolKernelTable& pool_table();
 
-namespace scalar { const PoolKernelTable& make_pool_table(); }
-namespace avx2 { const PoolKernelTable& make_pool_table(); }
-namespace avx512vnni { const PoolKernelTable& make_pool_table(); }
+QPLUGIN_ISA_TABLES(PoolKernelTable, make_pool_table);
 
 }  // namespace kernels
 }  // namespace qplugin

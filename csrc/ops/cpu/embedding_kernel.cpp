@@ -31,6 +31,13 @@ using Packed = c10::intrusive_ptr<EmbeddingPackedParams>;
 // ---------------------------------------------------------------------------------------------
 // Prepack / unpack of the fused row layouts.
 
+// A new CPU tensor of t's shape but for the last dimension, `last` (a row of the other layout).
+at::Tensor empty_rows_like(const at::Tensor& t, int64_t last, at::ScalarType dtype) {
+  std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+  shape.back() = last;
+  return at::empty(shape, at::device(at::kCPU).dtype(dtype));
+}
+
 at::Tensor float_weight(const char* op, const at::Tensor& weight) {
   TORCH_CHECK(weight.defined() && !weight.is_quantized() &&
                   (weight.scalar_type() == at::kFloat || weight.scalar_type() == at::kHalf),
@@ -64,9 +71,7 @@ at::Tensor embedding_bag_byte_prepack_cpu(const at::Tensor& weight) {
   const int64_t cols = w.size(-1);
   TORCH_CHECK(cols >= 1, "qplugin::", op, ": expected embedding_dim >= 1, got ", cols);
   const int64_t rows = w.numel() / cols;
-  std::vector<int64_t> shape(w.sizes().begin(), w.sizes().end());
-  shape.back() = cols + 8;
-  at::Tensor out = at::empty(shape, at::device(at::kCPU).dtype(at::kByte));
+  at::Tensor out = empty_rows_like(w, cols + 8, at::kByte);
   const float* src = w.data_ptr<float>();
   uint8_t* dst = out.data_ptr<uint8_t>();
   at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / cols), [&](int64_t r0, int64_t r1) {
@@ -242,9 +247,7 @@ at::Tensor embedding_bag_byte_unpack_cpu(const at::Tensor& packed) {
   TORCH_CHECK(rb >= 8, "qplugin::", op,
               ": expected rows of >= 8 bytes (codes, fp32 scale, fp32 bias), got ", rb);
   const int64_t cols = rb - 8, rows = rb > 0 ? t.numel() / rb : 0;
-  std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-  shape.back() = cols;
-  at::Tensor out = at::empty(shape, at::device(at::kCPU).dtype(at::kFloat));
+  at::Tensor out = empty_rows_like(t, cols, at::kFloat);
   const uint8_t* src = t.data_ptr<uint8_t>();
   float* dst = out.data_ptr<float>();
   at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / rb), [&](int64_t r0, int64_t r1) {

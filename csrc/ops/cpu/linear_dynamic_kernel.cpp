@@ -87,12 +87,7 @@ void check_float_input(const char* op, const at::Tensor& x, int64_t K, int64_t N
                                               : "");
   TORCH_CHECK(x.device().is_cpu(), "qplugin::", op, ": expected input on the CPU, got ",
               x.device());
-  TORCH_CHECK(x.dim() >= 2, "qplugin::", op,
-              ": expected input of rank >= 2 (batch, ..., in_features), got ", x.dim(),
-              "-D; unsqueeze a 1-D input to (1, in_features)");
-  TORCH_CHECK(x.size(-1) == K, "qplugin::", op, ": expected input with in_features = ", K,
-              " in its last dimension (weight is [", N, ", ", K, "]), got ", x.size(-1),
-              " (input shape ", x.sizes(), ")");
+  checks::check_linear_input(op, x, N, K);
 }
 
 template <bool ReluFused>

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "common/non_differentiable.h"
@@ -314,51 +315,41 @@ at::Tensor simple_cell(const char* op, const at::Tensor& x, const at::Tensor& h,
   return Kind == CellKind::Tanh ? pre.tanh() : pre.relu();
 }
 
-// The registered forms: int8 packed weights (reduce_range on, as PyTorch's cells) or float16
-// (the _fp16 ops). The bias arguments are not read (see above).
+// The registered forms, one template on the weight type W: int8 packed weights (Packed;
+// reduce_range on, as PyTorch's cells) or float16 (PackedFp16, the _fp16 ops). The bias arguments
+// are not read (see above).
+Proj cell_proj(const Packed& p) { return proj(p, /*reduce_range=*/true); }
+Proj cell_proj(const PackedFp16& p) { return proj(p); }
+template <class W>
+const char* cell_op(const char* int8_name, const char* fp16_name) {
+  return std::is_same_v<W, PackedFp16> ? fp16_name : int8_name;
+}
+
+template <class W>
 std::tuple<at::Tensor, at::Tensor> lstm_cell_cpu(const at::Tensor& x, at::TensorList hx,
-                                                 const Packed& w_ih, const Packed& w_hh,
+                                                 const W& w_ih, const W& w_hh,
                                                  const at::Tensor& /*bias_ih*/,
                                                  const at::Tensor& /*bias_hh*/) {
-  return lstm_cell("quantized_lstm_cell_dynamic", x, hx, proj(w_ih, true), proj(w_hh, true));
+  return lstm_cell(cell_op<W>("quantized_lstm_cell_dynamic", "quantized_lstm_cell_dynamic_fp16"),
+                   x, hx, cell_proj(w_ih), cell_proj(w_hh));
 }
 
-std::tuple<at::Tensor, at::Tensor> lstm_cell_fp16_cpu(const at::Tensor& x, at::TensorList hx,
-                                                      const PackedFp16& w_ih,
-                                                      const PackedFp16& w_hh,
-                                                      const at::Tensor& /*bias_ih*/,
-                                                      const at::Tensor& /*bias_hh*/) {
-  return lstm_cell("quantized_lstm_cell_dynamic_fp16", x, hx, proj(w_ih), proj(w_hh));
+template <class W>
+at::Tensor gru_cell_cpu(const at::Tensor& x, const at::Tensor& h, const W& w_ih, const W& w_hh,
+                        const at::Tensor& /*b_ih*/, const at::Tensor& /*b_hh*/) {
+  return gru_cell(cell_op<W>("quantized_gru_cell_dynamic", "quantized_gru_cell_dynamic_fp16"), x,
+                  h, cell_proj(w_ih), cell_proj(w_hh));
 }
 
-at::Tensor gru_cell_cpu(const at::Tensor& x, const at::Tensor& h, const Packed& w_ih,
-                        const Packed& w_hh, const at::Tensor& /*b_ih*/,
-                        const at::Tensor& /*b_hh*/) {
-  return gru_cell("quantized_gru_cell_dynamic", x, h, proj(w_ih, true), proj(w_hh, true));
-}
-
-at::Tensor gru_cell_fp16_cpu(const at::Tensor& x, const at::Tensor& h, const PackedFp16& w_ih,
-                             const PackedFp16& w_hh, const at::Tensor& /*b_ih*/,
-                             const at::Tensor& /*b_hh*/) {
-  return gru_cell("quantized_gru_cell_dynamic_fp16", x, h, proj(w_ih), proj(w_hh));
-}
-
-template <CellKind Kind>
-at::Tensor simple_cell_cpu(const at::Tensor& x, const at::Tensor& h, const Packed& w_ih,
-                           const Packed& w_hh, const at::Tensor& /*b_ih*/,
-                           const at::Tensor& /*b_hh*/) {
-  const char* op = Kind == CellKind::Tanh ? "quantized_rnn_tanh_cell_dynamic"
-                                          : "quantized_rnn_relu_cell_dynamic";
-  return simple_cell<Kind>(op, x, h, proj(w_ih, true), proj(w_hh, true));
-}
-
-template <CellKind Kind>
-at::Tensor simple_cell_fp16_cpu(const at::Tensor& x, const at::Tensor& h, const PackedFp16& w_ih,
-                                const PackedFp16& w_hh, const at::Tensor& /*b_ih*/,
-                                const at::Tensor& /*b_hh*/) {
-  const char* op = Kind == CellKind::Tanh ? "quantized_rnn_tanh_cell_dynamic_fp16"
-                                          : "quantized_rnn_relu_cell_dynamic_fp16";
-  return simple_cell<Kind>(op, x, h, proj(w_ih), proj(w_hh));
+template <CellKind Kind, class W>
+at::Tensor simple_cell_cpu(const at::Tensor& x, const at::Tensor& h, const W& w_ih, const W& w_hh,
+                           const at::Tensor& /*b_ih*/, const at::Tensor& /*b_hh*/) {
+  const char* op = Kind == CellKind::Tanh
+                       ? cell_op<W>("quantized_rnn_tanh_cell_dynamic",
+                                    "quantized_rnn_tanh_cell_dynamic_fp16")
+                       : cell_op<W>("quantized_rnn_relu_cell_dynamic",
+                                    "quantized_rnn_relu_cell_dynamic_fp16");
+  return simple_cell<Kind>(op, x, h, cell_proj(w_ih), cell_proj(w_hh));
 }
 
 // ---- CellParams makers (torch.ops.quantized.make_quantized_cell_params*) ----------------------
@@ -561,25 +552,33 @@ std::tuple<at::Tensor, at::Tensor> quantized_gru_data_cpu(
   return {r[0], r[1]};
 }
 
+// The cell ops and the int8 cell-params maker: registered for CPU and, as a quantized input or
+// state reaches the same kernels (which reject it with a clear message), for QuantizedCPU.
+void register_cells(torch::Library& m) {
+  m.impl("quantized_lstm_cell_dynamic", TORCH_FN(lstm_cell_cpu<Packed>));
+  m.impl("quantized_gru_cell_dynamic", TORCH_FN(gru_cell_cpu<Packed>));
+  m.impl("quantized_rnn_tanh_cell_dynamic", TORCH_FN((simple_cell_cpu<CellKind::Tanh, Packed>)));
+  m.impl("quantized_rnn_relu_cell_dynamic", TORCH_FN((simple_cell_cpu<CellKind::Relu, Packed>)));
+  m.impl("quantized_lstm_cell_dynamic_fp16", TORCH_FN(lstm_cell_cpu<PackedFp16>));
+  m.impl("quantized_gru_cell_dynamic_fp16", TORCH_FN(gru_cell_cpu<PackedFp16>));
+  m.impl("quantized_rnn_tanh_cell_dynamic_fp16",
+         TORCH_FN((simple_cell_cpu<CellKind::Tanh, PackedFp16>)));
+  m.impl("quantized_rnn_relu_cell_dynamic_fp16",
+         TORCH_FN((simple_cell_cpu<CellKind::Relu, PackedFp16>)));
+  m.impl("make_quantized_cell_params", TORCH_FN(make_cell_params_cpu));
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
 
 TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
   using namespace qplugin::ops;
+  register_cells(m);
   m.impl("quantized_lstm_layer_dynamic", TORCH_FN(lstm_layer_cpu));
   m.impl("quantized_gru_layer_dynamic", TORCH_FN(gru_layer_cpu));
   m.impl("quantized_lstm_layer_dynamic_fp16", TORCH_FN(lstm_layer_fp16_cpu));
   m.impl("quantized_gru_layer_dynamic_fp16", TORCH_FN(gru_layer_fp16_cpu));
-  m.impl("quantized_lstm_cell_dynamic", TORCH_FN(lstm_cell_cpu));
-  m.impl("quantized_gru_cell_dynamic", TORCH_FN(gru_cell_cpu));
-  m.impl("quantized_rnn_tanh_cell_dynamic", TORCH_FN(simple_cell_cpu<CellKind::Tanh>));
-  m.impl("quantized_rnn_relu_cell_dynamic", TORCH_FN(simple_cell_cpu<CellKind::Relu>));
-  m.impl("quantized_lstm_cell_dynamic_fp16", TORCH_FN(lstm_cell_fp16_cpu));
-  m.impl("quantized_gru_cell_dynamic_fp16", TORCH_FN(gru_cell_fp16_cpu));
-  m.impl("quantized_rnn_tanh_cell_dynamic_fp16", TORCH_FN(simple_cell_fp16_cpu<CellKind::Tanh>));
-  m.impl("quantized_rnn_relu_cell_dynamic_fp16", TORCH_FN(simple_cell_fp16_cpu<CellKind::Relu>));
-  m.impl("make_quantized_cell_params", TORCH_FN(make_cell_params_cpu));
   m.impl("quantized_lstm.input", TORCH_FN(quantized_lstm_input_cpu));
   m.impl("quantized_lstm.data", TORCH_FN(quantized_lstm_data_cpu));
   m.impl("quantized_gru.input", TORCH_FN(quantized_gru_input_cpu));
@@ -598,19 +597,8 @@ TORCH_LIBRARY_IMPL(qplugin, Autograd, m) {
     m.impl(op, qplugin::non_differentiable());
   }
 }
-// A quantized input or state reaches the same kernels, which reject it with a clear message.
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  using namespace qplugin::ops;
-  m.impl("quantized_lstm_cell_dynamic", TORCH_FN(lstm_cell_cpu));
-  m.impl("quantized_gru_cell_dynamic", TORCH_FN(gru_cell_cpu));
-  m.impl("quantized_rnn_tanh_cell_dynamic", TORCH_FN(simple_cell_cpu<CellKind::Tanh>));
-  m.impl("quantized_rnn_relu_cell_dynamic", TORCH_FN(simple_cell_cpu<CellKind::Relu>));
-  m.impl("quantized_lstm_cell_dynamic_fp16", TORCH_FN(lstm_cell_fp16_cpu));
-  m.impl("quantized_gru_cell_dynamic_fp16", TORCH_FN(gru_cell_fp16_cpu));
-  m.impl("quantized_rnn_tanh_cell_dynamic_fp16", TORCH_FN(simple_cell_fp16_cpu<CellKind::Tanh>));
-  m.impl("quantized_rnn_relu_cell_dynamic_fp16", TORCH_FN(simple_cell_fp16_cpu<CellKind::Relu>));
-  m.impl("make_quantized_cell_params", TORCH_FN(make_cell_params_cpu));
-}
+// A quantized input or state reaches the same cell kernels, which reject it with a clear message.
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { qplugin::ops::register_cells(m); }
 // The makers that take no tensor (or only unused ones) dispatch on nothing: CatchAll.
 TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
   using namespace qplugin::ops;

@@ -16,6 +16,8 @@
 #include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
+#include "ops/quantized_cpu/pixel_blocks.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -66,16 +68,9 @@ void run_affine(const kernels::TypedKernels<T>& k, const at::Tensor& x, at::Tens
         for (int64_t i = b; i < e; ++i) kt.lut8(xb + i * HW, yb + i * HW, HW, tp + (i % C) * 256);
       });
     } else {
-      constexpr int64_t kPix = 256;
-      const int64_t nblk = (HW + kPix - 1) / kPix;
-      at::parallel_for(0, N * nblk, std::max<int64_t>(1, kGrainBytes / (kPix * C)),
-                       [&](int64_t b, int64_t e) {
-                         for (int64_t j = b; j < e; ++j) {
-                           const int64_t n = j / nblk, p0 = (j % nblk) * kPix;
-                           const int64_t p1 = std::min(HW, p0 + kPix);
-                           kt.lut8_nchw_to_nhwc(xb + n * C * HW, yb + n * C * HW, C, HW, p0, p1, tp);
-                         }
-                       });
+      for_pixel_blocks</*kPix=*/256>(N, C, HW, kGrainBytes, [&](int64_t n, int64_t p0, int64_t p1) {
+        kt.lut8_nchw_to_nhwc(xb + n * C * HW, yb + n * C * HW, C, HW, p0, p1, tp);
+      });
     }
     return;
   }
@@ -92,16 +87,9 @@ void run_affine(const kernels::TypedKernels<T>& k, const at::Tensor& x, at::Tens
     });
   } else {
     // NCHW in, NHWC out: transpose fused into the requantization, in 64-pixel blocks.
-    constexpr int64_t kPix = 64;
-    const int64_t nblk = (HW + kPix - 1) / kPix;
-    at::parallel_for(0, N * nblk, std::max<int64_t>(1, kGrainBytes / (kPix * C)),
-                     [&](int64_t b, int64_t e) {
-                       for (int64_t j = b; j < e; ++j) {
-                         const int64_t n = j / nblk, p0 = (j % nblk) * kPix;
-                         const int64_t p1 = std::min(HW, p0 + kPix);
-                         k.affine_nchw_to_nhwc(xp + n * C * HW, yp + n * C * HW, C, HW, p0, p1, p);
-                       }
-                     });
+    for_pixel_blocks</*kPix=*/64>(N, C, HW, kGrainBytes, [&](int64_t n, int64_t p0, int64_t p1) {
+      k.affine_nchw_to_nhwc(xp + n * C * HW, yp + n * C * HW, C, HW, p0, p1, p);
+    });
   }
 }
 
@@ -271,84 +259,55 @@ at::Tensor batch_norm_impl(const char* op, Rank rank, const QArg& qx,
   return y;
 }
 
-// Each op's two doors: fn (legacy, quantized input) and fn##_plain (plain codes + qparams;
-// `arg` names the input in its schema).
-#define QPLUGIN_BN_OP(fn, opname, rank, relu, arg)                                             \
-  at::Tensor fn(const at::Tensor& qx, const c10::optional<at::Tensor>& weight,                \
-                const c10::optional<at::Tensor>& bias, const at::Tensor& mean,                \
-                const at::Tensor& var, double eps, double output_scale, int64_t output_zp) {  \
+// The ops: name, input rank, ReLU fused, the input's name in the `.plain` schema.
+#define QPLUGIN_BN_OPS(X)                                   \
+  X(quantized_batch_norm, Rank::kAny, false, "input")       \
+  X(batch_norm, Rank::kAny, false, "qx")                    \
+  X(batch_norm1d, Rank::k1d, false, "qx")                   \
+  X(batch_norm2d, Rank::k2d, false, "qx")                   \
+  X(batch_norm3d, Rank::k3d, false, "qx")                   \
+  X(batch_norm_relu, Rank::kAny, true, "qx")                \
+  X(batch_norm1d_relu, Rank::k1d, true, "qx")               \
+  X(batch_norm2d_relu, Rank::k2d, true, "qx")               \
+  X(batch_norm3d_relu, Rank::k3d, true, "qx")
+
+// Each op's two doors: NAME_quantized_cpu (legacy, quantized input) and NAME_plain (plain codes +
+// qparams; `arg` names the input in its schema).
+#define QPLUGIN_BN_OP(NAME, rank, relu, arg)                                                   \
+  at::Tensor NAME##_quantized_cpu(const at::Tensor& qx, const c10::optional<at::Tensor>& weight, \
+                                  const c10::optional<at::Tensor>& bias, const at::Tensor& mean, \
+                                  const at::Tensor& var, double eps, double output_scale,      \
+                                  int64_t output_zp) {                                         \
     return batch_norm_impl<relu>(                                                              \
-        opname, rank,                                                                          \
-        QArg::quantized(opname, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32}),          \
+        #NAME, rank,                                                                           \
+        QArg::quantized(#NAME, "input", qx, {at::kQUInt8, at::kQInt8, at::kQInt32}),           \
         weight, bias, mean, var, eps, output_scale, output_zp);                                \
   }                                                                                            \
-  at::Tensor fn##_plain(const at::Tensor& qx, double qx_scale, int64_t qx_zero_point,         \
-                        const c10::optional<at::Tensor>& weight,                              \
-                        const c10::optional<at::Tensor>& bias, const at::Tensor& mean,        \
-                        const at::Tensor& var, double eps, double output_scale,               \
-                        int64_t output_zp) {                                                  \
+  at::Tensor NAME##_plain(const at::Tensor& qx, double qx_scale, int64_t qx_zero_point,        \
+                          const c10::optional<at::Tensor>& weight,                            \
+                          const c10::optional<at::Tensor>& bias, const at::Tensor& mean,      \
+                          const at::Tensor& var, double eps, double output_scale,             \
+                          int64_t output_zp) {                                                \
     return batch_norm_impl<relu>(                                                              \
-        opname, rank,                                                                          \
-        QArg::plain(opname, arg, qx, qx_scale, qx_zero_point,                                  \
+        #NAME, rank,                                                                           \
+        QArg::plain(#NAME, arg, qx, qx_scale, qx_zero_point,                                   \
                     {at::kQUInt8, at::kQInt8, at::kQInt32}),                                   \
         weight, bias, mean, var, eps, output_scale, output_zp);                                \
   }
-
-QPLUGIN_BN_OP(quantized_batch_norm_quantized_cpu, "quantized_batch_norm", Rank::kAny, false,
-              "input")
-QPLUGIN_BN_OP(batch_norm_quantized_cpu, "batch_norm", Rank::kAny, false, "qx")
-QPLUGIN_BN_OP(batch_norm1d_quantized_cpu, "batch_norm1d", Rank::k1d, false, "qx")
-QPLUGIN_BN_OP(batch_norm2d_quantized_cpu, "batch_norm2d", Rank::k2d, false, "qx")
-QPLUGIN_BN_OP(batch_norm3d_quantized_cpu, "batch_norm3d", Rank::k3d, false, "qx")
-QPLUGIN_BN_OP(batch_norm_relu_quantized_cpu, "batch_norm_relu", Rank::kAny, true, "qx")
-QPLUGIN_BN_OP(batch_norm1d_relu_quantized_cpu, "batch_norm1d_relu", Rank::k1d, true, "qx")
-QPLUGIN_BN_OP(batch_norm2d_relu_quantized_cpu, "batch_norm2d_relu", Rank::k2d, true, "qx")
-QPLUGIN_BN_OP(batch_norm3d_relu_quantized_cpu, "batch_norm3d_relu", Rank::k3d, true, "qx")
+QPLUGIN_BN_OPS(QPLUGIN_BN_OP)
 #undef QPLUGIN_BN_OP
 
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
 
-// Registered for QuantizedCPU and CPU: on a float tensor the op itself raises a clear
-// "expected a quantized tensor" instead of the dispatcher's "could not run ... CPU backend".
-#define QPLUGIN_REGISTER_BN(m)                                                              \
-  m.impl("quantized_batch_norm", TORCH_FN(qplugin::ops::quantized_batch_norm_quantized_cpu)); \
-  m.impl("batch_norm", TORCH_FN(qplugin::ops::batch_norm_quantized_cpu));                   \
-  m.impl("batch_norm1d", TORCH_FN(qplugin::ops::batch_norm1d_quantized_cpu));               \
-  m.impl("batch_norm2d", TORCH_FN(qplugin::ops::batch_norm2d_quantized_cpu));               \
-  m.impl("batch_norm3d", TORCH_FN(qplugin::ops::batch_norm3d_quantized_cpu));               \
-  m.impl("batch_norm_relu", TORCH_FN(qplugin::ops::batch_norm_relu_quantized_cpu));         \
-  m.impl("batch_norm1d_relu", TORCH_FN(qplugin::ops::batch_norm1d_relu_quantized_cpu));     \
-  m.impl("batch_norm2d_relu", TORCH_FN(qplugin::ops::batch_norm2d_relu_quantized_cpu));     \
-  m.impl("batch_norm3d_relu", TORCH_FN(qplugin::ops::batch_norm3d_relu_quantized_cpu));
-
-// The PT2 door: <op>.plain.
-#define QPLUGIN_REGISTER_BN_PLAIN(m)                                                       \
-  m.impl("quantized_batch_norm.plain",                                                     \
-         TORCH_FN(qplugin::ops::quantized_batch_norm_quantized_cpu_plain));                \
-  m.impl("batch_norm.plain", TORCH_FN(qplugin::ops::batch_norm_quantized_cpu_plain));      \
-  m.impl("batch_norm1d.plain", TORCH_FN(qplugin::ops::batch_norm1d_quantized_cpu_plain));  \
-  m.impl("batch_norm2d.plain", TORCH_FN(qplugin::ops::batch_norm2d_quantized_cpu_plain));  \
-  m.impl("batch_norm3d.plain", TORCH_FN(qplugin::ops::batch_norm3d_quantized_cpu_plain));  \
-  m.impl("batch_norm_relu.plain", TORCH_FN(qplugin::ops::batch_norm_relu_quantized_cpu_plain)); \
-  m.impl("batch_norm1d_relu.plain",                                                        \
-         TORCH_FN(qplugin::ops::batch_norm1d_relu_quantized_cpu_plain));                   \
-  m.impl("batch_norm2d_relu.plain",                                                        \
-         TORCH_FN(qplugin::ops::batch_norm2d_relu_quantized_cpu_plain));                   \
-  m.impl("batch_norm3d_relu.plain",                                                        \
-         TORCH_FN(qplugin::ops::batch_norm3d_relu_quantized_cpu_plain));
-
-// The plain overloads are registered for QuantizedCPU too: a quantized tensor passed to one gets
-// QArg::plain's "expected a plain tensor of codes" rather than the dispatcher's error.
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_BN(m)
-  QPLUGIN_REGISTER_BN_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_BN(m)
-  QPLUGIN_REGISTER_BN_PLAIN(m)
-}
+// Each op and its `.plain` overload (PT2 door), registered for QuantizedCPU and CPU: on a float
+// tensor the op itself raises a clear "expected a quantized tensor" instead of the dispatcher's
+// "could not run ... CPU backend", and a quantized tensor passed to a `.plain` overload gets
+// QArg::plain's "expected a plain tensor of codes".
+#define QPLUGIN_BN_IMPL(NAME, rank, relu, arg) QPLUGIN_IMPL_WITH_PLAIN(NAME)
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_BN_OPS(QPLUGIN_BN_IMPL) }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_BN_OPS(QPLUGIN_BN_IMPL) }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_batch_norm_kernel)

@@ -24,6 +24,7 @@
 #include "kernels/binary/binary_plan.h"
 #include "kernels/binary/exact.h"
 #include "kernels/dispatch.h"
+#include "ops/binary_ops.h"
 #include "ops/quantized_cpu/elementwise_iter.h"
 #include "register.h"
 
@@ -64,17 +65,6 @@ void check_pair(const char* op, const QArg& qa, const QArg& qb) {
   TORCH_CHECK(qa.scalar_type() == qb.scalar_type(), "qplugin::", op,
               ": expected qb of dtype ", c10::toString(qa.scalar_type()),
               " (the dtype of qa), got ", c10::toString(qb.scalar_type()));
-}
-
-void check_out(const char* op, const at::Tensor& out, at::ScalarType dtype) {
-  TORCH_CHECK(out.is_quantized() && out.qscheme() == at::kPerTensorAffine, "qplugin::", op,
-              ": expected out to be a per-tensor quantized tensor (", c10::toString(dtype),
-              "), got a ", c10::toString(out.scalar_type()), " tensor");
-  TORCH_CHECK(out.scalar_type() == dtype, "qplugin::", op, ": expected out of dtype ",
-              c10::toString(dtype), " (the dtype of the inputs), got ",
-              c10::toString(out.scalar_type()));
-  TORCH_CHECK(out.device().is_cpu(), "qplugin::", op, ": expected out on the CPU, got ",
-              out.device());
 }
 
 // Dense: some permutation of the dims is contiguous (then BinaryIter gives a stride-1 run).
@@ -206,7 +196,7 @@ at::Tensor binary_out(const at::Tensor& qa, const at::Tensor& qb, at::Tensor out
       kMul ? (kRelu ? "mul_relu.out" : "mul.out") : (kRelu ? "add_relu.out" : "add.out");
   const QArg a = legacy_in(op, "qa", qa), b = legacy_in(op, "qb", qb);
   check_pair(op, a, b);
-  check_out(op, out, qa.scalar_type());
+  checks::check_out(op, out, qa.scalar_type());
   const auto shape = broadcast_shape(op, qa.sizes(), qb.sizes());
   TORCH_CHECK(out.sizes().vec() == shape, "qplugin::", op, ": expected out of shape ",
               shape_str(shape), " (the broadcast shape of qa and qb), got ",
@@ -235,34 +225,36 @@ at::Tensor binary_out(const at::Tensor& qa, const at::Tensor& qb, at::Tensor out
 
 // ---- Tensor x Scalar ------------------------------------------------------------------------
 
-// y[i] = table(x[i]) over a dense copy of x in its memory format; qint32 via f per element.
-template <typename F32>
-void map_codes(const at::Tensor& x, const at::Tensor& y, at::ScalarType qtype,
-               const uint8_t* table, F32 f32) {
+// y = g(x) code by code into a new tensor of qa's dtype with qparams (scale, zero_point), over a
+// dense copy of x in its memory format: 8-bit codes through a 256-entry table of g (raw byte ->
+// raw byte, codes read in qa's dtype), qint32 codes through g itself.
+template <typename G>
+at::Tensor map_codes(const QArg& qa, double scale, int64_t zero_point, G g) {
+  const auto fmt = format_of(qa);
+  const at::Tensor x = qa.tensor().contiguous(fmt);
+  at::Tensor y = new_output(qa, qa.sizes(), qa.scalar_type(), scale, zero_point, fmt);
   const int64_t n = x.numel();
-  if (n == 0) return;
-  if (qtype == at::kQInt32) {
+  if (n == 0) return y;
+  if (qa.scalar_type() == at::kQInt32) {
     const int32_t* xp = reinterpret_cast<const int32_t*>(x.data_ptr());
     int32_t* yp = reinterpret_cast<int32_t*>(y.data_ptr());
     at::parallel_for(0, n, kGrain / 8, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) yp[i] = f32(xp[i]);
+      for (int64_t i = b; i < e; ++i) yp[i] = static_cast<int32_t>(g(xp[i]));
     });
-    return;
+    return y;
+  }
+  const bool is_signed = qa.scalar_type() == at::kQInt8;
+  uint8_t table[256];
+  for (int raw = 0; raw < 256; ++raw) {
+    const int64_t q = is_signed ? static_cast<int8_t>(raw) : raw;
+    table[raw] = static_cast<uint8_t>(g(q) & 0xFF);
   }
   const uint8_t* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
   uint8_t* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
   const auto& k = kernels::table();
   at::parallel_for(0, n, 2 * kGrain,
                    [&](int64_t b, int64_t e) { k.lut8(xp + b, yp + b, e - b, table); });
-}
-
-// 8-bit table of g(code) (raw byte index -> raw byte), codes interpreted in x's dtype.
-template <typename G>
-void fill_table(bool is_signed, uint8_t* table, G g) {
-  for (int raw = 0; raw < 256; ++raw) {
-    const int64_t q = is_signed ? static_cast<int8_t>(raw) : raw;
-    table[raw] = static_cast<uint8_t>(g(q) & 0xFF);
-  }
+  return y;
 }
 
 double scalar_value(const char* op, const c10::Scalar& b) {
@@ -271,94 +263,78 @@ double scalar_value(const char* op, const c10::Scalar& b) {
   return c;
 }
 
-// PyTorch's add_scalar rule: c_q = round(c / s); if z - c_q fits the dtype, the codes are kept and
-// the zero point becomes z - c_q; otherwise the range is rescaled so that it still fits:
-//   z - c_q < qmin: s' = (qmax - (z - c_q)) / (qmax - qmin) * s, z' = qmin
-//   z - c_q > qmax: s' = ((z - c_q) - qmin) / (qmax - qmin) * s, z' = qmax
-// and y = z' + round((q - z + c_q) * s / s') (exact here; PyTorch rounds in float).
-template <bool kRelu>
-at::Tensor add_scalar_impl(const char* op, const QArg& qa, const c10::Scalar& other) {
+// y = qa + c (kMul false) or qa * c (kMul true) with PyTorch's rules for the output qparams, ReLU
+// fused when kRelu.
+template <bool kMul, bool kRelu>
+at::Tensor scalar_impl(const char* op, const QArg& qa, const c10::Scalar& other) {
   const double c = scalar_value(op, other);
   const double s = qa.q_scale();
   const int64_t z = qa.q_zero_point();
   const auto r = qrange(qa.scalar_type());
   const int64_t qmin = r.first, qmax = r.second;
-  const double cq_d = std::nearbyint(c / s);
-  TORCH_CHECK(std::fabs(cq_d) < 9.0e18, "qplugin::", op, ": expected a scalar of magnitude below ",
-              "2^63 * scale, got ", c);
-  const int64_t c_q = static_cast<int64_t>(cq_d);
-  double s2;
-  int64_t z2;
-  bool requant = true;
-  if (qmin > z - c_q) {
-    s2 = (static_cast<double>(qmax) - (z - c_q)) / (static_cast<double>(qmax) - qmin) * s;
-    z2 = qmin;
-  } else if (qmax < z - c_q) {
-    s2 = (static_cast<double>(z - c_q) - qmin) / (static_cast<double>(qmax) - qmin) * s;
-    z2 = qmax;
-  } else {
-    s2 = s;
-    z2 = z - c_q;
-    requant = false;
-  }
-  const auto fmt = format_of(qa);
-  const at::Tensor x = qa.tensor().contiguous(fmt);
-  at::Tensor y = new_output(qa, qa.sizes(), qa.scalar_type(), s2, z2, fmt);
-  const int64_t lo = kRelu ? z2 : qmin;
-  auto g = [&](int64_t q) -> int64_t {
-    int64_t v = q;
-    if (requant) {
-      v = z2 + kernels::exact::round_ratio(q - z + c_q, s, s2);
+  if constexpr (!kMul) {
+    // PyTorch's add_scalar rule: c_q = round(c / s); if z - c_q fits the dtype, the codes are
+    // kept and the zero point becomes z - c_q; otherwise the range is rescaled so that it still
+    // fits:
+    //   z - c_q < qmin: s' = (qmax - (z - c_q)) / (qmax - qmin) * s, z' = qmin
+    //   z - c_q > qmax: s' = ((z - c_q) - qmin) / (qmax - qmin) * s, z' = qmax
+    // and y = z' + round((q - z + c_q) * s / s') (exact here; PyTorch rounds in float).
+    const double cq_d = std::nearbyint(c / s);
+    TORCH_CHECK(std::fabs(cq_d) < 9.0e18, "qplugin::", op,
+                ": expected a scalar of magnitude below ", "2^63 * scale, got ", c);
+    const int64_t c_q = static_cast<int64_t>(cq_d);
+    double s2;
+    int64_t z2;
+    bool requant = true;
+    if (qmin > z - c_q) {
+      s2 = (static_cast<double>(qmax) - (z - c_q)) / (static_cast<double>(qmax) - qmin) * s;
+      z2 = qmin;
+    } else if (qmax < z - c_q) {
+      s2 = (static_cast<double>(z - c_q) - qmin) / (static_cast<double>(qmax) - qmin) * s;
+      z2 = qmax;
+    } else {
+      s2 = s;
+      z2 = z - c_q;
+      requant = false;
     }
-    return v < lo ? lo : (v > qmax ? qmax : v);
-  };
-  uint8_t table[256];
-  if (qa.scalar_type() != at::kQInt32) fill_table(qa.scalar_type() == at::kQInt8, table, g);
-  map_codes(x, y, qa.scalar_type(), table, [&](int32_t q) { return static_cast<int32_t>(g(q)); });
-  return y;
-}
-
-// PyTorch's mul_scalar rule (no arithmetic on the codes): c > 0: codes kept, s' = c*s; c == 0:
-// all codes 0 with (1.0, 0); c < 0: q' = qmax + qmin - q, s' = |c|*s, z' = qmax + qmin - z.
-template <bool kRelu>
-at::Tensor mul_scalar_impl(const char* op, const QArg& qa, const c10::Scalar& other) {
-  const double c = scalar_value(op, other);
-  const double s = qa.q_scale();
-  const int64_t z = qa.q_zero_point();
-  const auto r = qrange(qa.scalar_type());
-  const int64_t qmin = r.first, qmax = r.second;
-  double s2;
-  int64_t z2;
-  int mode;  // 1 keep, 0 zero, -1 negate
-  if (c > 0.0) {
-    s2 = c * s;
-    z2 = z;
-    mode = 1;
-  } else if (c == 0.0) {
-    s2 = 1.0;
-    z2 = 0;
-    mode = 0;
+    const int64_t lo = kRelu ? z2 : qmin;
+    return map_codes(qa, s2, z2, [&](int64_t q) -> int64_t {
+      int64_t v = q;
+      if (requant) {
+        v = z2 + kernels::exact::round_ratio(q - z + c_q, s, s2);
+      }
+      return v < lo ? lo : (v > qmax ? qmax : v);
+    });
   } else {
-    s2 = std::fabs(c) * s;
-    z2 = qmax - (z - qmin);
-    mode = -1;
+    // PyTorch's mul_scalar rule (no arithmetic on the codes): c > 0: codes kept, s' = c*s;
+    // c == 0: all codes 0 with (1.0, 0); c < 0: q' = qmax + qmin - q, s' = |c|*s,
+    // z' = qmax + qmin - z.
+    double s2;
+    int64_t z2;
+    int mode;  // 1 keep, 0 zero, -1 negate
+    if (c > 0.0) {
+      s2 = c * s;
+      z2 = z;
+      mode = 1;
+    } else if (c == 0.0) {
+      s2 = 1.0;
+      z2 = 0;
+      mode = 0;
+    } else {
+      s2 = std::fabs(c) * s;
+      z2 = qmax - (z - qmin);
+      mode = -1;
+    }
+    TORCH_CHECK(std::isfinite(s2) && s2 > 0.0, "qplugin::", op,
+                ": expected the output scale |scalar| * scale to be finite and positive, got ", s2,
+                " (scalar ", c, ", scale ", s, ")");
+    const int64_t lo = kRelu ? z2 : qmin;
+    return map_codes(qa, s2, z2, [&](int64_t q) -> int64_t {
+      int64_t v = mode == 1 ? q : (mode == 0 ? 0 : qmax + qmin - q);
+      if (kRelu && mode != 0) v = std::max(v, lo);
+      return v;
+    });
   }
-  TORCH_CHECK(std::isfinite(s2) && s2 > 0.0, "qplugin::", op,
-              ": expected the output scale |scalar| * scale to be finite and positive, got ", s2,
-              " (scalar ", c, ", scale ", s, ")");
-  const auto fmt = format_of(qa);
-  const at::Tensor x = qa.tensor().contiguous(fmt);
-  at::Tensor y = new_output(qa, qa.sizes(), qa.scalar_type(), s2, z2, fmt);
-  const int64_t lo = kRelu ? z2 : qmin;
-  auto g = [&](int64_t q) -> int64_t {
-    int64_t v = mode == 1 ? q : (mode == 0 ? 0 : qmax + qmin - q);
-    if (kRelu && mode != 0) v = std::max(v, lo);
-    return v;
-  };
-  uint8_t table[256];
-  if (qa.scalar_type() != at::kQInt32) fill_table(qa.scalar_type() == at::kQInt8, table, g);
-  map_codes(x, y, qa.scalar_type(), table, [&](int32_t q) { return static_cast<int32_t>(g(q)); });
-  return y;
 }
 
 template <bool kMul, bool kRelu>
@@ -369,7 +345,7 @@ const char* scalar_name() {
 
 template <bool kMul, bool kRelu>
 at::Tensor scalar_core(const char* op, const QArg& qa, const c10::Scalar& b) {
-  return kMul ? mul_scalar_impl<kRelu>(op, qa, b) : add_scalar_impl<kRelu>(op, qa, b);
+  return scalar_impl<kMul, kRelu>(op, qa, b);
 }
 
 template <bool kMul, bool kRelu>
@@ -404,10 +380,10 @@ at::Tensor scalar_out_op(const at::Tensor& qa, const c10::Scalar& b, at::Tensor 
   const char* op = kMul ? (kRelu ? "mul_relu.Scalar_out" : "mul.Scalar_out")
                         : (kRelu ? "add_relu.Scalar_out" : "add.Scalar_out");
   const QArg a = legacy_in(op, "qa", qa);
-  check_out(op, out, qa.scalar_type());
+  checks::check_out(op, out, qa.scalar_type());
   TORCH_CHECK(out.sizes() == qa.sizes(), "qplugin::", op, ": expected out of shape ",
               shape_str(qa.sizes()), " (the shape of qa), got ", shape_str(out.sizes()));
-  at::Tensor res = kMul ? mul_scalar_impl<kRelu>(op, a, b) : add_scalar_impl<kRelu>(op, a, b);
+  at::Tensor res = scalar_impl<kMul, kRelu>(op, a, b);
   out.copy_(res);  // quantized copy_ also takes res's qparams
   return out;
 }
@@ -447,61 +423,40 @@ at::Tensor scalar_tensor_out_op(const at::Tensor& qa, const at::Tensor& b, at::T
 }  // namespace ops
 }  // namespace qplugin
 
-// Registration: each op name with PyTorch's overloads (see ops/elementwise.cpp).
-#define QPLUGIN_BINARY_FAMILY(m, NAME, MUL, RELU)                                   \
+// Registration: each op name with PyTorch's overloads (see ops/elementwise.cpp), then its PT2
+// door: <op>.plain, <op>.Scalar_plain, <op>.Scalar2_plain.
+#define QPLUGIN_BINARY_FAMILY(NAME, MUL, RELU)                                      \
   m.impl(NAME, TORCH_FN((qplugin::ops::binary<MUL, RELU>)));                       \
   m.impl(NAME ".out", TORCH_FN((qplugin::ops::binary_out<MUL, RELU>)));            \
   m.impl(NAME ".Scalar", TORCH_FN((qplugin::ops::scalar_op<MUL, RELU>)));          \
   m.impl(NAME ".Scalar2", TORCH_FN((qplugin::ops::scalar2_op<MUL, RELU>)));        \
   m.impl(NAME ".Scalar_out", TORCH_FN((qplugin::ops::scalar_out_op<MUL, RELU>)));  \
-  m.impl(NAME "_out", TORCH_FN((qplugin::ops::binary_out<MUL, RELU>)));
+  m.impl(NAME "_out", TORCH_FN((qplugin::ops::binary_out<MUL, RELU>)));            \
+  m.impl(NAME ".plain", TORCH_FN((qplugin::ops::binary_plain<MUL, RELU>)));        \
+  m.impl(NAME ".Scalar_plain", TORCH_FN((qplugin::ops::scalar_plain<MUL, RELU>))); \
+  m.impl(NAME ".Scalar2_plain", TORCH_FN((qplugin::ops::scalar2_plain<MUL, RELU>)));
 
-// The deprecated scalar names: <base>_scalar[_relu][_out][.Tensor].
-#define QPLUGIN_SCALAR_FAMILY(m, NAME, MUL, RELU)                                          \
+// The deprecated scalar names: <base>_scalar[_relu][_out][.Tensor], then the PT2 door:
+// <base>_scalar[_relu].plain and .Tensor_plain.
+#define QPLUGIN_SCALAR_FAMILY(NAME, MUL, RELU)                                             \
   m.impl(NAME, TORCH_FN((qplugin::ops::scalar_op<MUL, RELU>)));                           \
   m.impl(NAME ".Tensor", TORCH_FN((qplugin::ops::scalar_tensor_op<MUL, RELU>)));          \
   m.impl(NAME "_out", TORCH_FN((qplugin::ops::scalar_out_op<MUL, RELU>)));                \
-  m.impl(NAME "_out.Tensor", TORCH_FN((qplugin::ops::scalar_tensor_out_op<MUL, RELU>)));
-
-#define QPLUGIN_REGISTER_BINARY(m)                             \
-  QPLUGIN_BINARY_FAMILY(m, "add", false, false)                \
-  QPLUGIN_BINARY_FAMILY(m, "add_relu", false, true)            \
-  QPLUGIN_BINARY_FAMILY(m, "mul", true, false)                 \
-  QPLUGIN_BINARY_FAMILY(m, "mul_relu", true, true)             \
-  QPLUGIN_SCALAR_FAMILY(m, "add_scalar", false, false)         \
-  QPLUGIN_SCALAR_FAMILY(m, "add_scalar_relu", false, true)     \
-  QPLUGIN_SCALAR_FAMILY(m, "mul_scalar", true, false)          \
-  QPLUGIN_SCALAR_FAMILY(m, "mul_scalar_relu", true, true)
-
-// The PT2 door: <op>.plain. <op>.Scalar_plain, <op>.Scalar2_plain,
-// <base>_scalar[_relu].plain and .Tensor_plain.
-#define QPLUGIN_BINARY_PLAIN(m, NAME, MUL, RELU)                                        \
-  m.impl(NAME ".plain", TORCH_FN((qplugin::ops::binary_plain<MUL, RELU>)));            \
-  m.impl(NAME ".Scalar_plain", TORCH_FN((qplugin::ops::scalar_plain<MUL, RELU>)));     \
-  m.impl(NAME ".Scalar2_plain", TORCH_FN((qplugin::ops::scalar2_plain<MUL, RELU>)));
-#define QPLUGIN_SCALAR_PLAIN(m, NAME, MUL, RELU)                                        \
-  m.impl(NAME ".plain", TORCH_FN((qplugin::ops::scalar_plain<MUL, RELU>)));            \
+  m.impl(NAME "_out.Tensor", TORCH_FN((qplugin::ops::scalar_tensor_out_op<MUL, RELU>)));  \
+  m.impl(NAME ".plain", TORCH_FN((qplugin::ops::scalar_plain<MUL, RELU>)));               \
   m.impl(NAME ".Tensor_plain", TORCH_FN((qplugin::ops::scalar_tensor_plain<MUL, RELU>)));
-#define QPLUGIN_REGISTER_BINARY_PLAIN(m)                    \
-  QPLUGIN_BINARY_PLAIN(m, "add", false, false)              \
-  QPLUGIN_BINARY_PLAIN(m, "add_relu", false, true)          \
-  QPLUGIN_BINARY_PLAIN(m, "mul", true, false)               \
-  QPLUGIN_BINARY_PLAIN(m, "mul_relu", true, true)           \
-  QPLUGIN_SCALAR_PLAIN(m, "add_scalar", false, false)       \
-  QPLUGIN_SCALAR_PLAIN(m, "add_scalar_relu", false, true)   \
-  QPLUGIN_SCALAR_PLAIN(m, "mul_scalar", true, false)        \
-  QPLUGIN_SCALAR_PLAIN(m, "mul_scalar_relu", true, true)
+
+namespace {
+void register_binary(torch::Library& m) {
+  QPLUGIN_BINARY_OPS(QPLUGIN_BINARY_FAMILY)
+  QPLUGIN_SCALAR_OPS(QPLUGIN_SCALAR_FAMILY)
+}
+}  // namespace
 
 // The plain overloads are registered for QuantizedCPU too: a quantized tensor passed to one gets
 // QArg::plain's "expected a plain tensor of codes" rather than the dispatcher's error.
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_BINARY(m)
-  QPLUGIN_REGISTER_BINARY_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_BINARY(m)
-  QPLUGIN_REGISTER_BINARY_PLAIN(m)
-}
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { register_binary(m); }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { register_binary(m); }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_binary_kernel)

@@ -21,6 +21,7 @@
 #include "common/quant_utils.h"
 #include "kernels/binary/exact.h"
 #include "kernels/dispatch.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -310,12 +311,7 @@ at::Tensor cat_out_op(const c10::List<at::Tensor>& qxs, int64_t dim, at::Tensor 
   const char* op = kRelu ? "cat_relu_out" : "cat_out";
   CatPlan p = plan_cat(op, legacy_inputs(op, qxs), dim);
   const auto dtype = p.xs[0].scalar_type();
-  TORCH_CHECK(out.is_quantized() && out.qscheme() == at::kPerTensorAffine, "qplugin::", op,
-              ": expected out to be a per-tensor quantized tensor (", c10::toString(dtype),
-              "), got a ", c10::toString(out.scalar_type()), " tensor");
-  TORCH_CHECK(out.scalar_type() == dtype, "qplugin::", op, ": expected out of dtype ",
-              c10::toString(dtype), " (the dtype of the inputs), got ",
-              c10::toString(out.scalar_type()));
+  checks::check_out(op, out, dtype);
   TORCH_CHECK(out.sizes().vec() == p.shape, "qplugin::", op, ": expected out of shape ",
               at::IntArrayRef(p.shape), ", got ", out.sizes());
   checks::check_output_qparams(op, out.q_scale(), out.q_zero_point(), dtype);
@@ -336,31 +332,26 @@ at::Tensor cat_out_op(const c10::List<at::Tensor>& qxs, int64_t dim, at::Tensor 
   return out;
 }
 
+// The ops, then (plain_too) their PT2 doors (`.plain`, plain codes).
+void register_cat(torch::Library& m, bool plain_too) {
+  QPLUGIN_IMPL_RELU_PAIR("cat", "", cat_op)
+  QPLUGIN_IMPL_RELU_PAIR("cat", "_out", cat_out_op)
+  if (!plain_too) return;
+  QPLUGIN_IMPL_RELU_PAIR("cat", ".plain", cat_plain)
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
 
-#define QPLUGIN_REGISTER_CAT(m)                                                \
-  m.impl("cat", TORCH_FN(qplugin::ops::cat_op<false>));                       \
-  m.impl("cat_relu", TORCH_FN(qplugin::ops::cat_op<true>));                   \
-  m.impl("cat_out", TORCH_FN(qplugin::ops::cat_out_op<false>));               \
-  m.impl("cat_relu_out", TORCH_FN(qplugin::ops::cat_out_op<true>));
-// The PT2 door (plain codes; also under QuantizedCPU so that a quantized tensor passed to it gets
-// QArg::plain's "expected a plain tensor of codes" rather than the dispatcher's error).
-#define QPLUGIN_REGISTER_CAT_PLAIN(m)                                          \
-  m.impl("cat.plain", TORCH_FN(qplugin::ops::cat_plain<false>));              \
-  m.impl("cat_relu.plain", TORCH_FN(qplugin::ops::cat_plain<true>));
-
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_CAT(m)
-  QPLUGIN_REGISTER_CAT_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_CAT(m)
-  QPLUGIN_REGISTER_CAT_PLAIN(m)
-}
+// QuantizedCPU gets the PT2 door too, so that a quantized tensor passed to it gets QArg::plain's
+// "expected a plain tensor of codes" rather than the dispatcher's error.
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { qplugin::ops::register_cat(m, /*plain_too=*/true); }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { qplugin::ops::register_cat(m, /*plain_too=*/true); }
 // An empty list has no tensor to dispatch on: this kernel gives it the op's own error.
-TORCH_LIBRARY_IMPL(qplugin, CompositeExplicitAutograd, m) { QPLUGIN_REGISTER_CAT(m) }
+TORCH_LIBRARY_IMPL(qplugin, CompositeExplicitAutograd, m) {
+  qplugin::ops::register_cat(m, /*plain_too=*/false);
+}
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_cat_kernel)

@@ -22,6 +22,7 @@
 #include "kernels/gemm/exact_gemm.h"
 #include "ops/quantized_cpu/exact_gemm.h"
 #include "packed/conv_packed_params.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -143,19 +144,15 @@ at::Tensor conv1d_plain(const at::Tensor& x, double xs, int64_t xzp, const P2& w
   check_packed(op, w, false, true);
   return conv1d_core(base, op, conv_input(base, x, true, xs, xzp), w, scale, zp, Relu);
 }
-template <bool Relu>
-at::Tensor conv2d_plain(const at::Tensor& x, double xs, int64_t xzp, const P2& w, double scale,
-                        int64_t zp) {
-  const char* base = Relu ? "conv2d_relu" : "conv2d";
-  const char* op = Relu ? "conv2d_relu.plain" : "conv2d.plain";
-  check_packed(op, w, false, false);
-  return w->apply(conv_input(base, x, true, xs, xzp), scale, zp, Relu, op);
-}
-template <bool Relu>
-at::Tensor conv3d_plain(const at::Tensor& x, double xs, int64_t xzp, const P3& w, double scale,
-                        int64_t zp) {
-  const char* base = Relu ? "conv3d_relu" : "conv3d";
-  const char* op = Relu ? "conv3d_relu.plain" : "conv3d.plain";
+// conv2d[_relu].plain and conv3d[_relu].plain (kDim 2 or 3).
+template <int kDim, bool Relu>
+at::Tensor conv_nd_plain(const at::Tensor& x, double xs, int64_t xzp,
+                         const c10::intrusive_ptr<ConvPackedParams<kDim>>& w, double scale,
+                         int64_t zp) {
+  const char* base = kDim == 2 ? (Relu ? "conv2d_relu" : "conv2d")
+                               : (Relu ? "conv3d_relu" : "conv3d");
+  const char* op = kDim == 2 ? (Relu ? "conv2d_relu.plain" : "conv2d.plain")
+                             : (Relu ? "conv3d_relu.plain" : "conv3d.plain");
   check_packed(op, w, false, false);
   return w->apply(conv_input(base, x, true, xs, xzp), scale, zp, Relu, op);
 }
@@ -180,23 +177,20 @@ at::Tensor conv_transpose3d_plain(const at::Tensor& x, double xs, int64_t xzp, c
 // Legacy default overloads (PyTorch's QConvInt8ForBC): the per-call stride/padding/dilation/
 // groups were removed from the op's semantics; PyTorch warns once and ignores them (the packed
 // object's config is used), and so does qplugin, so that old scripted models keep running.
-template <bool Relu>
-at::Tensor conv2d_legacy(const at::Tensor& x, const P2& w, IntList /*stride*/,
-                         IntList /*padding*/, IntList /*dilation*/, int64_t /*groups*/,
-                         double scale, int64_t zp) {
-  TORCH_WARN_ONCE("qplugin::", Relu ? "conv2d_relu" : "conv2d", ": the arguments [stride, "
-                  "padding, dilation, groups] are ignored (the packed weight's config is used, as "
-                  "in PyTorch, which removed them); call the .new overload without them");
-  return conv2d<Relu>(x, w, scale, zp);
-}
-template <bool Relu>
-at::Tensor conv3d_legacy(const at::Tensor& x, const P3& w, IntList /*stride*/,
-                         IntList /*padding*/, IntList /*dilation*/, int64_t /*groups*/,
-                         double scale, int64_t zp) {
-  TORCH_WARN_ONCE("qplugin::", Relu ? "conv3d_relu" : "conv3d", ": the arguments [stride, "
-                  "padding, dilation, groups] are ignored (the packed weight's config is used, as "
-                  "in PyTorch, which removed them); call the .new overload without them");
-  return conv3d<Relu>(x, w, scale, zp);
+template <int kDim, bool Relu>
+at::Tensor conv_legacy(const at::Tensor& x, const c10::intrusive_ptr<ConvPackedParams<kDim>>& w,
+                       IntList /*stride*/, IntList /*padding*/, IntList /*dilation*/,
+                       int64_t /*groups*/, double scale, int64_t zp) {
+  TORCH_WARN_ONCE("qplugin::",
+                  kDim == 2 ? (Relu ? "conv2d_relu" : "conv2d") : (Relu ? "conv3d_relu" : "conv3d"),
+                  ": the arguments [stride, padding, dilation, groups] are ignored (the packed "
+                  "weight's config is used, as in PyTorch, which removed them); call the .new "
+                  "overload without them");
+  if constexpr (kDim == 2) {
+    return conv2d<Relu>(x, w, scale, zp);
+  } else {
+    return conv3d<Relu>(x, w, scale, zp);
+  }
 }
 
 // y = quant(conv(qx) + dequant(qaccum)), ReLU (conv2d_add_relu) after the add, as PyTorch's
@@ -423,86 +417,61 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> unpack_impl(const char* op, co
   }
   return r;
 }
-std::tuple<at::Tensor, c10::optional<at::Tensor>> conv1d_unpack(const P2& w) {
-  return unpack_impl("conv1d_unpack", w, true);
-}
-std::tuple<at::Tensor, c10::optional<at::Tensor>> conv2d_unpack(const P2& w) {
-  return unpack_impl("conv2d_unpack", w, false);
-}
-std::tuple<at::Tensor, c10::optional<at::Tensor>> conv3d_unpack(const P3& w) {
-  return unpack_impl("conv3d_unpack", w, false);
-}
-std::tuple<at::Tensor, c10::optional<at::Tensor>> conv_transpose1d_unpack(const P2& w) {
-  return unpack_impl("conv_transpose1d_unpack", w, true);
-}
-std::tuple<at::Tensor, c10::optional<at::Tensor>> conv_transpose2d_unpack(const P2& w) {
-  return unpack_impl("conv_transpose2d_unpack", w, false);
-}
-std::tuple<at::Tensor, c10::optional<at::Tensor>> conv_transpose3d_unpack(const P3& w) {
-  return unpack_impl("conv_transpose3d_unpack", w, false);
+// Each rank's conv and transposed-conv unpack (P: the rank's packed-params class).
+#define QPLUGIN_CONV_UNPACK(D, P)                                                               \
+  std::tuple<at::Tensor, c10::optional<at::Tensor>> conv##D##d_unpack(const P& w) {             \
+    return unpack_impl("conv" #D "d_unpack", w, /*squeeze=*/D == 1);                            \
+  }                                                                                             \
+  std::tuple<at::Tensor, c10::optional<at::Tensor>> conv_transpose##D##d_unpack(const P& w) {   \
+    return unpack_impl("conv_transpose" #D "d_unpack", w, /*squeeze=*/D == 1);                  \
+  }
+QPLUGIN_CONV_UNPACK(1, P2)
+QPLUGIN_CONV_UNPACK(2, P2)
+QPLUGIN_CONV_UNPACK(3, P3)
+#undef QPLUGIN_CONV_UNPACK
+
+// The ops, then their PT2 doors (`.plain`), registered for QuantizedCPU and CPU alike: on a float
+// tensor an op raises its own "expected a quantized tensor", and a quantized tensor passed to a
+// `.plain` overload gets QArg::plain's message, instead of the dispatcher's "no kernel".
+void register_conv(torch::Library& m) {
+  // Per spatial rank D: the prepack ops and the transposed conv with its PT2 door.
+#define QPLUGIN_IMPL_CONV_RANK(D)                                                     \
+  m.impl("conv" #D "d_prepack", TORCH_FN(conv##D##d_prepack));                        \
+  m.impl("conv_transpose" #D "d_prepack", TORCH_FN(conv_transpose##D##d_prepack));    \
+  m.impl("conv_transpose" #D "d", TORCH_FN(conv_transpose##D##d));                    \
+  m.impl("conv_transpose" #D "d.plain", TORCH_FN(conv_transpose##D##d_plain));
+  QPLUGIN_IMPL_CONV_RANK(1) QPLUGIN_IMPL_CONV_RANK(2) QPLUGIN_IMPL_CONV_RANK(3)
+#undef QPLUGIN_IMPL_CONV_RANK
+  QPLUGIN_IMPL_RELU_PAIR("conv1d", "", conv1d)
+  QPLUGIN_IMPL_RELU_PAIR("conv2d", ".new", conv2d)
+  QPLUGIN_IMPL_RELU_PAIR("conv3d", ".new", conv3d)
+  // Per rank D of 2 and 3: the legacy default overloads and the PT2 door of conv<D>d[_relu].
+#define QPLUGIN_IMPL_CONV_ND(D)                                                        \
+  m.impl("conv" #D "d", TORCH_FN((conv_legacy<D, false>)));                            \
+  m.impl("conv" #D "d_relu", TORCH_FN((conv_legacy<D, true>)));                        \
+  m.impl("conv" #D "d.plain", TORCH_FN((conv_nd_plain<D, false>)));                    \
+  m.impl("conv" #D "d_relu.plain", TORCH_FN((conv_nd_plain<D, true>)));
+  QPLUGIN_IMPL_CONV_ND(2) QPLUGIN_IMPL_CONV_ND(3)
+#undef QPLUGIN_IMPL_CONV_ND
+  QPLUGIN_IMPL_RELU_PAIR("conv2d_add", "", conv2d_add)
+  QPLUGIN_IMPL_RELU_PAIR("conv1d", ".plain", conv1d_plain)
+  QPLUGIN_IMPL_RELU_PAIR("conv2d_add", ".plain", conv2d_add_plain)
 }
 
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
 
-#define QPLUGIN_REGISTER_CONV(m)                                                            \
-  m.impl("conv1d_prepack", TORCH_FN(qplugin::ops::conv1d_prepack));                        \
-  m.impl("conv2d_prepack", TORCH_FN(qplugin::ops::conv2d_prepack));                        \
-  m.impl("conv3d_prepack", TORCH_FN(qplugin::ops::conv3d_prepack));                        \
-  m.impl("conv_transpose1d_prepack", TORCH_FN(qplugin::ops::conv_transpose1d_prepack));    \
-  m.impl("conv_transpose2d_prepack", TORCH_FN(qplugin::ops::conv_transpose2d_prepack));    \
-  m.impl("conv_transpose3d_prepack", TORCH_FN(qplugin::ops::conv_transpose3d_prepack));    \
-  m.impl("conv1d", TORCH_FN(qplugin::ops::conv1d<false>));                                 \
-  m.impl("conv1d_relu", TORCH_FN(qplugin::ops::conv1d<true>));                             \
-  m.impl("conv2d.new", TORCH_FN(qplugin::ops::conv2d<false>));                             \
-  m.impl("conv2d_relu.new", TORCH_FN(qplugin::ops::conv2d<true>));                         \
-  m.impl("conv3d.new", TORCH_FN(qplugin::ops::conv3d<false>));                             \
-  m.impl("conv3d_relu.new", TORCH_FN(qplugin::ops::conv3d<true>));                         \
-  m.impl("conv2d", TORCH_FN(qplugin::ops::conv2d_legacy<false>));                          \
-  m.impl("conv2d_relu", TORCH_FN(qplugin::ops::conv2d_legacy<true>));                      \
-  m.impl("conv3d", TORCH_FN(qplugin::ops::conv3d_legacy<false>));                          \
-  m.impl("conv3d_relu", TORCH_FN(qplugin::ops::conv3d_legacy<true>));                      \
-  m.impl("conv2d_add", TORCH_FN(qplugin::ops::conv2d_add<false>));                         \
-  m.impl("conv2d_add_relu", TORCH_FN(qplugin::ops::conv2d_add<true>));                     \
-  m.impl("conv_transpose1d", TORCH_FN(qplugin::ops::conv_transpose1d));                    \
-  m.impl("conv_transpose2d", TORCH_FN(qplugin::ops::conv_transpose2d));                    \
-  m.impl("conv_transpose3d", TORCH_FN(qplugin::ops::conv_transpose3d));
-
-// The PT2 door: also under QuantizedCPU, so that a quantized tensor passed to a .plain overload
-// gets QArg::plain's message instead of the dispatcher's "no kernel".
-#define QPLUGIN_REGISTER_CONV_PLAIN(m)                                                        \
-  m.impl("conv1d.plain", TORCH_FN(qplugin::ops::conv1d_plain<false>));                       \
-  m.impl("conv1d_relu.plain", TORCH_FN(qplugin::ops::conv1d_plain<true>));                   \
-  m.impl("conv2d.plain", TORCH_FN(qplugin::ops::conv2d_plain<false>));                       \
-  m.impl("conv2d_relu.plain", TORCH_FN(qplugin::ops::conv2d_plain<true>));                   \
-  m.impl("conv3d.plain", TORCH_FN(qplugin::ops::conv3d_plain<false>));                       \
-  m.impl("conv3d_relu.plain", TORCH_FN(qplugin::ops::conv3d_plain<true>));                   \
-  m.impl("conv_transpose1d.plain", TORCH_FN(qplugin::ops::conv_transpose1d_plain));          \
-  m.impl("conv_transpose2d.plain", TORCH_FN(qplugin::ops::conv_transpose2d_plain));          \
-  m.impl("conv_transpose3d.plain", TORCH_FN(qplugin::ops::conv_transpose3d_plain));          \
-  m.impl("conv2d_add.plain", TORCH_FN(qplugin::ops::conv2d_add_plain<false>));               \
-  m.impl("conv2d_add_relu.plain", TORCH_FN(qplugin::ops::conv2d_add_plain<true>));
-
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_CONV(m)
-  QPLUGIN_REGISTER_CONV_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_CONV(m)
-  QPLUGIN_REGISTER_CONV_PLAIN(m)
-}
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { qplugin::ops::register_conv(m); }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { qplugin::ops::register_conv(m); }
 // No tensor argument to dispatch on: one kernel for every key.
 TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
-  m.impl("conv1d_unpack", TORCH_FN(qplugin::ops::conv1d_unpack));
-  m.impl("conv2d_unpack", TORCH_FN(qplugin::ops::conv2d_unpack));
-  m.impl("conv3d_unpack", TORCH_FN(qplugin::ops::conv3d_unpack));
-  m.impl("conv_transpose1d_unpack", TORCH_FN(qplugin::ops::conv_transpose1d_unpack));
-  m.impl("conv_transpose2d_unpack", TORCH_FN(qplugin::ops::conv_transpose2d_unpack));
-  m.impl("conv_transpose3d_unpack", TORCH_FN(qplugin::ops::conv_transpose3d_unpack));
+#define QPLUGIN_IMPL_CONV_UNPACK(D)                                                           \
+  m.impl("conv" #D "d_unpack", TORCH_FN(qplugin::ops::conv##D##d_unpack));                    \
+  m.impl("conv_transpose" #D "d_unpack", TORCH_FN(qplugin::ops::conv_transpose##D##d_unpack));
+  QPLUGIN_IMPL_CONV_UNPACK(1) QPLUGIN_IMPL_CONV_UNPACK(2) QPLUGIN_IMPL_CONV_UNPACK(3)
+#undef QPLUGIN_IMPL_CONV_UNPACK
 }
-#undef QPLUGIN_REGISTER_CONV
-#undef QPLUGIN_REGISTER_CONV_PLAIN
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_conv_kernel)

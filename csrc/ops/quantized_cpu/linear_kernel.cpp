@@ -20,6 +20,7 @@
 #include "kernels/gemm/exact_gemm.h"
 #include "ops/quantized_cpu/exact_gemm.h"
 #include "packed/linear_packed_params.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -105,12 +106,7 @@ at::Tensor linear_act_core(const QArg& x, const Packed& w, double output_scale,
   TORCH_CHECK(w, "qplugin::", op, ": expected packed weights (qplugin.LinearPackedParams), got "
               "None");
   const int64_t N = w->out_features(), K = w->in_features();
-  TORCH_CHECK(x.dim() >= 2, "qplugin::", op,
-              ": expected input of rank >= 2 (batch, ..., in_features), got ", x.dim(),
-              "-D; unsqueeze a 1-D input to (1, in_features)");
-  TORCH_CHECK(x.size(-1) == K, "qplugin::", op, ": expected input with in_features = ", K,
-              " in its last dimension (weight is [", N, ", ", K, "]), got ", x.size(-1),
-              " (input shape ", x.sizes(), ")");
+  checks::check_linear_input(op, x, N, K);
   checks::check_output_qparams(op, output_scale, output_zero_point, at::kQUInt8);
   if (A == Act::kLeakyRelu) {
     TORCH_CHECK(std::isfinite(negative_slope), "qplugin::", op,
@@ -205,39 +201,27 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> linear_unpack(const Packed& w)
   return w->unpack();
 }
 
+// The ops, then their PT2 doors (`.plain`), registered for QuantizedCPU and CPU alike: on a float
+// tensor an op raises its own "expected a quantized tensor", and a quantized tensor passed to a
+// `.plain` overload gets QArg::plain's message, instead of the dispatcher's "no kernel".
+void register_linear(torch::Library& m) {
+  m.impl("linear_prepack", TORCH_FN(linear_prepack_quantized_cpu));
+  QPLUGIN_IMPL_RELU_PAIR("linear", "", linear_quantized_cpu)
+  QPLUGIN_IMPL_RELU_PAIR("linear", ".plain", linear_plain)
+  QPLUGIN_IMPL_WITH_PLAIN(linear_leaky_relu)
+  QPLUGIN_IMPL_WITH_PLAIN(linear_tanh)
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
 
-#define QPLUGIN_REGISTER_LINEAR(m)                                                     \
-  m.impl("linear_prepack", TORCH_FN(qplugin::ops::linear_prepack_quantized_cpu));     \
-  m.impl("linear", TORCH_FN(qplugin::ops::linear_quantized_cpu<false>));              \
-  m.impl("linear_relu", TORCH_FN(qplugin::ops::linear_quantized_cpu<true>));              \
-  m.impl("linear_leaky_relu", TORCH_FN(qplugin::ops::linear_leaky_relu_quantized_cpu));    \
-  m.impl("linear_tanh", TORCH_FN(qplugin::ops::linear_tanh_quantized_cpu));
-
-// The PT2 door: also under QuantizedCPU, so that a quantized tensor passed to a .plain overload
-// gets QArg::plain's message instead of the dispatcher's "no kernel".
-#define QPLUGIN_REGISTER_LINEAR_PLAIN(m)                                                  \
-  m.impl("linear.plain", TORCH_FN(qplugin::ops::linear_plain<false>));                   \
-  m.impl("linear_relu.plain", TORCH_FN(qplugin::ops::linear_plain<true>));               \
-  m.impl("linear_leaky_relu.plain", TORCH_FN(qplugin::ops::linear_leaky_relu_plain));    \
-  m.impl("linear_tanh.plain", TORCH_FN(qplugin::ops::linear_tanh_plain));
-
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_LINEAR(m)
-  QPLUGIN_REGISTER_LINEAR_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_LINEAR(m)
-  QPLUGIN_REGISTER_LINEAR_PLAIN(m)
-}
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { qplugin::ops::register_linear(m); }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { qplugin::ops::register_linear(m); }
 // No tensor argument to dispatch on: one kernel for every key.
 TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
   m.impl("linear_unpack", TORCH_FN(qplugin::ops::linear_unpack));
 }
-#undef QPLUGIN_REGISTER_LINEAR
-#undef QPLUGIN_REGISTER_LINEAR_PLAIN
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_linear_kernel)

@@ -28,6 +28,7 @@
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
 #include "kernels/normalization/normalization.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -506,55 +507,50 @@ at::Tensor group_norm_impl(const char* op, const QArg& qa, int64_t num_groups,
   }
   const OutRange o = out_range(qa.scalar_type());
   const auto& nk = kernels::norm_table();
+  // The 8-bit code type T (a value of it as the tag) with its typed kernels k.
+  auto run_8bit = [&](auto tag, const auto& k) {
+    using T = decltype(tag);
+    const auto* xp = reinterpret_cast<const T*>(x.data_ptr());
+    auto* yp = reinterpret_cast<T*>(y.data_ptr());
+    if (nhwc) {
+      group_norm_nhwc_8bit<T>(k, nk.row_tables, xp, yp, s, a, o);
+    } else {
+      group_norm_nchw_8bit<T>(k, nk.plane_tables, xp, yp, s, a, o);
+    }
+  };
   if (qa.scalar_type() == at::kQUInt8) {
-    const auto* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
-    auto* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
-    if (nhwc) {
-      group_norm_nhwc_8bit<uint8_t>(nk.u8, nk.row_tables, xp, yp, s, a, o);
-    } else {
-      group_norm_nchw_8bit<uint8_t>(nk.u8, nk.plane_tables, xp, yp, s, a, o);
-    }
+    run_8bit(uint8_t{}, nk.u8);
   } else {
-    const auto* xp = reinterpret_cast<const int8_t*>(x.data_ptr());
-    auto* yp = reinterpret_cast<int8_t*>(y.data_ptr());
-    if (nhwc) {
-      group_norm_nhwc_8bit<int8_t>(nk.s8, nk.row_tables, xp, yp, s, a, o);
-    } else {
-      group_norm_nchw_8bit<int8_t>(nk.s8, nk.plane_tables, xp, yp, s, a, o);
-    }
+    run_8bit(int8_t{}, nk.s8);
   }
   return y;
 }
 
-at::Tensor group_norm_core(const char* op, const QArg& qa, int64_t num_groups,
+// group_norm (num_groups given) and instance_norm (none: one channel per group).
+at::Tensor group_norm_core(const char* op, const QArg& qa, c10::optional<int64_t> num_groups,
                            const c10::optional<at::Tensor>& weight,
                            const c10::optional<at::Tensor>& bias, double eps,
                            double output_scale, int64_t output_zero_point) {
   check_common(op, qa, eps, output_scale, output_zero_point);
   const at::Tensor& qx = qa.tensor();
+  if (!num_groups.has_value()) {
+    TORCH_CHECK(qx.dim() >= 3, "qplugin::", op, ": expected an input of at least 3 "
+                "dimensions (N, C, L, ...), got ", qx.dim(), "-D",
+                qx.dim() == 2 ? "; add the batch dimension with unsqueeze(0)" : "");
+    // Instance norm is group norm with one channel per group.
+    return group_norm_impl(op, qa, std::max<int64_t>(1, qx.size(1)), weight, bias, eps,
+                           output_scale, output_zero_point);
+  }
   // 2-D (N, C) is accepted as float group_norm does (PyTorch's quantized op requires >= 3-D).
   TORCH_CHECK(qx.dim() >= 2, "qplugin::", op, ": expected an input of at least 2 dimensions "
               "(N, C, *), got ", qx.dim(), "-D");
-  TORCH_CHECK(num_groups > 0, "qplugin::", op, ": expected a positive num_groups, got ",
-              num_groups);
-  TORCH_CHECK(qx.size(1) % num_groups == 0, "qplugin::", op, ": expected the number of "
-              "channels to be divisible by num_groups (", num_groups, "), got ", qx.size(1),
+  TORCH_CHECK(*num_groups > 0, "qplugin::", op, ": expected a positive num_groups, got ",
+              *num_groups);
+  TORCH_CHECK(qx.size(1) % *num_groups == 0, "qplugin::", op, ": expected the number of "
+              "channels to be divisible by num_groups (", *num_groups, "), got ", qx.size(1),
               " channels");
-  return group_norm_impl(op, qa, num_groups, weight, bias, eps, output_scale, output_zero_point);
-}
-
-at::Tensor instance_norm_core(const char* op, const QArg& qa,
-                              const c10::optional<at::Tensor>& weight,
-                              const c10::optional<at::Tensor>& bias, double eps,
-                              double output_scale, int64_t output_zero_point) {
-  check_common(op, qa, eps, output_scale, output_zero_point);
-  const at::Tensor& qx = qa.tensor();
-  TORCH_CHECK(qx.dim() >= 3, "qplugin::", op, ": expected an input of at least 3 "
-              "dimensions (N, C, L, ...), got ", qx.dim(), "-D",
-              qx.dim() == 2 ? "; add the batch dimension with unsqueeze(0)" : "");
-  // Instance norm is group norm with one channel per group.
-  return group_norm_impl(op, qa, std::max<int64_t>(1, qx.size(1)), weight, bias, eps,
-                         output_scale, output_zero_point);
+  return group_norm_impl(op, qa, *num_groups, weight, bias, eps, output_scale,
+                         output_zero_point);
 }
 
 // ---- The two doors (common/qarg.h): legacy quantized tensors and `.plain` codes + qparams
@@ -580,9 +576,10 @@ at::Tensor instance_norm_quantized_cpu(const at::Tensor& qx,
                                        const c10::optional<at::Tensor>& weight,
                                        const c10::optional<at::Tensor>& bias, double eps,
                                        double output_scale, int64_t output_zero_point) {
-  return instance_norm_core("instance_norm",
-                            QArg::quantized("instance_norm", "input", qx, kNormTypes), weight,
-                            bias, eps, output_scale, output_zero_point);
+  return group_norm_core("instance_norm",
+                         QArg::quantized("instance_norm", "input", qx, kNormTypes),
+                         /*num_groups=*/c10::nullopt, weight, bias, eps, output_scale,
+                         output_zero_point);
 }
 at::Tensor layer_norm_plain(const at::Tensor& x, double xs, int64_t xz,
                             at::IntArrayRef normalized_shape,
@@ -605,9 +602,10 @@ at::Tensor instance_norm_plain(const at::Tensor& x, double xs, int64_t xz,
                                const c10::optional<at::Tensor>& weight,
                                const c10::optional<at::Tensor>& bias, double eps,
                                double output_scale, int64_t output_zero_point) {
-  return instance_norm_core("instance_norm.plain",
-                            QArg::plain("instance_norm", "input", x, xs, xz, kNormTypes), weight,
-                            bias, eps, output_scale, output_zero_point);
+  return group_norm_core("instance_norm.plain",
+                         QArg::plain("instance_norm", "input", x, xs, xz, kNormTypes),
+                         /*num_groups=*/c10::nullopt, weight, bias, eps, output_scale,
+                         output_zero_point);
 }
 
 }  // namespace
@@ -616,26 +614,13 @@ at::Tensor instance_norm_plain(const at::Tensor& x, double xs, int64_t xz,
 
 // Registered for QuantizedCPU and CPU: on a float tensor the op itself raises a clear
 // "expected a quantized tensor" instead of the dispatcher's "could not run ... CPU backend".
-#define QPLUGIN_REGISTER_NORMALIZATION(m)                                           \
-  m.impl("layer_norm", TORCH_FN(qplugin::ops::layer_norm_quantized_cpu));           \
-  m.impl("group_norm", TORCH_FN(qplugin::ops::group_norm_quantized_cpu));           \
-  m.impl("instance_norm", TORCH_FN(qplugin::ops::instance_norm_quantized_cpu));
+// Each op and its `.plain` overload (PT2 door), registered for QuantizedCPU and CPU: on a float
+// tensor the op itself raises a clear "expected a quantized tensor", and a quantized tensor passed
+// to a `.plain` overload gets QArg::plain's "expected a plain tensor of codes".
+#define QPLUGIN_NORM_OPS(X) X(layer_norm) X(group_norm) X(instance_norm)
 
-// The `.plain` overloads (PT2 door) on the CPU key; on QuantizedCPU too, so that a quantized
-// tensor passed to one gets QArg::plain's "expected a plain tensor of codes" error.
-#define QPLUGIN_REGISTER_NORMALIZATION_PLAIN(m) \
-  m.impl("layer_norm.plain", TORCH_FN(qplugin::ops::layer_norm_plain)); \
-  m.impl("group_norm.plain", TORCH_FN(qplugin::ops::group_norm_plain)); \
-  m.impl("instance_norm.plain", TORCH_FN(qplugin::ops::instance_norm_plain));
-
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_NORMALIZATION(m)
-  QPLUGIN_REGISTER_NORMALIZATION_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_NORMALIZATION(m)
-  QPLUGIN_REGISTER_NORMALIZATION_PLAIN(m)
-}
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_NORM_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_NORM_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_normalization_kernel)

@@ -23,6 +23,7 @@
 #include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/pool/pool_dispatch.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -253,21 +254,12 @@ void run_cl(const TypedPoolKernels<T>& K, Kind kind, const T* x, T* y, int64_t N
   });
 }
 
-template <typename T>
-const TypedPoolKernels<T>& typed_kernels();
-template <>
-const TypedPoolKernels<uint8_t>& typed_kernels<uint8_t>() { return kernels::pool_table().u8; }
-template <>
-const TypedPoolKernels<int8_t>& typed_kernels<int8_t>() { return kernels::pool_table().s8; }
-template <>
-const TypedPoolKernels<int32_t>& typed_kernels<int32_t>() { return kernels::pool_table().s32; }
-
 // Runs the plan on 5-D views (N, C, D, H, W) of x and y (y allocated by the caller).
 template <typename T>
 void run(Kind kind, const at::Tensor& x5, at::Tensor& y5, bool cl, const DimPlan& pd,
          const DimPlan& ph, const DimPlan& pw, const AvgQ& q, c10::optional<int64_t> dov,
          bool regular) {
-  const auto& K = typed_kernels<T>();
+  const auto& K = kernels::pool_table().of<T>();
   const int64_t N = x5.size(0), C = x5.size(1);
   const T* xp = reinterpret_cast<const T*>(x5.data_ptr());
   T* yp = reinterpret_cast<T*>(y5.data_ptr());
@@ -471,57 +463,57 @@ at::Tensor pool_plain(const char* op, const char* plain_op, const char* arg, int
                      a, force_cl3d_out);
 }
 
-PoolArgs max_args(const char* op, int64_t nd, at::IntArrayRef kernel_size, at::IntArrayRef stride,
-                  at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+// The window of max and avg pooling: kernel_size (required), stride (default: the kernel),
+// padding (default 0), each 1 or nd ints.
+PoolArgs window_args(const char* op, int64_t nd, Kind kind, at::IntArrayRef kernel_size,
+                     at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode) {
   PoolArgs a;
-  a.kind = Kind::kMax;
+  a.kind = kind;
   TORCH_CHECK(!kernel_size.empty(), "qplugin::", op, ": expected kernel_size of 1 or ", nd,
               " ints, got an empty list");
   a.kernel = expand(op, "kernel_size", kernel_size, nd, {});
   a.stride = expand(op, "stride", stride, nd, a.kernel);
   a.padding = expand(op, "padding", padding, nd, std::vector<int64_t>(nd, 0));
-  a.dilation = expand(op, "dilation", dilation, nd, std::vector<int64_t>(nd, 1));
   a.ceil_mode = ceil_mode;
   return a;
 }
 
-at::Tensor max_pool1d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
-                                    at::IntArrayRef stride, at::IntArrayRef padding,
-                                    at::IntArrayRef dilation, bool ceil_mode) {
-  return pool_impl("max_pool1d", 1, qx,
-                   max_args("max_pool1d", 1, kernel_size, stride, padding, dilation, ceil_mode));
+PoolArgs max_args(const char* op, int64_t nd, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                  at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  PoolArgs a = window_args(op, nd, Kind::kMax, kernel_size, stride, padding, ceil_mode);
+  a.dilation = expand(op, "dilation", dilation, nd, std::vector<int64_t>(nd, 1));
+  return a;
 }
 
-at::Tensor max_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
-                                    at::IntArrayRef stride, at::IntArrayRef padding,
-                                    at::IntArrayRef dilation, bool ceil_mode) {
-  return pool_impl("max_pool2d", 2, qx,
-                   max_args("max_pool2d", 2, kernel_size, stride, padding, dilation, ceil_mode));
-}
-
-at::Tensor max_pool3d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
-                                    at::IntArrayRef stride, at::IntArrayRef padding,
-                                    at::IntArrayRef dilation, bool ceil_mode) {
-  return pool_impl("max_pool3d", 3, qx,
-                   max_args("max_pool3d", 3, kernel_size, stride, padding, dilation, ceil_mode));
-}
+// Each max-pool op's two doors: NAME_quantized_cpu (quantized input) and NAME_plain (plain codes,
+// the PT2 door; ARG names its input in the `.plain` schema).
+#define QPLUGIN_MAX_POOL_OP(NAME, RANK, ARG)                                                    \
+  at::Tensor NAME##_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,            \
+                                  at::IntArrayRef stride, at::IntArrayRef padding,              \
+                                  at::IntArrayRef dilation, bool ceil_mode) {                   \
+    return pool_impl(#NAME, RANK, qx,                                                           \
+                     max_args(#NAME, RANK, kernel_size, stride, padding, dilation, ceil_mode)); \
+  }                                                                                             \
+  at::Tensor NAME##_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,        \
+                          at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {   \
+    return pool_plain(#NAME, #NAME ".plain", ARG, RANK, {x, xs, xz},                            \
+                      max_args(#NAME ".plain", RANK, k, s, p, d, cm));                          \
+  }
+QPLUGIN_MAX_POOL_OP(max_pool1d, 1, "qx")
+QPLUGIN_MAX_POOL_OP(max_pool2d, 2, "qx")
+QPLUGIN_MAX_POOL_OP(max_pool3d, 3, "self")
+#undef QPLUGIN_MAX_POOL_OP
 
 PoolArgs avg_args(const char* op, int64_t nd, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                   at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                   c10::optional<int64_t> divisor_override) {
-  PoolArgs a;
-  a.kind = Kind::kAvg;
-  TORCH_CHECK(!kernel_size.empty(), "qplugin::", op, ": expected kernel_size of 1 or ", nd,
-              " ints, got an empty list");
-  a.kernel = expand(op, "kernel_size", kernel_size, nd, {});
-  a.stride = expand(op, "stride", stride, nd, a.kernel);
-  a.padding = expand(op, "padding", padding, nd, std::vector<int64_t>(nd, 0));
-  a.ceil_mode = ceil_mode;
+  PoolArgs a = window_args(op, nd, Kind::kAvg, kernel_size, stride, padding, ceil_mode);
   a.count_include_pad = count_include_pad;
   a.divisor_override = divisor_override;
   return a;
 }
 
+// avg_pool1d (no divisor_override), both doors.
 at::Tensor avg_pool1d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
                                     at::IntArrayRef stride, at::IntArrayRef padding,
                                     bool ceil_mode, bool count_include_pad) {
@@ -529,26 +521,34 @@ at::Tensor avg_pool1d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel
                    avg_args("avg_pool1d", 1, kernel_size, stride, padding, ceil_mode,
                             count_include_pad, c10::nullopt));
 }
-
-at::Tensor avg_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
-                                    at::IntArrayRef stride, at::IntArrayRef padding,
-                                    bool ceil_mode, bool count_include_pad,
-                                    c10::optional<int64_t> divisor_override) {
-  return pool_impl("avg_pool2d", 2, qx,
-                   avg_args("avg_pool2d", 2, kernel_size, stride, padding, ceil_mode,
-                            count_include_pad, divisor_override));
+at::Tensor avg_pool1d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
+                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip) {
+  return pool_plain("avg_pool1d", "avg_pool1d.plain", "self", 1, {x, xs, xz},
+                    avg_args("avg_pool1d.plain", 1, k, s, p, cm, cip, c10::nullopt));
 }
 
-at::Tensor avg_pool3d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,
-                                    at::IntArrayRef stride, at::IntArrayRef padding,
-                                    bool ceil_mode, bool count_include_pad,
-                                    c10::optional<int64_t> divisor_override) {
-  // PyTorch's QuantizedCPU avg_pool3d returns channels_last_3d for any input layout.
-  return pool_impl("avg_pool3d", 3, qx,
-                   avg_args("avg_pool3d", 3, kernel_size, stride, padding, ceil_mode,
-                            count_include_pad, divisor_override),
-                   /*force_cl3d_out=*/true);
-}
+// avg_pool2d / avg_pool3d, both doors (as QPLUGIN_MAX_POOL_OP). PyTorch's QuantizedCPU avg_pool3d
+// returns channels_last_3d for any input layout (CL3D).
+#define QPLUGIN_AVG_POOL_OP(NAME, RANK, CL3D)                                                   \
+  at::Tensor NAME##_quantized_cpu(const at::Tensor& qx, at::IntArrayRef kernel_size,            \
+                                  at::IntArrayRef stride, at::IntArrayRef padding,              \
+                                  bool ceil_mode, bool count_include_pad,                       \
+                                  c10::optional<int64_t> divisor_override) {                    \
+    return pool_impl(#NAME, RANK, qx,                                                           \
+                     avg_args(#NAME, RANK, kernel_size, stride, padding, ceil_mode,             \
+                              count_include_pad, divisor_override),                             \
+                     /*force_cl3d_out=*/CL3D);                                                  \
+  }                                                                                             \
+  at::Tensor NAME##_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,        \
+                          at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip,              \
+                          c10::optional<int64_t> dov) {                                         \
+    return pool_plain(#NAME, #NAME ".plain", "self", RANK, {x, xs, xz},                         \
+                      avg_args(#NAME ".plain", RANK, k, s, p, cm, cip, dov),                    \
+                      /*force_cl3d_out=*/CL3D);                                                 \
+  }
+QPLUGIN_AVG_POOL_OP(avg_pool2d, 2, false)
+QPLUGIN_AVG_POOL_OP(avg_pool3d, 3, true)
+#undef QPLUGIN_AVG_POOL_OP
 
 PoolArgs adaptive_args(const char* op, int64_t nd, at::IntArrayRef output_size, Kind kind) {
   PoolArgs a;
@@ -560,122 +560,36 @@ PoolArgs adaptive_args(const char* op, int64_t nd, at::IntArrayRef output_size, 
   return a;
 }
 
-at::Tensor adaptive_avg_pool1d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef output_size) {
-  return pool_impl("adaptive_avg_pool1d", 1, qx,
-                   adaptive_args("adaptive_avg_pool1d", 1, output_size, Kind::kAdaptiveAvg));
-}
-
-at::Tensor adaptive_avg_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef output_size) {
-  return pool_impl("adaptive_avg_pool2d", 2, qx,
-                   adaptive_args("adaptive_avg_pool2d", 2, output_size, Kind::kAdaptiveAvg));
-}
-
-at::Tensor adaptive_avg_pool3d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef output_size) {
-  return pool_impl("adaptive_avg_pool3d", 3, qx,
-                   adaptive_args("adaptive_avg_pool3d", 3, output_size, Kind::kAdaptiveAvg));
-}
-
-at::Tensor adaptive_max_pool2d_quantized_cpu(const at::Tensor& qx, at::IntArrayRef output_size) {
-  return pool_impl("adaptive_max_pool2d", 2, qx,
-                   adaptive_args("adaptive_max_pool2d", 2, output_size, Kind::kAdaptiveMax));
-}
-
-// ---- PT2 door (`.plain` overloads, CPU key): the same cores on plain codes. ----
-
-at::Tensor max_pool1d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {
-  return pool_plain("max_pool1d", "max_pool1d.plain", "qx", 1, {x, xs, xz},
-                    max_args("max_pool1d.plain", 1, k, s, p, d, cm));
-}
-at::Tensor max_pool2d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {
-  return pool_plain("max_pool2d", "max_pool2d.plain", "qx", 2, {x, xs, xz},
-                    max_args("max_pool2d.plain", 2, k, s, p, d, cm));
-}
-at::Tensor max_pool3d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d, bool cm) {
-  return pool_plain("max_pool3d", "max_pool3d.plain", "self", 3, {x, xs, xz},
-                    max_args("max_pool3d.plain", 3, k, s, p, d, cm));
-}
-at::Tensor avg_pool1d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip) {
-  return pool_plain("avg_pool1d", "avg_pool1d.plain", "self", 1, {x, xs, xz},
-                    avg_args("avg_pool1d.plain", 1, k, s, p, cm, cip, c10::nullopt));
-}
-at::Tensor avg_pool2d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip,
-                            c10::optional<int64_t> dov) {
-  return pool_plain("avg_pool2d", "avg_pool2d.plain", "self", 2, {x, xs, xz},
-                    avg_args("avg_pool2d.plain", 2, k, s, p, cm, cip, dov));
-}
-at::Tensor avg_pool3d_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef k,
-                            at::IntArrayRef s, at::IntArrayRef p, bool cm, bool cip,
-                            c10::optional<int64_t> dov) {
-  return pool_plain("avg_pool3d", "avg_pool3d.plain", "self", 3, {x, xs, xz},
-                    avg_args("avg_pool3d.plain", 3, k, s, p, cm, cip, dov),
-                    /*force_cl3d_out=*/true);
-}
-at::Tensor adaptive_avg_pool1d_plain(const at::Tensor& x, double xs, int64_t xz,
-                                     at::IntArrayRef os) {
-  return pool_plain("adaptive_avg_pool1d", "adaptive_avg_pool1d.plain", "self", 1, {x, xs, xz},
-                    adaptive_args("adaptive_avg_pool1d.plain", 1, os, Kind::kAdaptiveAvg));
-}
-at::Tensor adaptive_avg_pool2d_plain(const at::Tensor& x, double xs, int64_t xz,
-                                     at::IntArrayRef os) {
-  return pool_plain("adaptive_avg_pool2d", "adaptive_avg_pool2d.plain", "self", 2, {x, xs, xz},
-                    adaptive_args("adaptive_avg_pool2d.plain", 2, os, Kind::kAdaptiveAvg));
-}
-at::Tensor adaptive_avg_pool3d_plain(const at::Tensor& x, double xs, int64_t xz,
-                                     at::IntArrayRef os) {
-  return pool_plain("adaptive_avg_pool3d", "adaptive_avg_pool3d.plain", "self", 3, {x, xs, xz},
-                    adaptive_args("adaptive_avg_pool3d.plain", 3, os, Kind::kAdaptiveAvg));
-}
-at::Tensor adaptive_max_pool2d_plain(const at::Tensor& x, double xs, int64_t xz,
-                                     at::IntArrayRef os) {
-  return pool_plain("adaptive_max_pool2d", "adaptive_max_pool2d.plain", "self", 2, {x, xs, xz},
-                    adaptive_args("adaptive_max_pool2d.plain", 2, os, Kind::kAdaptiveMax));
-}
+// Each adaptive op's two doors: NAME_quantized_cpu (quantized input) and NAME_plain (plain codes,
+// the PT2 door; the same core).
+#define QPLUGIN_ADAPTIVE_OP(NAME, RANK, KIND)                                                   \
+  at::Tensor NAME##_quantized_cpu(const at::Tensor& qx, at::IntArrayRef output_size) {         \
+    return pool_impl(#NAME, RANK, qx, adaptive_args(#NAME, RANK, output_size, KIND));          \
+  }                                                                                             \
+  at::Tensor NAME##_plain(const at::Tensor& x, double xs, int64_t xz, at::IntArrayRef os) {    \
+    return pool_plain(#NAME, #NAME ".plain", "self", RANK, {x, xs, xz},                        \
+                      adaptive_args(#NAME ".plain", RANK, os, KIND));                          \
+  }
+QPLUGIN_ADAPTIVE_OP(adaptive_avg_pool1d, 1, Kind::kAdaptiveAvg)
+QPLUGIN_ADAPTIVE_OP(adaptive_avg_pool2d, 2, Kind::kAdaptiveAvg)
+QPLUGIN_ADAPTIVE_OP(adaptive_avg_pool3d, 3, Kind::kAdaptiveAvg)
+QPLUGIN_ADAPTIVE_OP(adaptive_max_pool2d, 2, Kind::kAdaptiveMax)
+#undef QPLUGIN_ADAPTIVE_OP
 
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
 
-// Registered for QuantizedCPU and CPU: on a float tensor the op itself raises a clear
-// "expected a quantized tensor" instead of the dispatcher's "could not run ... CPU backend".
-#define QPLUGIN_REGISTER_POOL(m)                                                                \
-  m.impl("max_pool1d", TORCH_FN(qplugin::ops::max_pool1d_quantized_cpu));                       \
-  m.impl("max_pool2d", TORCH_FN(qplugin::ops::max_pool2d_quantized_cpu));                       \
-  m.impl("max_pool3d", TORCH_FN(qplugin::ops::max_pool3d_quantized_cpu));                       \
-  m.impl("avg_pool1d", TORCH_FN(qplugin::ops::avg_pool1d_quantized_cpu));                       \
-  m.impl("avg_pool2d", TORCH_FN(qplugin::ops::avg_pool2d_quantized_cpu));                       \
-  m.impl("avg_pool3d", TORCH_FN(qplugin::ops::avg_pool3d_quantized_cpu));                       \
-  m.impl("adaptive_avg_pool1d", TORCH_FN(qplugin::ops::adaptive_avg_pool1d_quantized_cpu));     \
-  m.impl("adaptive_avg_pool2d", TORCH_FN(qplugin::ops::adaptive_avg_pool2d_quantized_cpu));     \
-  m.impl("adaptive_avg_pool3d", TORCH_FN(qplugin::ops::adaptive_avg_pool3d_quantized_cpu));     \
-  m.impl("adaptive_max_pool2d", TORCH_FN(qplugin::ops::adaptive_max_pool2d_quantized_cpu));
+// Each op and its `.plain` overload (PT2 door), registered for QuantizedCPU and CPU: on a float
+// tensor the op itself raises a clear "expected a quantized tensor" instead of the dispatcher's
+// "could not run ... CPU backend", and a quantized tensor passed to a `.plain` overload gets
+// QArg::plain's "expected a plain tensor of codes".
+#define QPLUGIN_POOLING_OPS(X)                                                             \
+  X(max_pool1d) X(max_pool2d) X(max_pool3d) X(avg_pool1d) X(avg_pool2d) X(avg_pool3d)      \
+  X(adaptive_avg_pool1d) X(adaptive_avg_pool2d) X(adaptive_avg_pool3d) X(adaptive_max_pool2d)
 
-// The `.plain` overloads (PT2 door) on the CPU key; on QuantizedCPU too, so that a quantized
-// tensor passed to one gets QArg::plain's "expected a plain tensor of codes" error.
-#define QPLUGIN_REGISTER_POOL_PLAIN(m) \
-  m.impl("max_pool1d.plain", TORCH_FN(qplugin::ops::max_pool1d_plain)); \
-  m.impl("max_pool2d.plain", TORCH_FN(qplugin::ops::max_pool2d_plain)); \
-  m.impl("max_pool3d.plain", TORCH_FN(qplugin::ops::max_pool3d_plain)); \
-  m.impl("avg_pool1d.plain", TORCH_FN(qplugin::ops::avg_pool1d_plain)); \
-  m.impl("avg_pool2d.plain", TORCH_FN(qplugin::ops::avg_pool2d_plain)); \
-  m.impl("avg_pool3d.plain", TORCH_FN(qplugin::ops::avg_pool3d_plain)); \
-  m.impl("adaptive_avg_pool1d.plain", TORCH_FN(qplugin::ops::adaptive_avg_pool1d_plain)); \
-  m.impl("adaptive_avg_pool2d.plain", TORCH_FN(qplugin::ops::adaptive_avg_pool2d_plain)); \
-  m.impl("adaptive_avg_pool3d.plain", TORCH_FN(qplugin::ops::adaptive_avg_pool3d_plain)); \
-  m.impl("adaptive_max_pool2d.plain", TORCH_FN(qplugin::ops::adaptive_max_pool2d_plain));
-
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_POOL(m)
-  QPLUGIN_REGISTER_POOL_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_POOL(m)
-  QPLUGIN_REGISTER_POOL_PLAIN(m)
-}
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_POOLING_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_POOLING_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_pooling_kernel)

@@ -18,6 +18,7 @@
 #include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
+#include "ops/quantized_cpu/pixel_blocks.h"
 
 namespace qplugin {
 namespace ops {
@@ -137,17 +138,9 @@ at::Tensor map_codes(const char* op, const QArg& qx, double out_scale, int64_t o
       const auto& k = kernels::table();
       if (cl_to_nchw) {
         const int64_t N = x.size(0), C = x.size(1), HW = n / (N * C);
-        constexpr int64_t kPix = 256;
-        const int64_t nblk = (HW + kPix - 1) / kPix;
-        at::parallel_for(0, N * nblk, std::max<int64_t>(1, kGrain / (kPix * C)),
-                         [&](int64_t b, int64_t e) {
-                           for (int64_t j = b; j < e; ++j) {
-                             const int64_t img = j / nblk, p0 = (j % nblk) * kPix;
-                             const int64_t p1 = std::min(HW, p0 + kPix);
-                             k.lut8_nhwc_to_nchw(xp + img * C * HW, yp + img * C * HW, C, HW, p0,
-                                                 p1, table);
-                           }
-                         });
+        for_pixel_blocks</*kPix=*/256>(N, C, HW, kGrain, [&](int64_t img, int64_t p0, int64_t p1) {
+          k.lut8_nhwc_to_nchw(xp + img * C * HW, yp + img * C * HW, C, HW, p0, p1, table);
+        });
       } else {
         at::parallel_for(0, n, kGrain,
                          [&](int64_t b, int64_t e) { k.lut8(xp + b, yp + b, e - b, table); });

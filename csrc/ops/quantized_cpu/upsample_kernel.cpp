@@ -21,6 +21,7 @@
 #include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/pool/pool_dispatch.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -28,16 +29,6 @@ namespace ops {
 namespace {
 
 using kernels::LerpQ;
-using kernels::TypedPoolKernels;
-
-template <typename T>
-const TypedPoolKernels<T>& typed_kernels();
-template <>
-const TypedPoolKernels<uint8_t>& typed_kernels<uint8_t>() { return kernels::pool_table().u8; }
-template <>
-const TypedPoolKernels<int8_t>& typed_kernels<int8_t>() { return kernels::pool_table().s8; }
-template <>
-const TypedPoolKernels<int32_t>& typed_kernels<int32_t>() { return kernels::pool_table().s32; }
 
 float compute_scales_value(c10::optional<double> scale, int64_t in, int64_t out) {
   return (scale.has_value() && *scale > 0.) ? static_cast<float>(1.0 / *scale)
@@ -142,10 +133,11 @@ Prep prepare(const char* op, int64_t nd, const QArg& qa, at::IntArrayRef output_
   return p;
 }
 
+// Nearest resampling (index tables per dimension).
 template <typename T>
-void nearest_run(const Prep& p, const std::vector<int64_t>& id, const std::vector<int64_t>& ih,
-                 const std::vector<int64_t>& iw) {
-  const auto& K = typed_kernels<T>();
+void resample_run(const Prep& p, const std::vector<int64_t>& id, const std::vector<int64_t>& ih,
+                  const std::vector<int64_t>& iw) {
+  const auto& K = kernels::pool_table().of<T>();
   const int64_t D = p.in[0], H = p.in[1], W = p.in[2];
   const int64_t OD = p.out[0], OH = p.out[1], OW = p.out[2];
   const T* x = reinterpret_cast<const T*>(p.x.data_ptr());
@@ -205,34 +197,11 @@ void nearest_run(const Prep& p, const std::vector<int64_t>& id, const std::vecto
   });
 }
 
-at::Tensor nearest_impl_unguarded(const char* op, int64_t nd, bool exact, const QArg& qx,
-                        at::IntArrayRef output_size, c10::optional<double> sd,
-                        c10::optional<double> sh, c10::optional<double> sw) {
-  Prep p = prepare(op, nd, qx, output_size);
-  if (p.y.numel() == 0) return p.y;
-  const auto id = nearest_indices(p.in[0], p.out[0], sd, exact);
-  const auto ih = nearest_indices(p.in[1], p.out[1], sh, exact);
-  const auto iw = nearest_indices(p.in[2], p.out[2], sw, exact);
-  switch (p.qtype) {
-    case at::kQUInt8: nearest_run<uint8_t>(p, id, ih, iw); break;
-    case at::kQInt8: nearest_run<int8_t>(p, id, ih, iw); break;
-    default: nearest_run<int32_t>(p, id, ih, iw); break;
-  }
-  return p.y;
-}
-
-// Scratch (index tables, rows) that fails to allocate names the op (checks.h).
-at::Tensor nearest_impl(const char* op, int64_t nd, bool exact, const QArg& qx,
-                        at::IntArrayRef output_size, c10::optional<double> sd,
-                        c10::optional<double> sh, c10::optional<double> sw) {
-  return checks::guard_alloc(op, [&] { return nearest_impl_unguarded(op, nd, exact, qx, output_size, sd, sh, sw); });
-}
-
 // Separable linear interpolation. Each thread walks output rows (n/plane, od, oh), computing the
 // horizontal pass H of the (up to 4) input rows it needs, cached by (plane, d, h).
 template <typename T>
-void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const LinearDim& lw) {
-  const auto& K = typed_kernels<T>();
+void resample_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const LinearDim& lw) {
+  const auto& K = kernels::pool_table().of<T>();
   const int64_t D = p.in[0], H = p.in[1], W = p.in[2];
   const int64_t OD = p.out[0], OH = p.out[1], OW = p.out[2];
   const int64_t C = p.cl ? p.C : 1;
@@ -302,27 +271,44 @@ void linear_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const L
   });
 }
 
-at::Tensor linear_impl_unguarded(const char* op, int64_t nd, const QArg& qx,
-                       at::IntArrayRef output_size, bool align_corners, c10::optional<double> sd,
-                       c10::optional<double> sh, c10::optional<double> sw) {
-  Prep p = prepare(op, nd, qx, output_size);
-  if (p.y.numel() == 0) return p.y;
-  const LinearDim ld = linear_weights(p.in[0], p.out[0], align_corners, sd);
-  const LinearDim lh = linear_weights(p.in[1], p.out[1], align_corners, sh);
-  const LinearDim lw = linear_weights(p.in[2], p.out[2], align_corners, sw);
-  switch (p.qtype) {
-    case at::kQUInt8: linear_run<uint8_t>(p, ld, lh, lw); break;
-    case at::kQInt8: linear_run<int8_t>(p, ld, lh, lw); break;
-    default: linear_run<int32_t>(p, ld, lh, lw); break;
-  }
-  return p.y;
+// What nearest and linear resampling share: the prepared input/output, one table per dimension
+// (make(in, out, scale) for depth, height, width) and resample_run<T> for the code type T.
+// Scratch (index tables, rows) that fails to allocate names the op (checks.h).
+template <class MakeDim>
+at::Tensor resample(const char* op, int64_t nd, const QArg& qx, at::IntArrayRef output_size,
+                    c10::optional<double> sd, c10::optional<double> sh,
+                    c10::optional<double> sw, MakeDim make) {
+  return checks::guard_alloc(op, [&]() -> at::Tensor {
+    Prep p = prepare(op, nd, qx, output_size);
+    if (p.y.numel() == 0) return p.y;
+    const auto td = make(p.in[0], p.out[0], sd);
+    const auto th = make(p.in[1], p.out[1], sh);
+    const auto tw = make(p.in[2], p.out[2], sw);
+    switch (p.qtype) {
+      case at::kQUInt8: resample_run<uint8_t>(p, td, th, tw); break;
+      case at::kQInt8: resample_run<int8_t>(p, td, th, tw); break;
+      default: resample_run<int32_t>(p, td, th, tw); break;
+    }
+    return p.y;
+  });
 }
 
-// Scratch (index tables, rows) that fails to allocate names the op (checks.h).
+at::Tensor nearest_impl(const char* op, int64_t nd, bool exact, const QArg& qx,
+                        at::IntArrayRef output_size, c10::optional<double> sd,
+                        c10::optional<double> sh, c10::optional<double> sw) {
+  return resample(op, nd, qx, output_size, sd, sh, sw,
+                  [exact](int64_t in, int64_t out, c10::optional<double> s) {
+                    return nearest_indices(in, out, s, exact);
+                  });
+}
+
 at::Tensor linear_impl(const char* op, int64_t nd, const QArg& qx,
                        at::IntArrayRef output_size, bool align_corners, c10::optional<double> sd,
                        c10::optional<double> sh, c10::optional<double> sw) {
-  return checks::guard_alloc(op, [&] { return linear_impl_unguarded(op, nd, qx, output_size, align_corners, sd, sh, sw); });
+  return resample(op, nd, qx, output_size, sd, sh, sw,
+                  [align_corners](int64_t in, int64_t out, c10::optional<double> s) {
+                    return linear_weights(in, out, align_corners, s);
+                  });
 }
 
 using OptD = c10::optional<double>;
@@ -347,14 +333,14 @@ at::Tensor upsample_nearest3d_quantized_cpu(const at::Tensor& x, at::IntArrayRef
                                             OptD sh, OptD sw) {
   return nearest_impl("upsample_nearest3d", 3, false, Q("upsample_nearest3d", x), os, sd, sh, sw);
 }
-at::Tensor upsample_nearest_exact1d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, OptD s) {
+at::Tensor _upsample_nearest_exact1d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os, OptD s) {
   return nearest_impl("_upsample_nearest_exact1d", 1, true, Q("_upsample_nearest_exact1d", x), os, c10::nullopt, c10::nullopt, s);
 }
-at::Tensor upsample_nearest_exact2d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os,
+at::Tensor _upsample_nearest_exact2d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os,
                                                   OptD sh, OptD sw) {
   return nearest_impl("_upsample_nearest_exact2d", 2, true, Q("_upsample_nearest_exact2d", x), os, c10::nullopt, sh, sw);
 }
-at::Tensor upsample_nearest_exact3d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os,
+at::Tensor _upsample_nearest_exact3d_quantized_cpu(const at::Tensor& x, at::IntArrayRef os,
                                                   OptD sd, OptD sh, OptD sw) {
   return nearest_impl("_upsample_nearest_exact3d", 3, true, Q("_upsample_nearest_exact3d", x), os, sd, sh, sw);
 }
@@ -388,17 +374,17 @@ at::Tensor upsample_nearest3d_plain(const at::Tensor& x, double xs, int64_t xz,
   return nearest_impl("upsample_nearest3d.plain", 3, false, QPLUGIN_P("upsample_nearest3d"), os,
                       sd, sh, sw);
 }
-at::Tensor upsample_nearest_exact1d_plain(const at::Tensor& x, double xs, int64_t xz,
+at::Tensor _upsample_nearest_exact1d_plain(const at::Tensor& x, double xs, int64_t xz,
                                           at::IntArrayRef os, OptD s) {
   return nearest_impl("_upsample_nearest_exact1d.plain", 1, true,
                       QPLUGIN_P("_upsample_nearest_exact1d"), os, c10::nullopt, c10::nullopt, s);
 }
-at::Tensor upsample_nearest_exact2d_plain(const at::Tensor& x, double xs, int64_t xz,
+at::Tensor _upsample_nearest_exact2d_plain(const at::Tensor& x, double xs, int64_t xz,
                                           at::IntArrayRef os, OptD sh, OptD sw) {
   return nearest_impl("_upsample_nearest_exact2d.plain", 2, true,
                       QPLUGIN_P("_upsample_nearest_exact2d"), os, c10::nullopt, sh, sw);
 }
-at::Tensor upsample_nearest_exact3d_plain(const at::Tensor& x, double xs, int64_t xz,
+at::Tensor _upsample_nearest_exact3d_plain(const at::Tensor& x, double xs, int64_t xz,
                                           at::IntArrayRef os, OptD sd, OptD sh, OptD sw) {
   return nearest_impl("_upsample_nearest_exact3d.plain", 3, true,
                       QPLUGIN_P("_upsample_nearest_exact3d"), os, sd, sh, sw);
@@ -424,43 +410,17 @@ at::Tensor upsample_trilinear3d_plain(const at::Tensor& x, double xs, int64_t xz
 }  // namespace ops
 }  // namespace qplugin
 
-// Registered for QuantizedCPU and CPU: on a float tensor the op itself raises a clear
-// "expected a quantized tensor" instead of the dispatcher's "could not run ... CPU backend".
-#define QPLUGIN_REGISTER_UPSAMPLE(m)                                                            \
-  m.impl("upsample_nearest1d", TORCH_FN(qplugin::ops::upsample_nearest1d_quantized_cpu));       \
-  m.impl("upsample_nearest2d", TORCH_FN(qplugin::ops::upsample_nearest2d_quantized_cpu));       \
-  m.impl("upsample_nearest3d", TORCH_FN(qplugin::ops::upsample_nearest3d_quantized_cpu));       \
-  m.impl("_upsample_nearest_exact1d",                                                           \
-         TORCH_FN(qplugin::ops::upsample_nearest_exact1d_quantized_cpu));                       \
-  m.impl("_upsample_nearest_exact2d",                                                           \
-         TORCH_FN(qplugin::ops::upsample_nearest_exact2d_quantized_cpu));                       \
-  m.impl("_upsample_nearest_exact3d",                                                           \
-         TORCH_FN(qplugin::ops::upsample_nearest_exact3d_quantized_cpu));                       \
-  m.impl("upsample_linear1d", TORCH_FN(qplugin::ops::upsample_linear1d_quantized_cpu));         \
-  m.impl("upsample_bilinear2d", TORCH_FN(qplugin::ops::upsample_bilinear2d_quantized_cpu));     \
-  m.impl("upsample_trilinear3d", TORCH_FN(qplugin::ops::upsample_trilinear3d_quantized_cpu));
+// Each op and its `.plain` overload (PT2 door), registered for QuantizedCPU and CPU: on a float
+// tensor the op itself raises a clear "expected a quantized tensor" instead of the dispatcher's
+// "could not run ... CPU backend", and a quantized tensor passed to a `.plain` overload gets
+// QArg::plain's "expected a plain tensor of codes".
+#define QPLUGIN_UPSAMPLE_OPS(X)                                                            \
+  X(upsample_nearest1d) X(upsample_nearest2d) X(upsample_nearest3d)                        \
+  X(_upsample_nearest_exact1d) X(_upsample_nearest_exact2d) X(_upsample_nearest_exact3d)   \
+  X(upsample_linear1d) X(upsample_bilinear2d) X(upsample_trilinear3d)
 
-// The `.plain` overloads (PT2 door) on the CPU key; on QuantizedCPU too, so that a quantized
-// tensor passed to one gets QArg::plain's "expected a plain tensor of codes" error.
-#define QPLUGIN_REGISTER_UPSAMPLE_PLAIN(m) \
-  m.impl("upsample_nearest1d.plain", TORCH_FN(qplugin::ops::upsample_nearest1d_plain)); \
-  m.impl("upsample_nearest2d.plain", TORCH_FN(qplugin::ops::upsample_nearest2d_plain)); \
-  m.impl("upsample_nearest3d.plain", TORCH_FN(qplugin::ops::upsample_nearest3d_plain)); \
-  m.impl("_upsample_nearest_exact1d.plain", TORCH_FN(qplugin::ops::upsample_nearest_exact1d_plain)); \
-  m.impl("_upsample_nearest_exact2d.plain", TORCH_FN(qplugin::ops::upsample_nearest_exact2d_plain)); \
-  m.impl("_upsample_nearest_exact3d.plain", TORCH_FN(qplugin::ops::upsample_nearest_exact3d_plain)); \
-  m.impl("upsample_linear1d.plain", TORCH_FN(qplugin::ops::upsample_linear1d_plain)); \
-  m.impl("upsample_bilinear2d.plain", TORCH_FN(qplugin::ops::upsample_bilinear2d_plain)); \
-  m.impl("upsample_trilinear3d.plain", TORCH_FN(qplugin::ops::upsample_trilinear3d_plain));
-
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) {
-  QPLUGIN_REGISTER_UPSAMPLE(m)
-  QPLUGIN_REGISTER_UPSAMPLE_PLAIN(m)
-}
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) {
-  QPLUGIN_REGISTER_UPSAMPLE(m)
-  QPLUGIN_REGISTER_UPSAMPLE_PLAIN(m)
-}
+TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_UPSAMPLE_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
+TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_UPSAMPLE_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_upsample_kernel)
