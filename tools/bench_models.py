@@ -22,9 +22,7 @@ and <= 0.5).
 import argparse
 import copy
 import os
-import statistics
 import sys
-import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,13 +30,17 @@ from _isa_env import apply_isa_from_argv  # noqa: E402
 
 apply_isa_from_argv()  # before torch and qplugin load their kernels
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, _ROOT)
+sys.path.insert(0, os.path.join(_ROOT, "tests", "models"))
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import qplugin  # noqa: E402
 import qplugin.quantization as qq  # noqa: E402
+from _models import _randomize_bn  # noqa: E402  (tests/models/_models.py)
+from _timing import interleaved_medians  # noqa: E402  (tools/_timing.py)
 
 warnings.filterwarnings("ignore")
 
@@ -264,22 +266,11 @@ def _fuse_lists(model):
     return out
 
 
-def _randomize(model, seed):
-    g = torch.Generator().manual_seed(seed)
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            with torch.no_grad():
-                m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-                m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-                m.bias.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-
-
 def build(name, calib_batches=2, seed=0):
     """(fp32 model, torch.ao int8 model or None, qplugin int8 model), all in eval mode."""
     torch.manual_seed(seed)
     fm = MODELS[name]().eval()
-    _randomize(fm, seed + 1)
+    _randomize_bn(fm, seed + 1)
     fuse = qq.fuse_modules if hasattr(qq, "fuse_modules") and tq is None else tq.fuse_modules
     m = fuse(copy.deepcopy(fm), _fuse_lists(fm))
     qcfg_mod = tq if tq is not None else qq
@@ -295,17 +286,7 @@ def build(name, calib_batches=2, seed=0):
 
 
 def _time(fns, min_time):
-    for f in fns:
-        f()
-        f()
-    times = [[] for _ in fns]
-    t_start = time.perf_counter()
-    while time.perf_counter() - t_start < min_time or len(times[0]) < 5:
-        for i, f in enumerate(fns):
-            t0 = time.perf_counter()
-            f()
-            times[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) * 1e3 for t in times]
+    return [t * 1e3 for t in interleaved_medians(fns, min_time)]  # ms
 
 
 def main():
