@@ -23,47 +23,20 @@ def torch_ao_quantized_batch_norm(input, weight, bias, mean, var, eps, output_sc
                                       output_zero_point)
 
 
-def torch_ao_batch_norm(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
-    return torch.ops.quantized.batch_norm(qx, weight, bias, mean, var, eps, output_scale,
-                                          output_zero_point)
+def _torch_ao_op(name):
+    """torch_ao_<name>(*args) = torch.ops.quantized.<name>(*args), looked up at the call (it is
+    gone in legacy-blocked mode, tests/_block_torch_ao.py)."""
+    def call(*args):
+        return getattr(torch.ops.quantized, name)(*args)
+    call.__name__ = call.__qualname__ = f"torch_ao_{name}"
+    return call
 
 
-def torch_ao_batch_norm1d(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
-    return torch.ops.quantized.batch_norm1d(qx, weight, bias, mean, var, eps, output_scale,
-                                            output_zero_point)
-
-
-def torch_ao_batch_norm2d(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
-    return torch.ops.quantized.batch_norm2d(qx, weight, bias, mean, var, eps, output_scale,
-                                            output_zero_point)
-
-
-def torch_ao_batch_norm3d(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
-    return torch.ops.quantized.batch_norm3d(qx, weight, bias, mean, var, eps, output_scale,
-                                            output_zero_point)
-
-
-def torch_ao_batch_norm_relu(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
-    return torch.ops.quantized.batch_norm_relu(qx, weight, bias, mean, var, eps, output_scale,
-                                               output_zero_point)
-
-
-def torch_ao_batch_norm1d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                               output_zero_point):
-    return torch.ops.quantized.batch_norm1d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                                                 output_zero_point)
-
-
-def torch_ao_batch_norm2d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                               output_zero_point):
-    return torch.ops.quantized.batch_norm2d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                                                 output_zero_point)
-
-
-def torch_ao_batch_norm3d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                               output_zero_point):
-    return torch.ops.quantized.batch_norm3d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                                                 output_zero_point)
+# torch_ao_batch_norm{,1d,2d,3d}{,_relu}(qx, weight, bias, mean, var, eps, output_scale,
+# output_zero_point)
+for _name in ("batch_norm", "batch_norm1d", "batch_norm2d", "batch_norm3d", "batch_norm_relu",
+              "batch_norm1d_relu", "batch_norm2d_relu", "batch_norm3d_relu"):
+    globals()[f"torch_ao_{_name}"] = _torch_ao_op(_name)
 
 
 def torch_ao_relu6(qx, inplace=False):
