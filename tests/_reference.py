@@ -4,6 +4,8 @@
 # the ISA helpers (the scalar path is the reference of the vector paths), opcheck_schema.
 # Changes with: tests/_sweeps.py, every tests/<family>/test_<op>.py.
 import contextlib
+import copy
+import io
 import json
 import math
 import os
@@ -224,6 +226,21 @@ def assert_qclose(actual, expected, max_diff=1, min_identical=0.99, msg="", *, e
 def assert_qequal(actual, expected, msg=""):
     """Bit-identical quantized tensors (values and qparams; not strides: see assert_same_layout)."""
     assert_qclose(actual, expected, max_diff=0, min_identical=1.0, msg=msg)
+
+
+def assert_copies_match(m, args, expected, tmp_path):
+    """The copies of module m -- torch.save / torch.load, torch.jit.script (and its save / load
+    through tmp_path), copy.deepcopy -- give `expected` on args, bit for bit."""
+    buf = io.BytesIO()
+    torch.save(m, buf)
+    buf.seek(0)
+    assert_qequal(torch.load(buf, weights_only=False)(*args), expected)
+    s = torch.jit.script(m)
+    assert_qequal(s(*args), expected)
+    path = str(tmp_path / "scripted.pt")
+    torch.jit.save(s, path)
+    assert_qequal(torch.jit.load(path)(*args), expected)
+    assert_qequal(copy.deepcopy(m)(*args), expected)
 
 
 def effective_strides(t):
