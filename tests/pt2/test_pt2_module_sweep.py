@@ -590,6 +590,26 @@ def _isas():
     return out
 
 
+def _check_exported(qmodel, pmodel, xs, static_door, back=None):
+    """pmodel (the PT2 door's form of qmodel) exports on xs with a graph _check_graph accepts; on
+    every ISA it, the exported module and `back` (to_quantized of it, if given) equal qmodel."""
+    with torch.no_grad():
+        ep = torch.export.export(pmodel, xs, strict=False)
+    _check_graph(ep, static_door)
+    emod = ep.module()
+    for isa in _isas():
+        torch.ops.qplugin._set_cpu_isa(isa)
+        try:
+            with torch.no_grad():
+                want = qmodel(*xs)
+                _assert_equal(pmodel(*xs), want, f"PT2 eager [{isa}]")
+                _assert_equal(emod(*xs), want, f"exported [{isa}]")
+                if back is not None:
+                    _assert_equal(back(*xs), want, f"to_quantized [{isa}]")
+        finally:
+            torch.ops.qplugin._set_cpu_isa("auto")
+
+
 @functools.lru_cache(maxsize=None)
 def _built(cls, cid):
     return CASES[cls][cid]()
@@ -664,20 +684,7 @@ def test_module_runs_on_pt2_door(cls, cid):
         target in (qnn.Quantize, qnn.DeQuantize)
     back = qplugin.pt2.to_quantized(pmodel)
     assert _classes_in(back) == _classes_in(qmodel)
-    with torch.no_grad():
-        ep = torch.export.export(pmodel, xs, strict=False)
-    _check_graph(ep, static_door)
-    emod = ep.module()
-    for isa in _isas():
-        torch.ops.qplugin._set_cpu_isa(isa)
-        try:
-            with torch.no_grad():
-                want = qmodel(*xs)
-                _assert_equal(pmodel(*xs), want, f"PT2 eager [{isa}]")
-                _assert_equal(emod(*xs), want, f"exported [{isa}]")
-                _assert_equal(back(*xs), want, f"to_quantized [{isa}]")
-        finally:
-            torch.ops.qplugin._set_cpu_isa("auto")
+    _check_exported(qmodel, pmodel, xs, static_door, back)
 
 
 @pytest.mark.parametrize("cls,cid", [
@@ -776,19 +783,7 @@ def test_functional_form_runs_on_pt2_door(name):
     fn, shape = FUNCTIONAL_CASES[name]
     qmodel, xs = direct(lambda: _Fn(fn), shape)()
     pmodel = qplugin.pt2.from_quantized(qmodel)
-    with torch.no_grad():
-        ep = torch.export.export(pmodel, xs, strict=False)
-    _check_graph(ep, static_door=True)
-    emod = ep.module()
-    for isa in _isas():
-        torch.ops.qplugin._set_cpu_isa(isa)
-        try:
-            with torch.no_grad():
-                want = qmodel(*xs)
-                _assert_equal(pmodel(*xs), want, f"PT2 eager [{isa}]")
-                _assert_equal(emod(*xs), want, f"exported [{isa}]")
-        finally:
-            torch.ops.qplugin._set_cpu_isa("auto")
+    _check_exported(qmodel, pmodel, xs, static_door=True)
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONAL_SKIP))
