@@ -477,6 +477,19 @@ def quantized_engine(name):
         torch.backends.quantized.engine = prev
 
 
+def qint8_weight(shape, per_channel=False, axis=0, seed=1):
+    """A random qint8 weight (normal, std 0.3): per tensor (scale 0.006, zero point 2) or per
+    channel along axis (scales in [0.002, 0.012), zero points in [-4, 4])."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(shape, generator=g) * 0.3
+    if per_channel:
+        n = shape[axis]
+        s = torch.rand(n, generator=g, dtype=torch.float64) * 0.01 + 0.002
+        z = torch.randint(-4, 5, (n,), generator=g)
+        return torch.quantize_per_channel(w, s, z, axis, torch.qint8)
+    return torch.quantize_per_tensor(w, 0.006, 2, torch.qint8)
+
+
 def weight64(w):
     """A per-tensor or per-channel (axis 0) quantized weight dequantized in float64."""
     if w.qscheme() == torch.per_tensor_affine:
