@@ -105,6 +105,16 @@ def _per_tensor_weights(prepared):
                                     weight=Q.default_weight_observer)
 
 
+def _float_body(make):
+    """make() under seed 0, its batch norms' statistics and affine randomized."""
+    torch.manual_seed(0)
+    body = make()
+    for m in body.modules():
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+            _randomize_bn(m)
+    return body
+
+
 def static(make, *shapes, fuse=None, fuse_train=False, act=torch.quint8, channels_last=False):
     """float body -> _Wrap -> qplugin prepare (x86 qconfig), calibration, convert. `fuse`: lists
     of submodule names for qplugin.quantization.fuse_modules in eval mode (batch norm folded at
@@ -112,11 +122,7 @@ def static(make, *shapes, fuse=None, fuse_train=False, act=torch.quint8, channel
     module stays until convert folds the batch norm). `act`: the activations' dtype (qint8:
     a symmetric-range MinMax observer). `channels_last`: 4-D / 5-D inputs in that layout."""
     def build():
-        torch.manual_seed(0)
-        body = make()
-        for m in body.modules():
-            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
-                _randomize_bn(m)
+        body = _float_body(make)
         model = _Wrap(body, len(shapes))
         if fuse:
             if fuse_train:
@@ -147,11 +153,7 @@ def qat(make, *shapes, fuse=None):
     """float body -> fuse_modules_qat -> prepare_qat (x86 QAT qconfig), two training steps'
     worth of forward passes, eval, convert (the QAT modules' mapping)."""
     def build():
-        torch.manual_seed(0)
-        body = make()
-        for m in body.modules():
-            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
-                _randomize_bn(m)
+        body = _float_body(make)
         model = _Wrap(body, len(shapes)).train()
         if fuse:
             Q.fuse_modules_qat(body, fuse, inplace=True)
