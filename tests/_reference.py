@@ -243,6 +243,15 @@ def assert_copies_match(m, args, expected, tmp_path):
     assert_qequal(copy.deepcopy(m)(*args), expected)
 
 
+def script_round_trip(m):
+    """(torch.jit.script(m), that scripted module saved to a buffer and loaded back)."""
+    scripted = torch.jit.script(m)
+    buf = io.BytesIO()
+    torch.jit.save(scripted, buf)
+    buf.seek(0)
+    return scripted, torch.jit.load(buf)
+
+
 def effective_strides(t):
     """Strides of the dims that have more than one element: the ones that say where data is.
     The stride of a size-1 dim is arbitrary (PyTorch itself picks different ones for the same
