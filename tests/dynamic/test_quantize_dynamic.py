@@ -8,16 +8,8 @@ from torch import nn
 import qplugin.quantization as qq
 from qplugin.nn import dynamic as qnnd
 
+from _dyn_reference import torch_ao_dynamic
 from _models import Encoder
-
-
-def _ao():
-    try:
-        import torch.ao.quantization as tq
-        torch.ops.quantized.linear_prepack
-        return tq
-    except Exception:
-        return None
 
 
 class LSTMModel(nn.Module):
@@ -74,7 +66,7 @@ def _end_to_end(m, x, dtype):
     q = qq.quantize_dynamic(m, dtype=dtype)
     y = q(x)
     assert _rel(y, ref) < (0.05 if dtype == torch.qint8 else 1e-3)
-    tq = _ao()
+    _, tq = torch_ao_dynamic()
     if tq is not None:
         t = tq.quantize_dynamic(m, dtype=dtype)
         assert _rel(y, t(x)) < 1e-2
