@@ -353,6 +353,17 @@ def on_scalar(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread unless a test asks for more: the machine may be shared, and a parallel
+    region waits for its slowest (descheduled) thread. Restores the previous count. Autouse in
+    the test modules that import it (directly or through a family helper)."""
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(prev)
+
+
 def on_one_thread(fn, *args, **kwargs):
     """fn(*args, **kwargs) with torch.set_num_threads(1): results must not depend on how
     at::parallel_for splits the work."""

@@ -9,6 +9,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from _reference import INT_DTYPE, QRANGE  # noqa: E402,F401  (one QRANGE: tests/_sweeps.py)
 from _reference import assert_qclose, isas_to_compare  # noqa: F401  (byte-identity tests)
+from _reference import one_thread  # noqa: F401  (the autouse fixture, re-exported)
 
 import qplugin  # noqa: E402,F401
 
@@ -17,16 +18,6 @@ warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*deprecated.*")
 warnings.filterwarnings("ignore", message=".*quantized tensor.*deprecated.*")
 
 ISAS = ("scalar", "avx2", "avx512vnni")
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread unless a test asks for more: the machine may be shared, and a parallel
-    region waits for its slowest (descheduled) thread. Restores the previous count."""
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
 
 
 def qtensor(shape, dtype=torch.quint8, scale=0.05, zero_point=128, seed=0, mean=None, std=30.0,
