@@ -142,46 +142,61 @@ class ResNet(nn.Module):
         return self.dequant(self.fc(x))
 
 
-# ---------------------------------------------------------------- MobileNetV2 (Sandler et al.)
-class InvertedResidualV2(nn.Module):
-    def __init__(self, cin, cout, stride, expand):
+# ---------------------------------------------------------------- MobileNets
+class _InvertedResidual(nn.Module):
+    """The blocks `layers`, plus the input (a FloatFunctional add) when res."""
+
+    def __init__(self, layers, res):
         super().__init__()
-        hid = cin * expand
-        layers = []
-        if expand != 1:
-            layers.append(ConvBNAct(cin, hid, 1))
-        layers += [ConvBNAct(hid, hid, 3, stride, groups=hid), ConvBNAct(hid, cout, 1, act=None)]
-        self.conv = nn.Sequential(*layers)
-        self.res = stride == 1 and cin == cout
+        self.block = nn.Sequential(*layers)
+        self.res = res
         self.skip_add = _ff()
 
     def forward(self, x):
-        return self.skip_add.add(x, self.conv(x)) if self.res else self.conv(x)
+        return self.skip_add.add(x, self.block(x)) if self.res else self.block(x)
 
 
-class MobileNetV2(nn.Module):
-    CFG = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-           (6, 160, 3, 2), (6, 320, 1, 1)]
+class _MobileNet(nn.Module):
+    """quant - features - global average pool - classifier - dequant."""
 
-    def __init__(self, num_classes=1000):
+    def __init__(self, feats, classifier):
         super().__init__()
         self.quant, self.dequant = _stubs()
-        feats, cin = [ConvBNAct(3, 32, 3, 2)], 32
-        for t, c, n, s in self.CFG:
-            for i in range(n):
-                feats.append(InvertedResidualV2(cin, c, s if i == 0 else 1, t))
-                cin = c
-        feats.append(ConvBNAct(cin, 1280, 1))
         self.features = nn.Sequential(*feats)
         self.gap = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, num_classes))
+        self.classifier = classifier
 
     def forward(self, x):
         x = torch.flatten(self.gap(self.features(self.quant(x))), 1)
         return self.dequant(self.classifier(x))
 
 
-# ---------------------------------------------------------------- MobileNetV3-Large (Howard et al.)
+# MobileNetV2 (Sandler et al.)
+class InvertedResidualV2(_InvertedResidual):
+    def __init__(self, cin, cout, stride, expand):
+        hid = cin * expand
+        layers = []
+        if expand != 1:
+            layers.append(ConvBNAct(cin, hid, 1))
+        layers += [ConvBNAct(hid, hid, 3, stride, groups=hid), ConvBNAct(hid, cout, 1, act=None)]
+        super().__init__(layers, stride == 1 and cin == cout)
+
+
+class MobileNetV2(_MobileNet):
+    CFG = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+           (6, 160, 3, 2), (6, 320, 1, 1)]
+
+    def __init__(self, num_classes=1000):
+        feats, cin = [ConvBNAct(3, 32, 3, 2)], 32
+        for t, c, n, s in self.CFG:
+            for i in range(n):
+                feats.append(InvertedResidualV2(cin, c, s if i == 0 else 1, t))
+                cin = c
+        feats.append(ConvBNAct(cin, 1280, 1))
+        super().__init__(feats, nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, num_classes)))
+
+
+# MobileNetV3-Large (Howard et al.)
 def _div8(v):
     n = max(8, int(v + 4) // 8 * 8)
     return n + 8 if n < 0.9 * v else n
@@ -203,9 +218,8 @@ class SqueezeExcitation(nn.Module):
         return self.mul.mul(s, x)
 
 
-class InvertedResidualV3(nn.Module):
+class InvertedResidualV3(_InvertedResidual):
     def __init__(self, cin, k, hid, cout, se, act, stride):
-        super().__init__()
         layers = []
         if hid != cin:
             layers.append(ConvBNAct(cin, hid, 1, act=act))
@@ -213,15 +227,10 @@ class InvertedResidualV3(nn.Module):
         if se:
             layers.append(SqueezeExcitation(hid))
         layers.append(ConvBNAct(hid, cout, 1, act=None))
-        self.block = nn.Sequential(*layers)
-        self.res = stride == 1 and cin == cout
-        self.skip_add = _ff()
-
-    def forward(self, x):
-        return self.skip_add.add(x, self.block(x)) if self.res else self.block(x)
+        super().__init__(layers, stride == 1 and cin == cout)
 
 
-class MobileNetV3Large(nn.Module):
+class MobileNetV3Large(_MobileNet):
     # (kernel, expanded, out, SE, activation, stride)
     CFG = [(3, 16, 16, False, "relu", 1), (3, 64, 24, False, "relu", 2),
            (3, 72, 24, False, "relu", 1), (5, 72, 40, True, "relu", 2),
@@ -233,21 +242,13 @@ class MobileNetV3Large(nn.Module):
            (5, 960, 160, True, "hardswish", 1)]
 
     def __init__(self, num_classes=1000):
-        super().__init__()
-        self.quant, self.dequant = _stubs()
         feats, cin = [ConvBNAct(3, 16, 3, 2, act="hardswish")], 16
         for k, hid, cout, se, act, s in self.CFG:
             feats.append(InvertedResidualV3(cin, k, hid, cout, se, act, s))
             cin = cout
         feats.append(ConvBNAct(cin, 960, 1, act="hardswish"))
-        self.features = nn.Sequential(*feats)
-        self.gap = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Linear(960, 1280), nn.Hardswish(), nn.Dropout(0.2),
-                                        nn.Linear(1280, num_classes))
-
-    def forward(self, x):
-        x = torch.flatten(self.gap(self.features(self.quant(x))), 1)
-        return self.dequant(self.classifier(x))
+        super().__init__(feats, nn.Sequential(nn.Linear(960, 1280), nn.Hardswish(),
+                                              nn.Dropout(0.2), nn.Linear(1280, num_classes)))
 
 
 MODELS = {
