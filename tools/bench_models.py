@@ -84,32 +84,13 @@ class ConvBNAct(nn.Sequential):
 
 
 # ---------------------------------------------------------------- ResNet (He et al. 2015)
-class BasicBlock(nn.Module):
-    expansion = 1
+class _ResidualBlock(nn.Module):
+    """convs (cin -> out channels, stride) + the input, or its 1x1 projection where the shape
+    changes, through FloatFunctional add_relu."""
 
-    def __init__(self, cin, planes, stride=1):
+    def __init__(self, convs, cin, out, stride):
         super().__init__()
-        self.conv1 = ConvBNAct(cin, planes, 3, stride)
-        self.conv2 = ConvBNAct(planes, planes, 3, 1, act=None)
-        self.down = None
-        if stride != 1 or cin != planes:
-            self.down = ConvBNAct(cin, planes, 1, stride, act=None)
-        self.add_relu = _ff()
-
-    def forward(self, x):
-        idt = x if self.down is None else self.down(x)
-        return self.add_relu.add_relu(self.conv2(self.conv1(x)), idt)
-
-
-class Bottleneck(nn.Module):
-    expansion = 4
-
-    def __init__(self, cin, planes, stride=1):
-        super().__init__()
-        out = planes * 4
-        self.conv1 = ConvBNAct(cin, planes, 1)
-        self.conv2 = ConvBNAct(planes, planes, 3, stride)
-        self.conv3 = ConvBNAct(planes, out, 1, act=None)
+        self.body = nn.Sequential(*convs)
         self.down = None
         if stride != 1 or cin != out:
             self.down = ConvBNAct(cin, out, 1, stride, act=None)
@@ -117,7 +98,24 @@ class Bottleneck(nn.Module):
 
     def forward(self, x):
         idt = x if self.down is None else self.down(x)
-        return self.add_relu.add_relu(self.conv3(self.conv2(self.conv1(x))), idt)
+        return self.add_relu.add_relu(self.body(x), idt)
+
+
+class BasicBlock(_ResidualBlock):
+    expansion = 1
+
+    def __init__(self, cin, planes, stride=1):
+        super().__init__([ConvBNAct(cin, planes, 3, stride),
+                          ConvBNAct(planes, planes, 3, 1, act=None)], cin, planes, stride)
+
+
+class Bottleneck(_ResidualBlock):
+    expansion = 4
+
+    def __init__(self, cin, planes, stride=1):
+        out = planes * 4
+        super().__init__([ConvBNAct(cin, planes, 1), ConvBNAct(planes, planes, 3, stride),
+                          ConvBNAct(planes, out, 1, act=None)], cin, out, stride)
 
 
 class ResNet(nn.Module):
