@@ -19,6 +19,14 @@ REASON = ("needs torch.ao (the legacy quantization stack) as the oracle; QPLUGIN
           " blocks it")
 requires_torch_ao = pytest.mark.skipif(BLOCKED, reason=REASON)
 
+
+def skip_module_if_blocked():
+    """Called at a test module's top, before it imports torch.ao: skips the whole module in
+    legacy-blocked mode (every test there compares with, or migrates from, torch.ao)."""
+    if BLOCKED:
+        pytest.skip(REASON, allow_module_level=True)
+
+
 BLOCKED_PACKAGES = ("torch.ao.quantization", "torch.ao.nn.quantized", "torch.ao.nn.intrinsic",
                     "torch.ao.nn.qat", "torch.nn.quantized", "torch.quantization",
                     "torch.nn.intrinsic", "torch.nn.qat")

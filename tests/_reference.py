@@ -4,6 +4,8 @@
 # the ISA helpers (the scalar path is the reference of the vector paths), opcheck_schema.
 # Changes with: tests/_sweeps.py, every tests/<family>/test_<op>.py.
 import contextlib
+import copy
+import io
 import json
 import math
 import os
@@ -23,47 +25,20 @@ def torch_ao_quantized_batch_norm(input, weight, bias, mean, var, eps, output_sc
                                       output_zero_point)
 
 
-def torch_ao_batch_norm(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
-    return torch.ops.quantized.batch_norm(qx, weight, bias, mean, var, eps, output_scale,
-                                          output_zero_point)
+def _torch_ao_op(name):
+    """torch_ao_<name>(*args) = torch.ops.quantized.<name>(*args), looked up at the call (it is
+    gone in legacy-blocked mode, tests/_block_torch_ao.py)."""
+    def call(*args):
+        return getattr(torch.ops.quantized, name)(*args)
+    call.__name__ = call.__qualname__ = f"torch_ao_{name}"
+    return call
 
 
-def torch_ao_batch_norm1d(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
-    return torch.ops.quantized.batch_norm1d(qx, weight, bias, mean, var, eps, output_scale,
-                                            output_zero_point)
-
-
-def torch_ao_batch_norm2d(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
-    return torch.ops.quantized.batch_norm2d(qx, weight, bias, mean, var, eps, output_scale,
-                                            output_zero_point)
-
-
-def torch_ao_batch_norm3d(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
-    return torch.ops.quantized.batch_norm3d(qx, weight, bias, mean, var, eps, output_scale,
-                                            output_zero_point)
-
-
-def torch_ao_batch_norm_relu(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
-    return torch.ops.quantized.batch_norm_relu(qx, weight, bias, mean, var, eps, output_scale,
-                                               output_zero_point)
-
-
-def torch_ao_batch_norm1d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                               output_zero_point):
-    return torch.ops.quantized.batch_norm1d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                                                 output_zero_point)
-
-
-def torch_ao_batch_norm2d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                               output_zero_point):
-    return torch.ops.quantized.batch_norm2d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                                                 output_zero_point)
-
-
-def torch_ao_batch_norm3d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                               output_zero_point):
-    return torch.ops.quantized.batch_norm3d_relu(qx, weight, bias, mean, var, eps, output_scale,
-                                                 output_zero_point)
+# torch_ao_batch_norm{,1d,2d,3d}{,_relu}(qx, weight, bias, mean, var, eps, output_scale,
+# output_zero_point)
+for _name in ("batch_norm", "batch_norm1d", "batch_norm2d", "batch_norm3d", "batch_norm_relu",
+              "batch_norm1d_relu", "batch_norm2d_relu", "batch_norm3d_relu"):
+    globals()[f"torch_ao_{_name}"] = _torch_ao_op(_name)
 
 
 def torch_ao_relu6(qx, inplace=False):
@@ -253,6 +228,30 @@ def assert_qequal(actual, expected, msg=""):
     assert_qclose(actual, expected, max_diff=0, min_identical=1.0, msg=msg)
 
 
+def assert_copies_match(m, args, expected, tmp_path):
+    """The copies of module m -- torch.save / torch.load, torch.jit.script (and its save / load
+    through tmp_path), copy.deepcopy -- give `expected` on args, bit for bit."""
+    buf = io.BytesIO()
+    torch.save(m, buf)
+    buf.seek(0)
+    assert_qequal(torch.load(buf, weights_only=False)(*args), expected)
+    s = torch.jit.script(m)
+    assert_qequal(s(*args), expected)
+    path = str(tmp_path / "scripted.pt")
+    torch.jit.save(s, path)
+    assert_qequal(torch.jit.load(path)(*args), expected)
+    assert_qequal(copy.deepcopy(m)(*args), expected)
+
+
+def script_round_trip(m):
+    """(torch.jit.script(m), that scripted module saved to a buffer and loaded back)."""
+    scripted = torch.jit.script(m)
+    buf = io.BytesIO()
+    torch.jit.save(scripted, buf)
+    buf.seek(0)
+    return scripted, torch.jit.load(buf)
+
+
 def effective_strides(t):
     """Strides of the dims that have more than one element: the ones that say where data is.
     The stride of a size-1 dim is arbitrary (PyTorch itself picks different ones for the same
@@ -352,6 +351,17 @@ def on_scalar(fn, *args, **kwargs):
     """fn(*args, **kwargs) computed with the scalar kernels."""
     with using_isa("scalar"):
         return fn(*args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread unless a test asks for more: the machine may be shared, and a parallel
+    region waits for its slowest (descheduled) thread. Restores the previous count. Autouse in
+    the test modules that import it (directly or through a family helper)."""
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(prev)
 
 
 def on_one_thread(fn, *args, **kwargs):
@@ -485,6 +495,19 @@ def quantized_engine(name):
         yield
     finally:
         torch.backends.quantized.engine = prev
+
+
+def qint8_weight(shape, per_channel=False, axis=0, seed=1):
+    """A random qint8 weight (normal, std 0.3): per tensor (scale 0.006, zero point 2) or per
+    channel along axis (scales in [0.002, 0.012), zero points in [-4, 4])."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(shape, generator=g) * 0.3
+    if per_channel:
+        n = shape[axis]
+        s = torch.rand(n, generator=g, dtype=torch.float64) * 0.01 + 0.002
+        z = torch.randint(-4, 5, (n,), generator=g)
+        return torch.quantize_per_channel(w, s, z, axis, torch.qint8)
+    return torch.quantize_per_tensor(w, 0.006, 2, torch.qint8)
 
 
 def weight64(w):

@@ -143,19 +143,25 @@ def loader(tmp_path_factory):
     return exes
 
 
-@pytest.fixture(scope="session")
-def demo_files(tmp_path_factory):
-    """(model.pt, input.pt, Python's output) for a demo-style model: DemoNet with BN statistics
-    from data, fused, calibrated, converted with qplugin, scripted and saved."""
+def _fused_demo():
+    """(DemoNet, channels-last, with BN statistics from data and fused, in eval mode; the
+    data x [64, ...]), from seed 0."""
     torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("cpp_model")
     x, _ = demo_data.make_dataset(64, seed=3)
     model = demo_model.DemoNet().to(memory_format=torch.channels_last)
     model.train()
     with torch.no_grad():
         model(x)  # BN running statistics from data, so the folded weights are not trivial
     demo_model.fuse(model.eval())
-    prepared = copy.deepcopy(model)
+    return model, x
+
+
+@pytest.fixture(scope="session")
+def demo_files(tmp_path_factory):
+    """(model.pt, input.pt, Python's output) for a demo-style model: DemoNet with BN statistics
+    from data, fused, calibrated, converted with qplugin, scripted and saved."""
+    out = tmp_path_factory.mktemp("cpp_model")
+    prepared, x = _fused_demo()
     prepared.qconfig = torch.ao.quantization.get_default_qconfig("x86")
     torch.ao.quantization.prepare(
         prepared, inplace=True,
@@ -318,15 +324,8 @@ def test_threads_run_rejects_bad_count(loader, demo_files, tmp_path):
 def demo_pt2(demo_files, tmp_path_factory):
     """(model.pt2, input.pt, Python's output): the TorchScript fixture's model, in PT2 form."""
     model_path, input_path, expected = demo_files
-    torch.manual_seed(0)
     out = tmp_path_factory.mktemp("cpp_pt2")
-    x, _ = demo_data.make_dataset(64, seed=3)
-    model = demo_model.DemoNet().to(memory_format=torch.channels_last)
-    model.train()
-    with torch.no_grad():
-        model(x)
-    demo_model.fuse(model.eval())
-    prepared = copy.deepcopy(model)
+    prepared, x = _fused_demo()
     prepared.qconfig = qplugin.quantization.get_default_qconfig("x86")
     qplugin.quantization.prepare(prepared, inplace=True)
     with torch.no_grad():

@@ -16,6 +16,8 @@ import qplugin.__main__ as main_job
 from qplugin.demo import check, run
 from qplugin.demo import data as demo_data
 
+from _factory import tiny_factory_source
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
@@ -62,36 +64,7 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "qplugin::conv2d" in graph and "quantized::" not in graph
 
 
-_FACTORY = '''
-import torch
-from torch import nn
-from torch.ao.quantization import QuantStub, DeQuantStub
-
-
-class Tiny(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.quant, self.dequant = QuantStub(), DeQuantStub()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.relu = nn.ReLU()
-        self.pool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(8, 4)
-
-    def forward(self, x):
-        x = self.pool(self.relu(self.conv(self.quant(x))))
-        return self.dequant(self.fc(torch.flatten(x, 1)))
-
-
-def make():
-    torch.manual_seed(0)
-    calib = [torch.randn(4, 3, 16, 16) for _ in range(2)]
-    return Tiny().eval(), calib
-
-
-def make_with_eval():
-    model, calib = make()
-    return model, calib, [(x, torch.zeros(4, dtype=torch.long)) for x in calib]
-
+_FACTORY = tiny_factory_source() + '''
 
 def wrong():
     return 3

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from _models import ResNetish, TransformerBlock, prepared, qplugin_convert  # noqa: E402
+from _reference import one_thread  # noqa: E402,F401  (the autouse fixture)
 
 import qplugin.nn as qnn  # noqa: E402
 
@@ -31,14 +32,6 @@ FORWARDS = 10_000
 ROUND_TRIPS = 2_000
 if not sys.platform.startswith("linux"):
     pytest.skip("reads /proc/self/statm", allow_module_level=True)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
 
 
 def rss():

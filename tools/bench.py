@@ -155,6 +155,27 @@ def markdown(rows):
     return "\n".join(lines)
 
 
+def family_main(family, cases, description, argv=None):
+    """main() of a tools/bench/bench_<family>.py: its cases() through run(), the whole table
+    --repeat times, per-case medians printed as markdown (the machine may be shared)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--threads", type=int, action="append", help="thread counts (default 1 and 2)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of the whole table; per-case medians are reported (default 3)")
+    ap.add_argument("--filter", default="", help="only cases whose name contains this")
+    args = ap.parse_args(argv)
+    FAMILIES[family] = lambda: [c for c in cases() if args.filter in c[0]]
+    runs = [run([family], args.threads or [1, 2]) for _ in range(max(1, args.repeat))]
+    rows = []
+    for i, row in enumerate(runs[0]):
+        fam, name, t = row[:3]
+        med = [statistics.median(r[i][k] for r in runs) for k in (3, 4, 5)]
+        rows.append((fam, name, t, *med, row[6]))
+    print(f"qplugin {qplugin.__version__}, ISA {qplugin.cpu_isa()}, torch {torch.__version__}, "
+          f"median of {len(runs)} runs\n")
+    print(markdown(rows))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--family", action="append", choices=sorted(FAMILIES),

@@ -19,11 +19,8 @@ BERT batch 8 <= 0.85 and <= 0.5, batch 1 <= 1.0; LSTM <= 1.0 and <= 0.7; linear 
 """
 import argparse
 import copy
-import math
 import os
-import statistics
 import sys
-import time
 import warnings
 
 _ISA_ARG = None
@@ -39,13 +36,18 @@ if _ISA_ARG and _ISA_ARG != "auto":
         os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
         os.environ.setdefault("FBGEMM_ENABLE_INSTRUCTIONS", "AVX2")
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, _ROOT)
+sys.path.insert(0, os.path.join(_ROOT, "tools"))
+sys.path.insert(0, os.path.join(_ROOT, "tests", "models"))
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import qplugin  # noqa: E402
 import qplugin.quantization as qq  # noqa: E402
+from _models import EncoderBlock  # noqa: E402  (tests/models/_models.py)
+from _timing import interleaved_medians  # noqa: E402  (tools/_timing.py)
 
 warnings.filterwarnings("ignore")
 
@@ -56,38 +58,9 @@ except ImportError:  # pragma: no cover
     tq = None
 
 
-class Attention(nn.Module):
-    def __init__(self, d, heads):
-        super().__init__()
-        self.h = heads
-        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
-
-    def forward(self, x):
-        B, T, D = x.shape
-        q = self.q(x).view(B, T, self.h, D // self.h).transpose(1, 2)
-        k = self.k(x).view(B, T, self.h, D // self.h).transpose(1, 2)
-        v = self.v(x).view(B, T, self.h, D // self.h).transpose(1, 2)
-        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D // self.h), -1)
-        return self.o((a @ v).transpose(1, 2).reshape(B, T, D))
-
-
-class Block(nn.Module):
-    def __init__(self, d=768, heads=12, ffn=3072):
-        super().__init__()
-        self.attn = Attention(d, heads)
-        self.ln1 = nn.LayerNorm(d)
-        self.fc1 = nn.Linear(d, ffn)
-        self.fc2 = nn.Linear(ffn, d)
-        self.ln2 = nn.LayerNorm(d)
-
-    def forward(self, x):
-        x = self.ln1(x + self.attn(x))
-        return self.ln2(x + self.fc2(torch.nn.functional.gelu(self.fc1(x))))
-
-
 def bert(layers):
     torch.manual_seed(0)
-    return nn.Sequential(*(Block() for _ in range(layers))).eval()
+    return nn.Sequential(*(EncoderBlock(768, 12, 3072) for _ in range(layers))).eval()
 
 
 class LSTMNet(nn.Module):
@@ -105,17 +78,7 @@ def lstm():
 
 
 def _time(fns, min_time):
-    for f in fns:
-        f()
-        f()
-    times = [[] for _ in fns]
-    t_start = time.perf_counter()
-    while time.perf_counter() - t_start < min_time or len(times[0]) < 5:
-        for i, f in enumerate(fns):
-            t0 = time.perf_counter()
-            f()
-            times[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) * 1e3 for t in times]
+    return [t * 1e3 for t in interleaved_medians(fns, min_time)]  # ms
 
 
 def _row(name, b, t, f32, a, q, diff):

@@ -22,9 +22,7 @@ and <= 0.5).
 import argparse
 import copy
 import os
-import statistics
 import sys
-import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,13 +30,17 @@ from _isa_env import apply_isa_from_argv  # noqa: E402
 
 apply_isa_from_argv()  # before torch and qplugin load their kernels
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, _ROOT)
+sys.path.insert(0, os.path.join(_ROOT, "tests", "models"))
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import qplugin  # noqa: E402
 import qplugin.quantization as qq  # noqa: E402
+from _models import _randomize_bn  # noqa: E402  (tests/models/_models.py)
+from _timing import interleaved_medians  # noqa: E402  (tools/_timing.py)
 
 warnings.filterwarnings("ignore")
 
@@ -82,32 +84,13 @@ class ConvBNAct(nn.Sequential):
 
 
 # ---------------------------------------------------------------- ResNet (He et al. 2015)
-class BasicBlock(nn.Module):
-    expansion = 1
+class _ResidualBlock(nn.Module):
+    """convs (cin -> out channels, stride) + the input, or its 1x1 projection where the shape
+    changes, through FloatFunctional add_relu."""
 
-    def __init__(self, cin, planes, stride=1):
+    def __init__(self, convs, cin, out, stride):
         super().__init__()
-        self.conv1 = ConvBNAct(cin, planes, 3, stride)
-        self.conv2 = ConvBNAct(planes, planes, 3, 1, act=None)
-        self.down = None
-        if stride != 1 or cin != planes:
-            self.down = ConvBNAct(cin, planes, 1, stride, act=None)
-        self.add_relu = _ff()
-
-    def forward(self, x):
-        idt = x if self.down is None else self.down(x)
-        return self.add_relu.add_relu(self.conv2(self.conv1(x)), idt)
-
-
-class Bottleneck(nn.Module):
-    expansion = 4
-
-    def __init__(self, cin, planes, stride=1):
-        super().__init__()
-        out = planes * 4
-        self.conv1 = ConvBNAct(cin, planes, 1)
-        self.conv2 = ConvBNAct(planes, planes, 3, stride)
-        self.conv3 = ConvBNAct(planes, out, 1, act=None)
+        self.body = nn.Sequential(*convs)
         self.down = None
         if stride != 1 or cin != out:
             self.down = ConvBNAct(cin, out, 1, stride, act=None)
@@ -115,7 +98,24 @@ class Bottleneck(nn.Module):
 
     def forward(self, x):
         idt = x if self.down is None else self.down(x)
-        return self.add_relu.add_relu(self.conv3(self.conv2(self.conv1(x))), idt)
+        return self.add_relu.add_relu(self.body(x), idt)
+
+
+class BasicBlock(_ResidualBlock):
+    expansion = 1
+
+    def __init__(self, cin, planes, stride=1):
+        super().__init__([ConvBNAct(cin, planes, 3, stride),
+                          ConvBNAct(planes, planes, 3, 1, act=None)], cin, planes, stride)
+
+
+class Bottleneck(_ResidualBlock):
+    expansion = 4
+
+    def __init__(self, cin, planes, stride=1):
+        out = planes * 4
+        super().__init__([ConvBNAct(cin, planes, 1), ConvBNAct(planes, planes, 3, stride),
+                          ConvBNAct(planes, out, 1, act=None)], cin, out, stride)
 
 
 class ResNet(nn.Module):
@@ -140,46 +140,61 @@ class ResNet(nn.Module):
         return self.dequant(self.fc(x))
 
 
-# ---------------------------------------------------------------- MobileNetV2 (Sandler et al.)
-class InvertedResidualV2(nn.Module):
-    def __init__(self, cin, cout, stride, expand):
+# ---------------------------------------------------------------- MobileNets
+class _InvertedResidual(nn.Module):
+    """The blocks `layers`, plus the input (a FloatFunctional add) when res."""
+
+    def __init__(self, layers, res):
         super().__init__()
-        hid = cin * expand
-        layers = []
-        if expand != 1:
-            layers.append(ConvBNAct(cin, hid, 1))
-        layers += [ConvBNAct(hid, hid, 3, stride, groups=hid), ConvBNAct(hid, cout, 1, act=None)]
-        self.conv = nn.Sequential(*layers)
-        self.res = stride == 1 and cin == cout
+        self.block = nn.Sequential(*layers)
+        self.res = res
         self.skip_add = _ff()
 
     def forward(self, x):
-        return self.skip_add.add(x, self.conv(x)) if self.res else self.conv(x)
+        return self.skip_add.add(x, self.block(x)) if self.res else self.block(x)
 
 
-class MobileNetV2(nn.Module):
-    CFG = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-           (6, 160, 3, 2), (6, 320, 1, 1)]
+class _MobileNet(nn.Module):
+    """quant - features - global average pool - classifier - dequant."""
 
-    def __init__(self, num_classes=1000):
+    def __init__(self, feats, classifier):
         super().__init__()
         self.quant, self.dequant = _stubs()
-        feats, cin = [ConvBNAct(3, 32, 3, 2)], 32
-        for t, c, n, s in self.CFG:
-            for i in range(n):
-                feats.append(InvertedResidualV2(cin, c, s if i == 0 else 1, t))
-                cin = c
-        feats.append(ConvBNAct(cin, 1280, 1))
         self.features = nn.Sequential(*feats)
         self.gap = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, num_classes))
+        self.classifier = classifier
 
     def forward(self, x):
         x = torch.flatten(self.gap(self.features(self.quant(x))), 1)
         return self.dequant(self.classifier(x))
 
 
-# ---------------------------------------------------------------- MobileNetV3-Large (Howard et al.)
+# MobileNetV2 (Sandler et al.)
+class InvertedResidualV2(_InvertedResidual):
+    def __init__(self, cin, cout, stride, expand):
+        hid = cin * expand
+        layers = []
+        if expand != 1:
+            layers.append(ConvBNAct(cin, hid, 1))
+        layers += [ConvBNAct(hid, hid, 3, stride, groups=hid), ConvBNAct(hid, cout, 1, act=None)]
+        super().__init__(layers, stride == 1 and cin == cout)
+
+
+class MobileNetV2(_MobileNet):
+    CFG = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+           (6, 160, 3, 2), (6, 320, 1, 1)]
+
+    def __init__(self, num_classes=1000):
+        feats, cin = [ConvBNAct(3, 32, 3, 2)], 32
+        for t, c, n, s in self.CFG:
+            for i in range(n):
+                feats.append(InvertedResidualV2(cin, c, s if i == 0 else 1, t))
+                cin = c
+        feats.append(ConvBNAct(cin, 1280, 1))
+        super().__init__(feats, nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, num_classes)))
+
+
+# MobileNetV3-Large (Howard et al.)
 def _div8(v):
     n = max(8, int(v + 4) // 8 * 8)
     return n + 8 if n < 0.9 * v else n
@@ -201,9 +216,8 @@ class SqueezeExcitation(nn.Module):
         return self.mul.mul(s, x)
 
 
-class InvertedResidualV3(nn.Module):
+class InvertedResidualV3(_InvertedResidual):
     def __init__(self, cin, k, hid, cout, se, act, stride):
-        super().__init__()
         layers = []
         if hid != cin:
             layers.append(ConvBNAct(cin, hid, 1, act=act))
@@ -211,15 +225,10 @@ class InvertedResidualV3(nn.Module):
         if se:
             layers.append(SqueezeExcitation(hid))
         layers.append(ConvBNAct(hid, cout, 1, act=None))
-        self.block = nn.Sequential(*layers)
-        self.res = stride == 1 and cin == cout
-        self.skip_add = _ff()
-
-    def forward(self, x):
-        return self.skip_add.add(x, self.block(x)) if self.res else self.block(x)
+        super().__init__(layers, stride == 1 and cin == cout)
 
 
-class MobileNetV3Large(nn.Module):
+class MobileNetV3Large(_MobileNet):
     # (kernel, expanded, out, SE, activation, stride)
     CFG = [(3, 16, 16, False, "relu", 1), (3, 64, 24, False, "relu", 2),
            (3, 72, 24, False, "relu", 1), (5, 72, 40, True, "relu", 2),
@@ -231,21 +240,13 @@ class MobileNetV3Large(nn.Module):
            (5, 960, 160, True, "hardswish", 1)]
 
     def __init__(self, num_classes=1000):
-        super().__init__()
-        self.quant, self.dequant = _stubs()
         feats, cin = [ConvBNAct(3, 16, 3, 2, act="hardswish")], 16
         for k, hid, cout, se, act, s in self.CFG:
             feats.append(InvertedResidualV3(cin, k, hid, cout, se, act, s))
             cin = cout
         feats.append(ConvBNAct(cin, 960, 1, act="hardswish"))
-        self.features = nn.Sequential(*feats)
-        self.gap = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Linear(960, 1280), nn.Hardswish(), nn.Dropout(0.2),
-                                        nn.Linear(1280, num_classes))
-
-    def forward(self, x):
-        x = torch.flatten(self.gap(self.features(self.quant(x))), 1)
-        return self.dequant(self.classifier(x))
+        super().__init__(feats, nn.Sequential(nn.Linear(960, 1280), nn.Hardswish(),
+                                              nn.Dropout(0.2), nn.Linear(1280, num_classes)))
 
 
 MODELS = {
@@ -264,22 +265,11 @@ def _fuse_lists(model):
     return out
 
 
-def _randomize(model, seed):
-    g = torch.Generator().manual_seed(seed)
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            with torch.no_grad():
-                m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-                m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-                m.bias.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-
-
 def build(name, calib_batches=2, seed=0):
     """(fp32 model, torch.ao int8 model or None, qplugin int8 model), all in eval mode."""
     torch.manual_seed(seed)
     fm = MODELS[name]().eval()
-    _randomize(fm, seed + 1)
+    _randomize_bn(fm, seed + 1)
     fuse = qq.fuse_modules if hasattr(qq, "fuse_modules") and tq is None else tq.fuse_modules
     m = fuse(copy.deepcopy(fm), _fuse_lists(fm))
     qcfg_mod = tq if tq is not None else qq
@@ -295,17 +285,7 @@ def build(name, calib_batches=2, seed=0):
 
 
 def _time(fns, min_time):
-    for f in fns:
-        f()
-        f()
-    times = [[] for _ in fns]
-    t_start = time.perf_counter()
-    while time.perf_counter() - t_start < min_time or len(times[0]) < 5:
-        for i, f in enumerate(fns):
-            t0 = time.perf_counter()
-            f()
-            times[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) * 1e3 for t in times]
+    return [t * 1e3 for t in interleaved_medians(fns, min_time)]  # ms
 
 
 def main():

@@ -130,31 +130,32 @@ def random_input(d, dtype):
 # Parity sweeps.
 
 
-@pytest.mark.parametrize("seed", _sweeps.seeds())
-def test_relu6_bit_identical_to_torch(seed, isa, draw):
+def _sweep_inputs(draw):
+    """Three random inputs (x, layout) of each dtype in DTYPES."""
     for dtype in DTYPES:
         for _ in range(3):
-            x, layout = random_input(draw, dtype)
-            check_relu6(x, msg=f"{layout} {draw}")
+            yield random_input(draw, dtype)
+
+
+@pytest.mark.parametrize("seed", _sweeps.seeds())
+def test_relu6_bit_identical_to_torch(seed, isa, draw):
+    for x, layout in _sweep_inputs(draw):
+        check_relu6(x, msg=f"{layout} {draw}")
 
 
 @pytest.mark.parametrize("seed", _sweeps.seeds())
 def test_hardswish_matches_torch_and_exact(seed, isa, draw):
-    for dtype in DTYPES:
-        for _ in range(3):
-            x, layout = random_input(draw, dtype)
-            scale, zp = act_output_qparams(draw, x)
-            check_hardswish(x, scale, zp, msg=f"{layout} {draw}")
+    for x, layout in _sweep_inputs(draw):
+        scale, zp = act_output_qparams(draw, x)
+        check_hardswish(x, scale, zp, msg=f"{layout} {draw}")
 
 
 @pytest.mark.parametrize("seed", _sweeps.seeds())
 def test_elu_matches_torch_and_exact(seed, isa, draw):
-    for dtype in DTYPES:
-        for _ in range(3):
-            x, layout = random_input(draw, dtype)
-            scale, zp = act_output_qparams(draw, x)
-            alpha, elu_scale, input_scale = elu_params(draw)
-            check_elu(x, scale, zp, alpha, elu_scale, input_scale, msg=f"{layout} {draw}")
+    for x, layout in _sweep_inputs(draw):
+        scale, zp = act_output_qparams(draw, x)
+        alpha, elu_scale, input_scale = elu_params(draw)
+        check_elu(x, scale, zp, alpha, elu_scale, input_scale, msg=f"{layout} {draw}")
 
 
 _SCALES = (1e-4, 1e-3, 0.0123, 6 / 255, 0.05, 0.1, 1.0, 2.5, 10.0)

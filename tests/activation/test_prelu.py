@@ -5,8 +5,6 @@ even) -> bit for bit; torch.ops.quantized.prelu (quint8 weights, its only dtype)
 Every ISA (table lookups: the same bytes everywhere). Layouts: the output keeps the input's
 suggested memory format, as PyTorch's.
 """
-import copy
-import io
 
 import pytest
 import torch
@@ -15,8 +13,8 @@ from torch import nn
 
 import qplugin.quantization as qq
 from qplugin import nn as qnn
-from _reference import (assert_qclose, assert_qequal, assert_same_layout, call_unmodified,
-                        dequantize64, quantize64)
+from _reference import (assert_copies_match, assert_qclose, assert_qequal, assert_same_layout,
+                        call_unmodified, dequantize64, quantize64)
 
 
 def exact(x, w, scale, zp):
@@ -232,16 +230,7 @@ def test_module_state_dict_script_roundtrip(tmp_path):
     # A PyTorch-style (empty) state dict keeps the current values.
     fresh.load_state_dict({}, strict=True)
     assert_qequal(fresh(x), y)
-    buf = io.BytesIO()
-    torch.save(q, buf)
-    buf.seek(0)
-    assert_qequal(torch.load(buf, weights_only=False)(x), y)
-    s = torch.jit.script(q)
-    assert_qequal(s(x), y)
-    path = str(tmp_path / "p.pt")
-    torch.jit.save(s, path)
-    assert_qequal(torch.jit.load(path)(x), y)
-    assert_qequal(copy.deepcopy(q)(x), y)
+    assert_copies_match(q, (x,), y, tmp_path)
 
 
 def test_module_ctor_set_weight_repr():

@@ -7,8 +7,6 @@ ReLU after the add, quantized round half to even) -> bit for bit; PyTorch's conv
 (onednn engine, the only one that has them) on reduce_range activations (codes 0..127) and
 symmetric weights, where it is exact on AVX2 and AVX-512 machines alike -> within 1.
 """
-import copy
-import io
 import warnings
 
 import pytest
@@ -20,8 +18,8 @@ from torch import nn
 
 import qplugin.quantization as qq
 from qplugin.nn import intrinsic as qnni
-from _reference import (assert_bytes_equal, assert_qclose, assert_qequal, call_unmodified,
-                        dequantize64, quantize64, quantized_engine, weight64)
+from _reference import (assert_bytes_equal, assert_copies_match, assert_qclose, assert_qequal,
+                        call_unmodified, dequantize64, quantize64, quantized_engine, weight64)
 
 OPS = {False: torch.ops.qplugin.conv2d_add, True: torch.ops.qplugin.conv2d_add_relu}
 
@@ -325,16 +323,7 @@ def test_module_state_dict_script_roundtrip(relu, tmp_path):
     fresh = cls(4, 6, 3, padding=1)
     fresh.load_state_dict(m.state_dict())
     assert_qequal(fresh(x, y), out)
-    buf = io.BytesIO()
-    torch.save(m, buf)
-    buf.seek(0)
-    assert_qequal(torch.load(buf, weights_only=False)(x, y), out)
-    s = torch.jit.script(m)
-    assert_qequal(s(x, y), out)
-    path = str(tmp_path / "c.pt")
-    torch.jit.save(s, path)
-    assert_qequal(torch.jit.load(path)(x, y), out)
-    assert_qequal(copy.deepcopy(m)(x, y), out)
+    assert_copies_match(m, (x, y), out, tmp_path)
     name = "ConvAddReLU2d" if relu else "ConvAdd2d"
     assert repr(fresh).startswith(f"Quantized{name}(4, 6, kernel_size=(3, 3), stride=(1, 1), ")
     with pytest.raises(ValueError, match=rf"qplugin.nn.intrinsic.{name}: expected a 4-D input"):

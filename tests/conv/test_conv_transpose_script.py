@@ -1,7 +1,6 @@
 # ConvTranspose1d/2d/3d modules: TorchScript script + save + load give identical bytes.
-import io
-
 from _conv_common import pytest, torch  # noqa: E402,F401  (tests/conv/_conv_common.py)
+from _reference import script_round_trip
 
 import qplugin.nn as qnn  # noqa: E402
 
@@ -16,11 +15,7 @@ def test_conv_transpose_module_scripts_and_round_trips(dim, shape):
     m.scale, m.zero_point = 0.07, 60
     x = torch.quantize_per_tensor(torch.randn(shape, generator=g), 0.05, 64, torch.quint8)
     expected = m(x)
-    scripted = torch.jit.script(m)
-    buf = io.BytesIO()
-    torch.jit.save(scripted, buf)
-    buf.seek(0)
-    loaded = torch.jit.load(buf)
+    scripted, loaded = script_round_trip(m)
     for got in (scripted(x), loaded(x)):
         assert torch.equal(got.int_repr(), expected.int_repr())
         assert got.q_scale() == expected.q_scale() and got.q_zero_point() == expected.q_zero_point()

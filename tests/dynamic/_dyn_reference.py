@@ -1,7 +1,8 @@
 """Exact references for the dynamic ops (tests/dynamic): PyTorch's dynamic activation qparams
 (quant_utils::ChooseQuantizationParams, preserve_sparsity off), the fbgemm quantization
 q = round_half_even(clamp(fma(x, 1/scale, zp), 0, top)) and the exact int64 GEMM with the float32
-epilogue y = float32(acc) * float32(s_a * s_w[n]) + bias[n]. Independent of torch.ao."""
+epilogue y = float32(acc) * float32(s_a * s_w[n]) + bias[n]. Independent of torch.ao (and
+torch_ao_dynamic, which finds torch.ao's dynamic modules where they exist)."""
 import numpy as np
 import torch
 
@@ -68,3 +69,15 @@ def linear_dynamic_exact(x, qweight, bias, reduce_range, relu=False):
     if relu:
         y = torch.relu(y)
     return y.reshape(*x.shape[:-1], wq.shape[0])
+
+
+def torch_ao_dynamic(probe="linear_prepack"):
+    """(torch.ao.nn.quantized.dynamic, torch.ao.quantization), or (None, None) where torch.ao or
+    torch.ops.quantized.<probe> is missing (legacy-blocked mode: tests/_block_torch_ao.py)."""
+    try:
+        import torch.ao.nn.quantized.dynamic as nnqd
+        import torch.ao.quantization as tq
+        getattr(torch.ops.quantized, probe)
+        return nnqd, tq
+    except Exception:
+        return None, None

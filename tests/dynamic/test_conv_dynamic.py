@@ -17,23 +17,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from _dyn_reference import choose_qparams, quantize_codes
+from _dyn_reference import choose_qparams, quantize_codes, torch_ao_dynamic
 from _reference import gemm_oracle
 
 import qplugin.quantization as qq
 from qplugin.nn import dynamic as qnnd
 
 ops = torch.ops.qplugin
-
-
-def _ao():
-    try:
-        import torch.ao.nn.quantized.dynamic as nnqd
-        import torch.ao.quantization as tq
-        torch.ops.quantized.conv2d_prepack
-        return nnqd, tq
-    except Exception:
-        return None, None
 
 
 # (dim, transposed, c_in, c_out, spatial, kernel, stride, padding, dilation, groups, out_pad,
@@ -160,7 +150,7 @@ def test_conv_dynamic_op(isa, name, reduce_range, per_channel):
     if cfg["dim"] == 3:
         assert y.is_contiguous(memory_format=torch.channels_last_3d)
     # close to the float conv where no output is clamped to the input's range
-    nnqd, _ = _ao()
+    nnqd, _ = torch_ao_dynamic("conv2d_prepack")
     if nnqd is None or not cfg["torch_ok"]:
         return
     tp = prepack(torch.ops.quantized, qw, bias, cfg)
@@ -346,7 +336,7 @@ def test_module_vs_torch_ao(isa, case, per_channel):
     # inputs are symmetric and outputs stay within it)
     yf = f(x)
     assert (y - yf).abs().max() < 0.1 * (1 + yf.abs().max())
-    nnqd, tq = _ao()
+    nnqd, tq = torch_ao_dynamic("conv2d_prepack")
     if nnqd is None:
         return
     f2 = copy.deepcopy(f)
@@ -393,7 +383,7 @@ def test_state_dict_both_ways_and_serialization(case):
     loaded = torch.load(buf, weights_only=False)
     assert torch.equal(loaded(x), model(x))
     assert torch.equal(copy.deepcopy(m)(x), y)
-    nnqd, tq = _ao()
+    nnqd, tq = torch_ao_dynamic("conv2d_prepack")
     if nnqd is None:
         return
     # torch.ao's module <-> qplugin's, through the state dict
@@ -407,7 +397,7 @@ def test_state_dict_both_ways_and_serialization(case):
 
 
 def test_from_reference():
-    nnqd, tq = _ao()
+    nnqd, tq = torch_ao_dynamic("conv2d_prepack")
     if nnqd is None:
         pytest.skip("needs torch.ao (reference modules)")
     import torch.ao.nn.quantized.reference as nnqr
@@ -451,7 +441,7 @@ def test_quantize_dynamic_mapping_matches_torch_ao():
 
 
 def test_from_torch_ao_and_state_dict():
-    nnqd, tq = _ao()
+    nnqd, tq = torch_ao_dynamic("conv2d_prepack")
     if nnqd is None:
         pytest.skip("needs torch.ao")
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1),

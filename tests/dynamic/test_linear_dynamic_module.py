@@ -10,18 +10,8 @@ import torch
 import qplugin
 import qplugin.quantization as qq
 from qplugin.nn import dynamic as qnnd
-from _dyn_reference import linear_dynamic_exact
+from _dyn_reference import linear_dynamic_exact, torch_ao_dynamic
 from _reference import using_isa
-
-
-def _ao():
-    try:
-        import torch.ao.nn.quantized.dynamic as nnqd
-        import torch.ao.quantization as tq
-        torch.ops.quantized.linear_prepack
-        return nnqd, tq
-    except Exception:
-        return None, None
 
 
 def float_linear(K=24, N=12, bias=True, seed=0):
@@ -57,7 +47,7 @@ def test_from_float_exact(isa, qconfig, bias):
 
 @pytest.mark.parametrize("qconfig", QCONFIGS)
 def test_parity_with_torch_ao(qconfig):
-    nnqd, tq = _ao()
+    nnqd, tq = torch_ao_dynamic()
     if nnqd is None:
         pytest.skip("torch.ao unavailable")
     m = float_linear(K=64, N=48)
@@ -93,7 +83,7 @@ def test_linear_relu_from_fused():
 
 
 def test_from_reference():
-    nnqd, tq = _ao()
+    nnqd, tq = torch_ao_dynamic()
     if nnqd is None:
         pytest.skip("torch.ao unavailable")
     import torch.ao.nn.quantized.reference as nnqr

@@ -1,8 +1,6 @@
 # qplugin.quantization.quantize_dynamic (≙ torch.ao.quantization.quantize_dynamic): qconfig_spec
 # forms, dtypes, mapping, inplace; end to end on a small BERT-like encoder and an LSTM model
 # (outputs within 1e-2 relative of torch.ao's quantize_dynamic, and of fp32 within int8 error).
-import math
-
 import pytest
 import torch
 from torch import nn
@@ -10,53 +8,8 @@ from torch import nn
 import qplugin.quantization as qq
 from qplugin.nn import dynamic as qnnd
 
-
-def _ao():
-    try:
-        import torch.ao.quantization as tq
-        torch.ops.quantized.linear_prepack
-        return tq
-    except Exception:
-        return None
-
-
-class Attention(nn.Module):
-    def __init__(self, d, heads):
-        super().__init__()
-        self.h = heads
-        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
-
-    def forward(self, x):
-        B, T, D = x.shape
-        q = self.q(x).view(B, T, self.h, D // self.h).transpose(1, 2)
-        k = self.k(x).view(B, T, self.h, D // self.h).transpose(1, 2)
-        v = self.v(x).view(B, T, self.h, D // self.h).transpose(1, 2)
-        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D // self.h), -1)
-        return self.o((a @ v).transpose(1, 2).reshape(B, T, D))
-
-
-class Block(nn.Module):
-    def __init__(self, d, heads, ffn):
-        super().__init__()
-        self.attn = Attention(d, heads)
-        self.ln1 = nn.LayerNorm(d)
-        self.fc1 = nn.Linear(d, ffn)
-        self.fc2 = nn.Linear(ffn, d)
-        self.ln2 = nn.LayerNorm(d)
-
-    def forward(self, x):
-        x = self.ln1(x + self.attn(x))
-        return self.ln2(x + self.fc2(torch.nn.functional.gelu(self.fc1(x))))
-
-
-class Encoder(nn.Module):
-    def __init__(self, d=64, heads=4, ffn=256, layers=2):
-        super().__init__()
-        self.blocks = nn.Sequential(*(Block(d, heads, ffn) for _ in range(layers)))
-        self.head = nn.Linear(d, 10)
-
-    def forward(self, x):
-        return self.head(self.blocks(x))
+from _dyn_reference import torch_ao_dynamic
+from _models import Encoder
 
 
 class LSTMModel(nn.Module):
@@ -107,19 +60,25 @@ def test_mapping_and_default():
     assert isinstance(q[0], qnnd.Linear) and isinstance(q[1], nn.LSTM)
 
 
+def _end_to_end(m, x, dtype):
+    """quantize_dynamic(m): within int8 (fp16) error of fp32 and 1e-2 of torch.ao's; (q, q(x))."""
+    ref = m(x)
+    q = qq.quantize_dynamic(m, dtype=dtype)
+    y = q(x)
+    assert _rel(y, ref) < (0.05 if dtype == torch.qint8 else 1e-3)
+    _, tq = torch_ao_dynamic()
+    if tq is not None:
+        t = tq.quantize_dynamic(m, dtype=dtype)
+        assert _rel(y, t(x)) < 1e-2
+    return q, y
+
+
 @pytest.mark.parametrize("dtype", [torch.qint8, torch.float16])
 def test_bert_like_end_to_end(isa, dtype):
     torch.manual_seed(0)
     m = Encoder().eval()
     x = torch.randn(3, 20, 64)
-    ref = m(x)
-    q = qq.quantize_dynamic(m, dtype=dtype)
-    y = q(x)
-    assert _rel(y, ref) < (0.05 if dtype == torch.qint8 else 1e-3)
-    tq = _ao()
-    if tq is not None:
-        t = tq.quantize_dynamic(m, dtype=dtype)
-        assert _rel(y, t(x)) < 1e-2
+    q, y = _end_to_end(m, x, dtype)
     sm = torch.jit.script(q)
     assert torch.equal(sm(x), y)
 
@@ -128,13 +87,5 @@ def test_bert_like_end_to_end(isa, dtype):
 def test_lstm_model_end_to_end(isa, dtype):
     torch.manual_seed(0)
     m = LSTMModel().eval()
-    x = torch.randn(15, 4, 32)
-    ref = m(x)
-    q = qq.quantize_dynamic(m, dtype=dtype)
+    q, _ = _end_to_end(m, torch.randn(15, 4, 32), dtype)
     assert isinstance(q.lstm, qnnd.LSTM)
-    y = q(x)
-    assert _rel(y, ref) < (0.05 if dtype == torch.qint8 else 1e-3)
-    tq = _ao()
-    if tq is not None:
-        t = tq.quantize_dynamic(m, dtype=dtype)
-        assert _rel(y, t(x)) < 1e-2

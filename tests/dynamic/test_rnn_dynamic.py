@@ -11,20 +11,26 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 import qplugin.quantization as qq
 from qplugin.nn import dynamic as qnnd
 
-
-def _ao():
-    try:
-        import torch.ao.nn.quantized.dynamic as nnqd
-        import torch.ao.quantization as tq
-        torch.ops.quantized.linear_prepack
-        return nnqd, tq
-    except Exception:
-        return None, None
+from _dyn_reference import torch_ao_dynamic
 
 
 def _float(mode, **kw):
     torch.manual_seed(0)
     return getattr(torch.nn, mode)(**kw).eval()
+
+
+def _torch_ao_twin(f, cls, dtype, q=None):
+    """torch.ao's dynamic `cls` from float module f with the default qint8 or float16 dynamic
+    qconfig (None without torch.ao); its repr equals qplugin's module q, if given."""
+    nnqd, tq = torch_ao_dynamic()
+    if nnqd is None:
+        return None
+    f.qconfig = tq.default_dynamic_qconfig if dtype == torch.qint8 else \
+        tq.float16_dynamic_qconfig
+    t = getattr(nnqd, cls).from_float(f)
+    if q is not None:
+        assert repr(q) == repr(t)
+    return t
 
 
 def _close(a, b, tol, what):
@@ -62,12 +68,8 @@ def test_rnn_vs_float_and_torch_ao(isa, mode, cfg, with_hx, dtype):
         _close(hn[1], ref_hn[1], 2 * tol, "c_n vs float")
     else:
         _close(hn, ref_hn, tol, "h_n vs float")
-    nnqd, tq = _ao()
-    if nnqd is not None:
-        f.qconfig = tq.default_dynamic_qconfig if dtype == torch.qint8 else \
-            tq.float16_dynamic_qconfig
-        t = getattr(nnqd, mode).from_float(f)
-        assert repr(q) == repr(t)
+    t = _torch_ao_twin(f, mode, dtype, q)
+    if t is not None:
         t_out, t_hn = t(x, hx)
         # Same quantized weights and the same per-call activation quantization: the first step
         # agrees to float rounding; later steps may differ by a code where a float rounding
@@ -104,10 +106,8 @@ def test_packed_sequence(isa, mode, bidirectional):
         n = int(lengths[b])
         ob, hb = q(x[b:b + 1, :n])
         _close(o[b, :n], ob[0], 0.06, f"sequence {b}")
-    nnqd, tq = _ao()
-    if nnqd is not None:
-        f.qconfig = tq.default_dynamic_qconfig
-        t = getattr(nnqd, mode).from_float(f)
+    t = _torch_ao_twin(f, mode, torch.qint8)
+    if t is not None:
         tout, thn = t(packed)
         to, _ = pad_packed_sequence(tout, batch_first=True)
         _close(o, to, 1e-2, "packed output vs torch.ao")
@@ -163,12 +163,8 @@ def test_cells(isa, cls, dtype):
     # Unbatched input as torch's cells.
     one = q(x[0], None)
     assert (one[0] if cls == "LSTMCell" else one).shape == (12,)
-    nnqd, tq = _ao()
-    if nnqd is not None:
-        f.qconfig = tq.default_dynamic_qconfig if dtype == torch.qint8 else \
-            tq.float16_dynamic_qconfig
-        t = getattr(nnqd, cls).from_float(f)
-        assert repr(q) == repr(t)
+    t = _torch_ao_twin(f, cls, dtype, q)
+    if t is not None:
         o, to = q(x, hx), t(x, hx)
         o = o[0] if cls == "LSTMCell" else o
         to = to[0] if cls == "LSTMCell" else to

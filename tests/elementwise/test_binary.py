@@ -7,14 +7,13 @@ equal it everywhere; PyTorch's quantized ops (x86 engine) -- at most 1 apart (Py
 float and is off by one on 5-10% of elements for add, docs/oracle.md), and identical
 output qparams, shape and memory format.
 """
-from fractions import Fraction
-
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from _reference import INT_DTYPE, QRANGE  # noqa: E402,F401  (one QRANGE: tests/_sweeps.py)
 
 import qplugin  # noqa: E402,F401
+from _exact import codes, frac, round_half_even  # noqa: E402
 
 torch.backends.quantized.engine = "x86"
 
@@ -23,34 +22,18 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning"),
 ]
 
-ISAS = ["scalar", "avx2", "avx512vnni"]
-
 
 # ------------------------------------------------------------------------------------------
 # exact reference
-
-
-def _frac(x):
-    f = Fraction(x)
-    return f.numerator, f.denominator
-
-
-def _round_half_even(num, den):
-    """round(num / den) half to even; num, den Python ints (numpy object arrays ok), den > 0."""
-    q = num // den
-    r = num - q * den
-    twice = 2 * r
-    up = (twice > den) | ((twice == den) & (q % 2 == 1))
-    return q + up
 
 
 def exact_binary(op, A, B, sa, sb, so, zo, dtype, relu=False):
     """Exact output codes for integer arrays A = qa - za, B = qb - zb (int64 numpy)."""
     A = A.astype(object)
     B = B.astype(object)
-    pa, qa = _frac(sa)
-    pb, qb = _frac(sb)
-    po, qo = _frac(so)
+    pa, qa = frac(sa)
+    pb, qb = frac(sb)
+    po, qo = frac(so)
     if op == "add":
         # (A pa/qa + B pb/qb) / (po/qo) = (A pa qb + B pb qa) qo / (qa qb po)
         num = (A * (pa * qb) + B * (pb * qa)) * qo
@@ -58,16 +41,12 @@ def exact_binary(op, A, B, sa, sb, so, zo, dtype, relu=False):
     else:
         num = A * B * (pa * pb * qo)
         den = qa * qb * po
-    y = _round_half_even(num, den) + zo
+    y = round_half_even(num, den) + zo
     lo, hi = QRANGE[dtype]
     if relu:
         lo = max(lo, zo)
     y = np.minimum(np.maximum(y, lo), hi)
     return y.astype(np.int64)
-
-
-def codes(q):
-    return q.int_repr().numpy().astype(np.int64)
 
 
 def qtensor(int_codes, scale, zp, dtype):
@@ -120,29 +99,23 @@ QPARAMS_U8 = [
 ]
 
 
+# (dtype, qparams (sa, za, sb, zb, so, zo)): every quint8 set of QPARAMS_U8 and three qint8 ones.
+CODE_PAIR_CASES = ([(torch.quint8, qp) for qp in QPARAMS_U8]
+                   + [(torch.qint8, qp) for qp in [(0.05, 3, 0.04, -7, 0.1, 0),
+                                                   (0.03, -128, 0.07, 127, 0.11, -5),
+                                                   (0.02, 0, 0.02, 0, 0.04, 0)]])
+
+
 @pytest.mark.parametrize("op,relu", list(OPS))
-@pytest.mark.parametrize("qp", QPARAMS_U8, ids=lambda qp: "-".join(map(str, qp)))
-def test_all_code_pairs_quint8_exact(isa, op, relu, qp):
+@pytest.mark.parametrize("dtype,qp", CODE_PAIR_CASES,
+                         ids=["-".join(map(str, (str(d)[6:],) + qp)) for d, qp in CODE_PAIR_CASES])
+def test_all_code_pairs_exact(isa, op, relu, dtype, qp):
     """Every (a, b) code pair: identical to the exact result, within 1 of PyTorch."""
     sa, za, sb, zb, so, zo = qp
-    grid = np.arange(256)
-    qa = qtensor(np.repeat(grid, 256).reshape(256, 256), sa, za, torch.quint8)
-    qb = qtensor(np.tile(grid, 256).reshape(256, 256), sb, zb, torch.quint8)
-    ours, theirs = OPS[(op, relu)]
-    y = ours(qa, qb, so, zo)
-    check_exact(y, qa, qb, op, so, zo, relu)
-    check_torch_close(y, theirs(qa, qb, so, zo))
-
-
-@pytest.mark.parametrize("op,relu", list(OPS))
-@pytest.mark.parametrize("qp", [(0.05, 3, 0.04, -7, 0.1, 0), (0.03, -128, 0.07, 127, 0.11, -5),
-                                (0.02, 0, 0.02, 0, 0.04, 0)],
-                         ids=lambda qp: "-".join(map(str, qp)))
-def test_all_code_pairs_qint8_exact(isa, op, relu, qp):
-    sa, za, sb, zb, so, zo = qp
-    grid = np.arange(-128, 128)
-    qa = qtensor(np.repeat(grid, 256).reshape(256, 256), sa, za, torch.qint8)
-    qb = qtensor(np.tile(grid, 256).reshape(256, 256), sb, zb, torch.qint8)
+    lo, hi = QRANGE[dtype]
+    grid = np.arange(lo, hi + 1)
+    qa = qtensor(np.repeat(grid, 256).reshape(256, 256), sa, za, dtype)
+    qb = qtensor(np.tile(grid, 256).reshape(256, 256), sb, zb, dtype)
     ours, theirs = OPS[(op, relu)]
     y = ours(qa, qb, so, zo)
     check_exact(y, qa, qb, op, so, zo, relu)
@@ -349,38 +322,21 @@ def _t(c):
     return torch.tensor(c, dtype=torch.float64)  # .Tensor overloads take the scalar as a tensor
 
 
-SCALAR_FORMS = {
-    ("add", False): [
-        lambda x, c: torch.ops.qplugin.add.Scalar(x, c),
-        lambda x, c: torch.ops.qplugin.add.Scalar2(c, x),
-        lambda x, c: torch.ops.qplugin.add_scalar(x, c),
-        lambda x, c: torch.ops.qplugin.add_scalar.Tensor(x, _t(c)),
-    ],
-    ("add", True): [
-        lambda x, c: torch.ops.qplugin.add_relu.Scalar(x, c),
-        lambda x, c: torch.ops.qplugin.add_relu.Scalar2(c, x),
-        lambda x, c: torch.ops.qplugin.add_scalar_relu(x, c),
-        lambda x, c: torch.ops.qplugin.add_scalar_relu.Tensor(x, _t(c)),
-    ],
-    ("mul", False): [
-        lambda x, c: torch.ops.qplugin.mul.Scalar(x, c),
-        lambda x, c: torch.ops.qplugin.mul.Scalar2(c, x),
-        lambda x, c: torch.ops.qplugin.mul_scalar(x, c),
-        lambda x, c: torch.ops.qplugin.mul_scalar.Tensor(x, _t(c)),
-    ],
-    ("mul", True): [
-        lambda x, c: torch.ops.qplugin.mul_relu.Scalar(x, c),
-        lambda x, c: torch.ops.qplugin.mul_relu.Scalar2(c, x),
-        lambda x, c: torch.ops.qplugin.mul_scalar_relu(x, c),
-        lambda x, c: torch.ops.qplugin.mul_scalar_relu.Tensor(x, _t(c)),
-    ],
-}
-TORCH_SCALAR = {
-    ("add", False): torch.ops.quantized.add_scalar,
-    ("add", True): torch.ops.quantized.add_scalar_relu,
-    ("mul", False): torch.ops.quantized.mul_scalar,
-    ("mul", True): torch.ops.quantized.mul_scalar_relu,
-}
+def _scalar_forms(op, relu):
+    """Every qplugin form of <op>(_relu) with a scalar: <op>.Scalar, .Scalar2 (scalar first),
+    <op>_scalar and its .Tensor overload."""
+    suffix = "_relu" if relu else ""
+    packet = getattr(torch.ops.qplugin, op + suffix)
+    scalar = getattr(torch.ops.qplugin, f"{op}_scalar{suffix}")
+    return [lambda x, c: packet.Scalar(x, c), lambda x, c: packet.Scalar2(c, x),
+            lambda x, c: scalar(x, c), lambda x, c: scalar.Tensor(x, _t(c))]
+
+
+SCALAR_KINDS = [(op, relu) for op in ("add", "mul") for relu in (False, True)]
+SCALAR_FORMS = {k: _scalar_forms(*k) for k in SCALAR_KINDS}
+# PyTorch's: quantized.<op>_scalar(_relu).
+TORCH_SCALAR = {(op, relu): getattr(torch.ops.quantized, f"{op}_scalar{'_relu' if relu else ''}")
+                for op, relu in SCALAR_KINDS}
 
 
 def exact_scalar(op, x, c, y):
@@ -393,10 +349,10 @@ def exact_scalar(op, x, c, y):
         cq = round(c / s)  # Python's round is half to even, as nearbyint
         if s2 == s:
             return q
-        ps, qs = _frac(s)
-        p2, q2 = _frac(s2)
+        ps, qs = frac(s)
+        p2, q2 = frac(s2)
         num = (q - z + cq).astype(object) * (ps * q2)
-        return np.clip(_round_half_even(num, qs * p2) + z2, lo, hi).astype(np.int64)
+        return np.clip(round_half_even(num, qs * p2) + z2, lo, hi).astype(np.int64)
     if c > 0:
         return q
     if c == 0:

@@ -13,6 +13,7 @@ import torch  # noqa: E402
 from _reference import QRANGE  # noqa: E402,F401  (one QRANGE: tests/_sweeps.py)
 
 import qplugin  # noqa: E402,F401
+from _exact import codes, round_half_even  # noqa: E402
 
 torch.backends.quantized.engine = "x86"
 
@@ -20,12 +21,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::UserWarning"),
 ]
-
-ISAS = ["scalar", "avx2", "avx512vnni"]
-
-
-def codes(q):
-    return q.int_repr().numpy().astype(np.int64)
 
 
 def rand_q(shape, scale, zp, dtype, seed, cl=False):
@@ -37,10 +32,7 @@ def rand_q(shape, scale, zp, dtype, seed, cl=False):
 def exact_requant(x, so, zo, relu=False):
     f = Fraction(x.q_scale()) / Fraction(so)
     num = (codes(x) - x.q_zero_point()).astype(object) * f.numerator
-    den = f.denominator
-    q = num // den
-    r = num - q * den
-    y = q + ((2 * r > den) | ((2 * r == den) & (q % 2 == 1))) + zo
+    y = round_half_even(num, f.denominator) + zo
     lo, hi = QRANGE[x.dtype]
     lo = max(lo, zo) if relu else lo
     return np.clip(y, lo, hi).astype(np.int64)

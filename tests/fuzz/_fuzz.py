@@ -107,6 +107,25 @@ class Case:
                      f"{name}_layout": layout})
         return with_layout(q, layout)
 
+    def qweight(self, shape, axis=0):
+        """A qint8 weight of drawn codes (self.codes), half the time per channel along axis
+        (scales in [1e-5, 1], zero points mostly 0, sometimes extreme), else per tensor."""
+        wcodes, wkind = self.codes(shape, torch.qint8, 0)
+        wcodes = wcodes.to(torch.int8)
+        per_channel = self.chance(0.5)
+        if per_channel:
+            nch = shape[axis]
+            scales = torch.tensor([self.scale(1e-5, 1.0) for _ in range(nch)], dtype=torch.float64)
+            zps = torch.tensor([self.zero_point(torch.qint8, extreme=0.1) if self.chance(0.3) else 0
+                                for _ in range(nch)], dtype=torch.int64)
+            w = torch._make_per_channel_quantized_tensor(wcodes, scales, zps, axis)
+        else:
+            w = torch._make_per_tensor_quantized_tensor(
+                wcodes, self.scale(1e-5, 1.0),
+                self.zero_point(torch.qint8) if self.chance(0.3) else 0)
+        self.note(w_codes=wkind, per_channel=per_channel)
+        return w
+
     def randn(self, *shape):
         return torch.randn(*shape, generator=self.gen, dtype=torch.float32)
 

@@ -54,20 +54,8 @@ def draw_conv(seed):
     x = c.qtensor(xshape, torch.quint8, c.scale(), c.zero_point(torch.quint8),
                   layouts=LAYOUTS[dim + 2])
     wshape = (cin, cout_g, *k) if transpose else (cout, cin_g, *k)
-    wcodes, wkind = c.codes(wshape, torch.qint8, 0)
-    wcodes = wcodes.to(torch.int8)
-    per_channel = c.chance(0.5)
-    if per_channel:
-        axis = 1 if transpose else 0
-        nch = wshape[axis]
-        scales = torch.tensor([c.scale(1e-5, 1.0) for _ in range(nch)], dtype=torch.float64)
-        zps = torch.tensor([c.zero_point(torch.qint8, extreme=0.1) if c.chance(0.3) else 0
-                            for _ in range(nch)], dtype=torch.int64)
-        w = torch._make_per_channel_quantized_tensor(wcodes, scales, zps, axis)
-    else:
-        w = torch._make_per_tensor_quantized_tensor(
-            wcodes, c.scale(1e-5, 1.0), c.zero_point(torch.qint8) if c.chance(0.3) else 0)
-    c.note(w_shape=wshape, w_codes=wkind, per_channel=per_channel)
+    c.note(w_shape=wshape)
+    w = c.qweight(wshape, axis=1 if transpose else 0)
     bias = None
     if c.chance(0.8):
         k_total = cin_g * int(torch.tensor(k).prod())
@@ -133,17 +121,7 @@ def draw_conv_add(seed):
     x = c.qtensor(xshape, torch.quint8, c.scale(), c.zero_point(torch.quint8),
                   layouts=LAYOUTS[4])
     wshape = (cout, cin_g, *k)
-    wcodes, wkind = c.codes(wshape, torch.qint8, 0)
-    wcodes = wcodes.to(torch.int8)
-    if c.chance(0.5):
-        scales = torch.tensor([c.scale(1e-5, 1.0) for _ in range(cout)], dtype=torch.float64)
-        zps = torch.tensor([c.zero_point(torch.qint8, extreme=0.1) if c.chance(0.3) else 0
-                            for _ in range(cout)], dtype=torch.int64)
-        w = torch._make_per_channel_quantized_tensor(wcodes, scales, zps, 0)
-    else:
-        w = torch._make_per_tensor_quantized_tensor(
-            wcodes, c.scale(1e-5, 1.0), c.zero_point(torch.qint8) if c.chance(0.3) else 0)
-    c.note(w_codes=wkind, per_channel=w.qscheme() != torch.per_tensor_affine)
+    w = c.qweight(wshape)
     bias = None
     if c.chance(0.8):
         mag = x.q_scale() * float(deq64(w).abs().max() + 1e-30) * 64 * (cin_g * k[0] * k[1]) ** 0.5

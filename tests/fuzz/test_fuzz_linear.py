@@ -24,18 +24,7 @@ def draw_linear(seed):
     c.note(K=K, N=N, relu=relu)
     x = c.qtensor(shape, torch.quint8, c.scale(), c.zero_point(torch.quint8),
                   layouts=LAYOUTS[max(2, len(shape))])
-    wcodes, wkind = c.codes((N, K), torch.qint8, 0)
-    wcodes = wcodes.to(torch.int8)
-    per_channel = c.chance(0.5)
-    if per_channel:
-        scales = torch.tensor([c.scale(1e-5, 1.0) for _ in range(N)], dtype=torch.float64)
-        zps = torch.tensor([c.zero_point(torch.qint8, extreme=0.1) if c.chance(0.3) else 0
-                            for _ in range(N)], dtype=torch.int64)
-        w = torch._make_per_channel_quantized_tensor(wcodes, scales, zps, 0)
-    else:
-        w = torch._make_per_tensor_quantized_tensor(
-            wcodes, c.scale(1e-5, 1.0), c.zero_point(torch.qint8) if c.chance(0.3) else 0)
-    c.note(w_codes=wkind, per_channel=per_channel)
+    w = c.qweight((N, K))
     bias = None
     if c.chance(0.8):
         mag = x.q_scale() * float(deq64(w).abs().max() + 1e-30) * 64 * K ** 0.5

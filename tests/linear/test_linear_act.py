@@ -8,8 +8,6 @@ ops of the same name (onednn engine, the only one that has them) on reduce_range
 (docs/oracle.md: full-range activations saturate its AVX2 u8 x s8 kernels) -> within 1.
 Every ISA (the op is ISA-independent: same bytes).
 """
-import copy
-import io
 import math
 
 import pytest
@@ -20,8 +18,8 @@ from torch import nn
 
 import qplugin.quantization as qq
 from qplugin.nn import intrinsic as qnni
-from _reference import (assert_qclose, assert_qequal, call_unmodified, dequantize64,  # noqa: E402
-                        quantize64, quantized_engine, weight64)
+from _reference import (assert_copies_match, assert_qclose, assert_qequal,  # noqa: E402
+                        call_unmodified, dequantize64, quantize64, quantized_engine, weight64)
 
 OPS = {"leaky": torch.ops.qplugin.linear_leaky_relu, "tanh": torch.ops.qplugin.linear_tanh}
 
@@ -315,16 +313,7 @@ def test_module_state_dict_script_roundtrip(kind, tmp_path):
     fresh.load_state_dict(m.state_dict())
     assert_qequal(fresh(x), y)
     assert fresh.scale == m.scale and fresh.zero_point == m.zero_point
-    buf = io.BytesIO()
-    torch.save(m, buf)
-    buf.seek(0)
-    assert_qequal(torch.load(buf, weights_only=False)(x), y)
-    s = torch.jit.script(m)
-    assert_qequal(s(x), y)
-    path = str(tmp_path / "m.pt")
-    torch.jit.save(s, path)
-    assert_qequal(torch.jit.load(path)(x), y)
-    assert_qequal(copy.deepcopy(m)(x), y)
+    assert_copies_match(m, (x,), y, tmp_path)
 
 
 def test_module_repr_and_ctor():

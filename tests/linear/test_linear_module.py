@@ -132,14 +132,17 @@ def test_from_float_fused_linear_relu(isa):
     assert type(ours.fc) is LinearReLU and ours.fc._get_name() == "QuantizedLinearReLU"
 
 
-def test_from_float_qat(isa):
+def _prepared_qat(fuse, **net_kw):
+    """Net(**net_kw) with fc and `fuse` fused for QAT, prepare_qat'ed, calibrated, in eval."""
     torch.manual_seed(0)
-    m = Net(relu=True).train()
-    m = tq.fuse_modules_qat(m, [["fc", "relu"]])
+    m = Net(**net_kw).train()
+    m = tq.fuse_modules_qat(m, [["fc", fuse]])
     m.qconfig = tq.get_default_qat_qconfig("x86")
-    m = tq.prepare_qat(m)
-    _calib(m)
-    m.eval()
+    return _calib(tq.prepare_qat(m)).eval()
+
+
+def test_from_float_qat(isa):
+    m = _prepared_qat("relu", relu=True)
     assert type(m.fc) is torch.ao.nn.intrinsic.qat.LinearReLU
     assert type(m.fc2) is torch.ao.nn.qat.Linear
     ours, _ = _compare_converted(m)
@@ -147,13 +150,7 @@ def test_from_float_qat(isa):
 
 
 def test_from_float_qat_linear_bn(isa):
-    torch.manual_seed(0)
-    m = Net(bn=True).train()
-    m = tq.fuse_modules_qat(m, [["fc", "bn"]])
-    m.qconfig = tq.get_default_qat_qconfig("x86")
-    m = tq.prepare_qat(m)
-    _calib(m)
-    m.eval()
+    m = _prepared_qat("bn", bn=True)
     assert type(m.fc) is torch.ao.nn.intrinsic.qat.LinearBn1d
     _compare_converted(m)
 

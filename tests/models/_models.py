@@ -2,10 +2,13 @@
 FloatFunctional), prepare + calibrate with qplugin.quantization (prepared) or with torch.ao
 (prepared_torch_ao, the interop path), and conversion both ways (torch.ao.quantization.convert as
 the oracle, qplugin.quantization.convert as the subject). Without torch.ao (legacy-blocked mode)
-only the qplugin side exists. Changes with: qplugin/quantization.
+only the qplugin side exists. Also the float models tools/bench_dynamic.py and
+tools/bench_models.py share with the tests (Encoder's blocks, _randomize_bn).
+Changes with: qplugin/quantization.
 """
 import copy
 import functools
+import math
 
 import torch
 from torch import nn
@@ -120,6 +123,47 @@ class BagModel(nn.Module):
         indices = torch.randint(0, 100, (batch * 5,), generator=g)
         offsets = torch.arange(0, batch * 5, 5)
         return indices, offsets
+
+
+# A BERT-like float encoder for dynamic quantization (tests/dynamic/test_quantize_dynamic.py; at
+# BERT-base size, tools/bench_dynamic.py): plain torch.nn modules, GELU, post-LayerNorm.
+class Attention(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.h = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x):
+        B, T, D = x.shape
+        q = self.q(x).view(B, T, self.h, D // self.h).transpose(1, 2)
+        k = self.k(x).view(B, T, self.h, D // self.h).transpose(1, 2)
+        v = self.v(x).view(B, T, self.h, D // self.h).transpose(1, 2)
+        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D // self.h), -1)
+        return self.o((a @ v).transpose(1, 2).reshape(B, T, D))
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, d, heads, ffn):
+        super().__init__()
+        self.attn = Attention(d, heads)
+        self.ln1 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, ffn)
+        self.fc2 = nn.Linear(ffn, d)
+        self.ln2 = nn.LayerNorm(d)
+
+    def forward(self, x):
+        x = self.ln1(x + self.attn(x))
+        return self.ln2(x + self.fc2(torch.nn.functional.gelu(self.fc1(x))))
+
+
+class Encoder(nn.Module):
+    def __init__(self, d=64, heads=4, ffn=256, layers=2):
+        super().__init__()
+        self.blocks = nn.Sequential(*(EncoderBlock(d, heads, ffn) for _ in range(layers)))
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
 
 
 def _randomize_bn(model, seed):

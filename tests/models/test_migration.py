@@ -8,10 +8,9 @@ import warnings
 import pytest
 import torch
 
-from _block_torch_ao import BLOCKED, REASON
+from _block_torch_ao import skip_module_if_blocked
 
-if BLOCKED:  # every test here compares with (or migrates from) torch.ao
-    pytest.skip(REASON, allow_module_level=True)
+skip_module_if_blocked()
 import torch.ao.nn.intrinsic.quantized as nniq
 import torch.ao.nn.quantized as nnq
 import torch.ao.quantization as tq

@@ -7,10 +7,9 @@ import copy
 import pytest
 import torch
 
-from _block_torch_ao import BLOCKED, REASON
+from _block_torch_ao import skip_module_if_blocked
 
-if BLOCKED:  # every test here compares with (or migrates from) torch.ao
-    pytest.skip(REASON, allow_module_level=True)
+skip_module_if_blocked()
 import torch.ao.nn.intrinsic as nni
 import torch.ao.quantization as tq
 from torch import nn

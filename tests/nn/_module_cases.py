@@ -4,6 +4,7 @@ test_batch_norm_modules.py): quantized inputs with uniform codes, a builder per 
 qplugin module, torch.ao's twin with the same state and an input. tests/conftest.py puts this
 folder on sys.path.
 """
+import pytest
 import torch
 import torch.ao.nn.intrinsic.quantized as nniq
 import torch.ao.nn.quantized as nnq
@@ -13,6 +14,16 @@ from torch import nn
 from qplugin import nn as qnn
 from qplugin.nn import intrinsic as qnni
 from _reference import assert_qclose
+
+
+@pytest.fixture(autouse=True, scope="module")
+def x86_engine():
+    """The x86 engine for torch.ao's modules, restored after the module (import it as an autouse
+    fixture)."""
+    old = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "x86"
+    yield
+    torch.backends.quantized.engine = old
 
 
 def assert_same_output(a, b):
@@ -159,3 +170,56 @@ def _randomize_bn_stats(m):
         m.running_mean.uniform_(-1, 1)
         m.running_var.uniform_(0.5, 2)
     return m
+
+
+# The float models of the conversion tests (tests/nn/test_conversion_foundation.py, the
+# from_float cases of tests/nn/test_module_contract.py): every module of the first families
+# between the stubs, batch norm + ReLU fused.
+class Chain2d(nn.Module):
+    """QuantStub -> BatchNorm2d -> ReLU6 -> Hardswish -> ELU -> (BatchNorm2d + ReLU, fused)
+    -> DeQuantStub, with a nested block to check the recursion."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = tq.QuantStub()
+        self.bn = nn.BatchNorm2d(4)
+        self.relu6 = nn.ReLU6()
+        self.hardswish = nn.Hardswish()
+        self.block = nn.Sequential(nn.ELU(alpha=0.7))
+        self.bn2 = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU()
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, x):
+        x = self.block(self.hardswish(self.relu6(self.bn(self.quant(x)))))
+        return self.dequant(self.relu(self.bn2(x)))
+
+
+class Chain3d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant = tq.QuantStub()
+        self.bn = nn.BatchNorm3d(3)
+        self.hardswish = nn.Hardswish()
+        self.bn2 = nn.BatchNorm3d(3)
+        self.relu = nn.ReLU()
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, x):
+        return self.dequant(self.relu(self.bn2(self.hardswish(self.bn(self.quant(x))))))
+
+
+CHAINS = {"2d": (Chain2d, (4, 4, 8, 8)), "3d": (Chain3d, (2, 3, 4, 4, 8))}
+
+
+def prepare_chain(model, shape, seed):
+    """model (eval, batch norms set) fused, prepared with the x86 qconfig, calibrated on three
+    batches of `shape` drawn from seed."""
+    model = tq.fuse_modules(model, [["bn2", "relu"]])
+    model.qconfig = tq.get_default_qconfig("x86")
+    prepared = tq.prepare(model)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _ in range(3):
+            prepared(torch.randn(shape, generator=g) * 2 + 0.3)
+    return prepared

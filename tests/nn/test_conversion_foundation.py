@@ -17,6 +17,7 @@ import qplugin  # noqa: E402
 import qplugin.quantization  # noqa: E402
 from qplugin import nn as qnn  # noqa: E402
 from qplugin.nn import intrinsic as qnni  # noqa: E402
+from _module_cases import CHAINS, Chain2d, prepare_chain, x86_engine  # noqa: E402,F401
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -38,54 +39,12 @@ TORCH_TO_QPLUGIN = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def x86_engine():
-    old = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "x86"
-    yield
-    torch.backends.quantized.engine = old
-
-
-class Chain2d(nn.Module):
-    """QuantStub -> BatchNorm2d -> ReLU6 -> Hardswish -> ELU -> (BatchNorm2d + ReLU, fused)
-    -> DeQuantStub, with a nested block to check the recursion."""
-
-    def __init__(self):
-        super().__init__()
-        self.quant = tq.QuantStub()
-        self.bn = nn.BatchNorm2d(4)
-        self.relu6 = nn.ReLU6()
-        self.hardswish = nn.Hardswish()
-        self.block = nn.Sequential(nn.ELU(alpha=0.7))
-        self.bn2 = nn.BatchNorm2d(4)
-        self.relu = nn.ReLU()
-        self.dequant = tq.DeQuantStub()
-
-    def forward(self, x):
-        x = self.block(self.hardswish(self.relu6(self.bn(self.quant(x)))))
-        return self.dequant(self.relu(self.bn2(x)))
-
-
-class Chain3d(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.quant = tq.QuantStub()
-        self.bn = nn.BatchNorm3d(3)
-        self.hardswish = nn.Hardswish()
-        self.bn2 = nn.BatchNorm3d(3)
-        self.relu = nn.ReLU()
-        self.dequant = tq.DeQuantStub()
-
-    def forward(self, x):
-        return self.dequant(self.relu(self.bn2(self.hardswish(self.bn(self.quant(x))))))
-
-
-SHAPES = {"2d": (4, 4, 8, 8), "3d": (2, 3, 4, 4, 8)}
+SHAPES = {key: shape for key, (_, shape) in CHAINS.items()}
 
 
 def _make_prepared(key, seed=21):
     torch.manual_seed(seed)
-    model = (Chain2d if key == "2d" else Chain3d)().eval()
+    model = CHAINS[key][0]().eval()
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.modules.batchnorm._BatchNorm):
@@ -93,14 +52,7 @@ def _make_prepared(key, seed=21):
                 m.bias.uniform_(-1, 1)
                 m.running_mean.uniform_(-0.5, 0.5)
                 m.running_var.uniform_(0.5, 2)
-    model = tq.fuse_modules(model, [["bn2", "relu"]])
-    model.qconfig = tq.get_default_qconfig("x86")
-    prepared = tq.prepare(model)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for _ in range(3):
-            prepared(torch.randn(SHAPES[key], generator=g) * 2 + 0.3)
-    return prepared
+    return prepare_chain(model, SHAPES[key], seed)
 
 
 @pytest.fixture(scope="module", params=["2d", "3d"])

@@ -146,20 +146,15 @@ def test_non_integral_zero_point_refused(name):
 
 def test_from_reference_zero_point():
     import torch.ao.nn.quantized.reference as nnqr
-    fl = torch.nn.Linear(4, 3)
-    ref = nnqr.Linear.from_float(fl, {"qscheme": torch.per_tensor_affine, "dtype": torch.qint8,
-                                      "scale": 0.1, "zero_point": 0})
-    assert qnn.Linear.from_reference(ref, 0.2, 5.0).zero_point == 5
-    with pytest.raises(ValueError, match=r"qplugin.nn.Linear.from_reference: expected "
-                                         r"output_zero_point to be an integer"):
-        qnn.Linear.from_reference(ref, 0.2, 5.5)
-    fc = torch.nn.Conv2d(2, 3, 1)
-    refc = nnqr.Conv2d.from_float(fc, {"qscheme": torch.per_tensor_affine, "dtype": torch.qint8,
-                                       "scale": 0.1, "zero_point": 0})
-    assert qnn.Conv2d.from_reference(refc, 0.2, 5.0).zero_point == 5
-    with pytest.raises(ValueError, match=r"qplugin.nn.Conv2d.from_reference: expected "
-                                         r"output_zero_point to be an integer"):
-        qnn.Conv2d.from_reference(refc, 0.2, 5.5)
+    qparams = {"qscheme": torch.per_tensor_affine, "dtype": torch.qint8, "scale": 0.1,
+               "zero_point": 0}
+    for name, fl in (("Linear", torch.nn.Linear(4, 3)), ("Conv2d", torch.nn.Conv2d(2, 3, 1))):
+        ref = getattr(nnqr, name).from_float(fl, qparams)
+        cls = getattr(qnn, name)
+        assert cls.from_reference(ref, 0.2, 5.0).zero_point == 5
+        with pytest.raises(ValueError, match=rf"qplugin.nn.{name}.from_reference: expected "
+                                             r"output_zero_point to be an integer"):
+            cls.from_reference(ref, 0.2, 5.5)
 
 
 # --- GroupNorm: num_channels is metadata ---------------------------------------------------------

@@ -22,9 +22,9 @@ from torch import nn
 from qplugin import nn as qnn
 from qplugin.nn import intrinsic as qnni
 from _reference import assert_qclose
-from _module_cases import (DTYPES, MODULES, QUANTIZED_INPUT_MODULES, _dtype_id, _fresh,
-                           _observed, _qparams, _randomize_bn, assert_same_output, qinput,
-                           with_codes_of)
+from _module_cases import (CHAINS, DTYPES, MODULES, QUANTIZED_INPUT_MODULES, _dtype_id, _fresh,
+                           _observed, _qparams, _randomize_bn, assert_same_output, prepare_chain,
+                           qinput, with_codes_of, x86_engine)  # noqa: F401 (autouse fixture)
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -36,14 +36,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
 ]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def x86_engine():
-    old = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "x86"
-    yield
-    torch.backends.quantized.engine = old
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,59 +73,19 @@ def test_matches_torch_ao_channels_last(name):
 # from_float through torch.ao.quantization.prepare, against torch.ao.quantization.convert
 
 
-class _Chain2d(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.quant = tq.QuantStub()
-        self.bn = nn.BatchNorm2d(4)
-        self.relu6 = nn.ReLU6()
-        self.hardswish = nn.Hardswish()
-        self.elu = nn.ELU(alpha=0.7)
-        self.bn2 = nn.BatchNorm2d(4)
-        self.relu = nn.ReLU()
-        self.dequant = tq.DeQuantStub()
-
-    def forward(self, x):
-        x = self.elu(self.hardswish(self.relu6(self.bn(self.quant(x)))))
-        return self.dequant(self.relu(self.bn2(x)))
-
-
-class _Chain3d(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.quant = tq.QuantStub()
-        self.bn = nn.BatchNorm3d(3)
-        self.bn2 = nn.BatchNorm3d(3)
-        self.relu = nn.ReLU()
-        self.dequant = tq.DeQuantStub()
-
-    def forward(self, x):
-        return self.dequant(self.relu(self.bn2(self.bn(self.quant(x)))))
-
-
-def _prepare(model, shape, seed):
-    model.eval()
-    for i, m in enumerate(model.modules()):
-        if isinstance(m, nn.modules.batchnorm._BatchNorm):
-            _randomize_bn(m, seed + i)
-    model = tq.fuse_modules(model, [["bn2", "relu"]])
-    model.qconfig = tq.get_default_qconfig("x86")
-    prepared = tq.prepare(model)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for _ in range(3):
-            prepared(torch.randn(shape, generator=g) * 2 + 0.3)
-    return prepared
-
-
 @pytest.fixture(scope="module")
 def prepared_models():
-    """(prepared model, torch.ao.quantization.convert of it, input shape) for 2-D and 3-D."""
+    """(prepared model, torch.ao.quantization.convert of it, input shape) for 2-D and 3-D
+    (_module_cases.CHAINS)."""
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for key, cls, shape in (("2d", _Chain2d, (4, 4, 8, 8)), ("3d", _Chain3d, (2, 3, 4, 4, 8))):
-            prepared = _prepare(cls(), shape, seed=11)
+        for key, (cls, shape) in CHAINS.items():
+            model = cls().eval()
+            for i, m in enumerate(model.modules()):
+                if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                    _randomize_bn(m, 11 + i)
+            prepared = prepare_chain(model, shape, seed=11)
             out[key] = (prepared, tq.convert(prepared), shape)
     return out
 
@@ -144,7 +96,7 @@ FROM_FLOAT_CASES = [
     ("2d", "bn", qnn.BatchNorm2d, nnq.BatchNorm2d),
     ("2d", "relu6", qnn.ReLU6, nnq.ReLU6),
     ("2d", "hardswish", qnn.Hardswish, nnq.Hardswish),
-    ("2d", "elu", qnn.ELU, nnq.ELU),
+    ("2d", "block.0", qnn.ELU, nnq.ELU),
     ("2d", "bn2", qnni.BNReLU2d, nniq.BNReLU2d),
     ("2d", "dequant", qnn.DeQuantize, nnq.DeQuantize),
     ("3d", "bn", qnn.BatchNorm3d, nnq.BatchNorm3d),
@@ -156,8 +108,8 @@ FROM_FLOAT_CASES = [
                          ids=[f"{c[0]}-{c[2].__name__}" for c in FROM_FLOAT_CASES])
 def test_from_float_matches_torch_convert(prepared_models, model, name, qcls, tcls):
     prepared, converted, shape = prepared_models[model]
-    observed = getattr(prepared, name)
-    ref = getattr(converted, name)
+    observed = prepared.get_submodule(name)
+    ref = converted.get_submodule(name)
     assert type(ref) is tcls
     q = qcls.from_float(observed)
     assert type(q) is qcls
@@ -177,11 +129,11 @@ def test_from_float_matches_torch_convert(prepared_models, model, name, qcls, tc
         assert_qclose(q(x), ref(x), exact=True)
         return
     xq = converted.quant(x)
-    for prev in ("bn", "relu6", "hardswish", "elu", "bn2"):
+    for prev in ("bn", "relu6", "hardswish", "block.0", "bn2"):
         if prev == name:
             break
-        if hasattr(converted, prev):
-            xq = getattr(converted, prev)(xq)
+        if prev.split(".")[0] in converted._modules:
+            xq = converted.get_submodule(prev)(xq)
     xq = with_codes_of(xq, seed=4)
     if name == "dequant":
         assert torch.equal(q(xq), ref(xq))

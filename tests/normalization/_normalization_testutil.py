@@ -2,12 +2,14 @@
 code space, the exact float64 reference, a qparams-checking front of _reference.assert_qclose.
 The `isa` fixture is tests/conftest.py's; tests/conftest.py puts this folder on sys.path.
 """
+import re
 import warnings
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from _reference import INT_DTYPE, QRANGE  # noqa: E402,F401  (one QRANGE: tests/_sweeps.py)
 from _reference import assert_qclose, isas_to_compare  # noqa: F401  (byte-identity tests)
+from _reference import one_thread  # noqa: F401  (the autouse fixture, re-exported)
 
 import qplugin  # noqa: E402,F401
 
@@ -16,16 +18,6 @@ warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*deprecated.*")
 warnings.filterwarnings("ignore", message=".*quantized tensor.*deprecated.*")
 
 ISAS = ("scalar", "avx2", "avx512vnni")
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread unless a test asks for more: the machine may be shared, and a parallel
-    region waits for its slowest (descheduled) thread. Restores the previous count."""
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
 
 
 def qtensor(shape, dtype=torch.quint8, scale=0.05, zero_point=128, seed=0, mean=None, std=30.0,
@@ -43,6 +35,23 @@ def qtensor(shape, dtype=torch.quint8, scale=0.05, zero_point=128, seed=0, mean=
         q = q.contiguous(memory_format=torch.channels_last if len(shape) == 4
                          else torch.channels_last_3d)
     return q
+
+
+def affine_params(affine, C, seed=1):
+    """(weight, bias) of C channels drawn from seed, or (None, None) when not affine."""
+    if not affine:
+        return None, None
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(C, generator=g) * 1.5, torch.randn(C, generator=g)
+
+
+def assert_bad_input(fn, msg, op):
+    """fn() raises a RuntimeError whose first line is "qplugin::<op>: expected ..." matching the
+    regular expression msg."""
+    with pytest.raises(RuntimeError) as info:
+        fn()
+    text = str(info.value).splitlines()[0]
+    assert text.startswith(f"qplugin::{op}: expected") and re.search(msg, text), text
 
 
 def dequant64(q):

@@ -3,14 +3,13 @@ float64 reference (dequantize in float64, F.group_norm, quantize round half to e
 unit and >= 99% identical, both memory formats, on every ISA, byte-identical across ISAs.
 Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/normalization/*.
 """
-import re
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _normalization_testutil import (assert_q, isas_to_compare, exact, one_thread,  # noqa: E402,F401
-                            qtensor, QRANGE)
+from _normalization_testutil import (  # noqa: F401  (one_thread: an autouse fixture)
+    affine_params, assert_bad_input, assert_q, isas_to_compare, exact, one_thread, qtensor, QRANGE)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated")
 
@@ -30,13 +29,6 @@ SHAPES = [
 ]
 QPARAMS = [(torch.quint8, 128, 120), (torch.quint8, 0, 255), (torch.qint8, -128, 127),
            (torch.qint8, 127, -128)]
-
-
-def _affine(affine, C, seed=1):
-    if not affine:
-        return None, None
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(C, generator=g) * 1.5, torch.randn(C, generator=g)
 
 
 def _exact_gn(x, G, w, b, eps, scale, zp):
@@ -66,7 +58,7 @@ def _check(x, G, w, b, s_out, zp_out, torch_too=True):
 @pytest.mark.parametrize("shape,G,cl", SHAPES)
 def test_matches_torch_and_exact(shape, G, cl, dtype, zp_in, zp_out, affine):
     x = qtensor(shape, dtype, scale=0.04, zero_point=zp_in, seed=G + zp_in, channels_last=cl)
-    w, b = _affine(affine, shape[1])
+    w, b = affine_params(affine, shape[1])
     _check(x, G, w, b, 0.03, zp_out)
 
 
@@ -76,19 +68,19 @@ def test_issue_shape_256x56x56(cl, dtype, zp_in, zp_out):
     # The issue's case: 32 groups of 8 x 56 x 56 codes, batch 1.
     x = qtensor((1, 256, 56, 56), dtype, scale=0.05, zero_point=zp_in, seed=21, std=40,
                 channels_last=cl)
-    w, b = _affine(True, 256)
+    w, b = affine_params(True, 256)
     _check(x, 32, w, b, 0.03, zp_out)
 
 
 def test_one_large_group_and_2d_input(isa):
     # One group of 32 x 48 x 48 = 73728 codes: fewer groups than threads, the chunked path.
     x = qtensor((1, 32, 48, 48), torch.quint8, scale=0.02, zero_point=100, seed=5, std=50)
-    w, b = _affine(True, 32)
+    w, b = affine_params(True, 32)
     _check(x, 1, w, b, 0.03, 128)
     _check(x.contiguous(memory_format=torch.channels_last), 1, w, b, 0.03, 128)
     # (N, C): accepted as float group_norm does (PyTorch's quantized op wants >= 3-D).
     x2 = qtensor((5, 12), torch.qint8, zero_point=0, seed=6)
-    _check(x2, 4, *_affine(True, 12), 0.03, 0, torch_too=False)
+    _check(x2, 4, *affine_params(True, 12), 0.03, 0, torch_too=False)
 
 
 @pytest.mark.parametrize("cl", [False, True])
@@ -101,7 +93,7 @@ def test_constant_groups(cl, eps):
     x = torch._make_per_tensor_quantized_tensor(codes.contiguous(), 0.05, 77)
     if cl:
         x = x.contiguous(memory_format=torch.channels_last)
-    w, b = _affine(True, C, seed=4)
+    w, b = affine_params(True, C, seed=4)
     y = OP(x, G, w, b, eps, 0.02, 128)
     want = torch.clamp(torch.round(b.double() / 0.02) + 128, 0, 255).to(torch.int64)
     assert torch.equal(y.int_repr().to(torch.int64), want.view(1, C, 1, 1).expand(N, C, 40, 40))
@@ -113,7 +105,7 @@ def test_isas_byte_identical():
                                   ((1, 32, 48, 48), 1, False)]:
         for dtype, zp in ((torch.quint8, 250), (torch.qint8, -100)):
             x = qtensor(shape, dtype, scale=0.05, zero_point=zp, seed=7, std=60, channels_last=cl)
-            w, b = _affine(True, shape[1], seed=9)
+            w, b = affine_params(True, shape[1], seed=9)
             outs = {}
             for name in isas:
                 torch.ops.qplugin._set_cpu_isa(name)
@@ -129,7 +121,7 @@ def test_isas_byte_identical():
 
 def test_qint32_and_thread_counts():
     x = qtensor((2, 8, 5, 5), torch.qint32, scale=1e-3, zero_point=-7, std=3e5, mean=1e4, seed=2)
-    w, b = _affine(True, 8)
+    w, b = affine_params(True, 8)
     _check(x, 4, w, b, 1e-4, 11)
     _check(x.contiguous(memory_format=torch.channels_last), 4, w, b, 1e-4, 11)
     xs = [qtensor((1, 64, 40, 40), torch.quint8, seed=3), qtensor((1, 64, 40, 40), torch.quint8,
@@ -164,7 +156,7 @@ def test_opcheck_schema():
     # Quantized tensors cannot go through FakeTensor in torch 2.13 ("quantized nyi in meta
     # tensors"), so opcheck is limited to the schema check (STYLE.md section 8).
     x = qtensor((2, 8, 6, 6), channels_last=True)
-    w, b = _affine(True, 8)
+    w, b = affine_params(True, 8)
     torch.library.opcheck(OP.default, (x, 2, w, b, 1e-5, 0.1, 3), test_utils=("test_schema",))
 
 
@@ -188,8 +180,4 @@ def _bad_cases():
 
 @pytest.mark.parametrize("case", range(len(_bad_cases())))
 def test_bad_inputs(case):
-    fn, msg = _bad_cases()[case]
-    with pytest.raises(RuntimeError) as info:
-        fn()
-    text = str(info.value).splitlines()[0]
-    assert text.startswith("qplugin::group_norm: expected") and re.search(msg, text), text
+    assert_bad_input(*_bad_cases()[case], "group_norm")

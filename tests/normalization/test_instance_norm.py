@@ -3,14 +3,13 @@ exact float64 reference (dequantize in float64, F.instance_norm, quantize round 
 within 1 unit and >= 99% identical, both memory formats, on every ISA, byte-identical across ISAs.
 Changes with: csrc/ops/quantized_cpu/normalization_kernel.cpp, csrc/kernels/normalization/*.
 """
-import re
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _normalization_testutil import (assert_q, isas_to_compare, exact, one_thread,  # noqa: E402,F401
-                            qtensor)
+from _normalization_testutil import (  # noqa: F401  (one_thread: an autouse fixture)
+    affine_params, assert_bad_input, assert_q, isas_to_compare, exact, one_thread, qtensor)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated")
 
@@ -29,13 +28,6 @@ SHAPES = [
 ]
 QPARAMS = [(torch.quint8, 128, 120), (torch.quint8, 255, 0), (torch.qint8, -128, 127),
            (torch.qint8, 10, -128)]
-
-
-def _affine(affine, C, seed=1):
-    if not affine:
-        return None, None
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(C, generator=g) * 1.5, torch.randn(C, generator=g)
 
 
 def _check(x, w, b, s_out, zp_out):
@@ -57,7 +49,7 @@ def _check(x, w, b, s_out, zp_out):
 @pytest.mark.parametrize("shape,cl", SHAPES)
 def test_matches_torch_and_exact(shape, cl, dtype, zp_in, zp_out, affine):
     x = qtensor(shape, dtype, scale=0.04, zero_point=zp_in, seed=shape[1] + zp_in, channels_last=cl)
-    _check(x, *_affine(affine, shape[1]), 0.03, zp_out)
+    _check(x, *affine_params(affine, shape[1]), 0.03, zp_out)
 
 
 @pytest.mark.parametrize("cl", [False, True])
@@ -65,13 +57,13 @@ def test_issue_shape_64x112x112(cl):
     # The issue's case: 64 planes of 112 x 112, batch 1.
     x = qtensor((1, 64, 112, 112), torch.quint8, scale=0.05, zero_point=128, seed=31, std=40,
                 channels_last=cl)
-    _check(x, *_affine(True, 64), 0.03, 128)
+    _check(x, *affine_params(True, 64), 0.03, 128)
 
 
 def test_one_large_plane(isa):
     # One plane of 300 x 300 codes: fewer planes than threads, the chunked path.
     x = qtensor((1, 1, 300, 300), torch.qint8, scale=0.02, zero_point=-20, seed=5, std=50)
-    _check(x, *_affine(True, 1), 0.03, 0)
+    _check(x, *affine_params(True, 1), 0.03, 0)
 
 
 @pytest.mark.parametrize("cl", [False, True])
@@ -82,7 +74,7 @@ def test_constant_planes(cl):
     x = torch._make_per_tensor_quantized_tensor(codes, 0.05, -7)
     if cl:
         x = x.contiguous(memory_format=torch.channels_last)
-    w, b = _affine(True, C, seed=4)
+    w, b = affine_params(True, C, seed=4)
     for eps in (1e-5, 0.0):
         y = OP(x, w, b, eps, 0.02, 3)
         want = torch.clamp(torch.round(b.double() / 0.02) + 3, -128, 127).to(torch.int64)
@@ -94,7 +86,7 @@ def test_isas_byte_identical():
     for shape, cl in SHAPES + [((1, 64, 112, 112), False), ((1, 64, 112, 112), True)]:
         for dtype, zp in ((torch.quint8, 3), (torch.qint8, 100)):
             x = qtensor(shape, dtype, scale=0.05, zero_point=zp, seed=7, std=60, channels_last=cl)
-            w, b = _affine(True, shape[1], seed=9)
+            w, b = affine_params(True, shape[1], seed=9)
             outs = {}
             for name in isas:
                 torch.ops.qplugin._set_cpu_isa(name)
@@ -106,7 +98,7 @@ def test_isas_byte_identical():
 
 def test_qint32_and_threads():
     x = qtensor((2, 3, 7, 5), torch.qint32, scale=1e-3, zero_point=5, std=3e5, mean=-1e4, seed=2)
-    _check(x, *_affine(True, 3), 1e-4, -11)
+    _check(x, *affine_params(True, 3), 1e-4, -11)
     x = qtensor((1, 32, 64, 64), torch.quint8, seed=3)
     xc = x.contiguous(memory_format=torch.channels_last)
     prev = torch.get_num_threads()
@@ -131,7 +123,7 @@ def test_opcheck_schema():
     # Quantized tensors cannot go through FakeTensor in torch 2.13 ("quantized nyi in meta
     # tensors"), so opcheck is limited to the schema check (STYLE.md section 8).
     x = qtensor((2, 8, 6, 6))
-    w, b = _affine(True, 8)
+    w, b = affine_params(True, 8)
     torch.library.opcheck(OP.default, (x, w, b, 1e-5, 0.1, 3), test_utils=("test_schema",))
 
 
@@ -151,8 +143,4 @@ def _bad_cases():
 
 @pytest.mark.parametrize("case", range(len(_bad_cases())))
 def test_bad_inputs(case):
-    fn, msg = _bad_cases()[case]
-    with pytest.raises(RuntimeError) as info:
-        fn()
-    text = str(info.value).splitlines()[0]
-    assert text.startswith("qplugin::instance_norm: expected") and re.search(msg, text), text
+    assert_bad_input(*_bad_cases()[case], "instance_norm")

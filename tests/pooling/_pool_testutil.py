@@ -7,6 +7,7 @@ import warnings
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from _reference import QRANGE, assert_qclose  # noqa: E402,F401  (one QRANGE: tests/_sweeps.py)
+from _reference import one_thread  # noqa: E402,F401  (the autouse fixture, re-exported)
 
 import qplugin  # noqa: E402,F401
 
@@ -16,14 +17,6 @@ warnings.filterwarnings("ignore", message=".*quantized tensor.*deprecated.*")
 
 ISAS = ("scalar", "avx2", "avx512vnni")
 DTYPES = (torch.quint8, torch.qint8, torch.qint32)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
 
 
 def qtensor(shape, dtype=torch.quint8, scale=0.05, zero_point=None, seed=0, channels_last=False,

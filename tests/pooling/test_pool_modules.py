@@ -11,6 +11,7 @@ from expecttest import TestCase  # noqa: E402
 from torch import nn  # noqa: E402
 
 from _pool_testutil import one_thread, qtensor  # noqa: E402,F401
+from _reference import script_round_trip  # noqa: E402
 import qplugin  # noqa: E402
 from qplugin import nn as qnn  # noqa: E402
 
@@ -82,11 +83,7 @@ def test_module_torchscript_save_load_and_copies():
         qm = _swap(fm)
         x = _q(shape, cl)
         ref = qm(x)
-        sm = torch.jit.script(qm)
-        buf = io.BytesIO()
-        torch.jit.save(sm, buf)
-        buf.seek(0)
-        loaded = torch.jit.load(buf)
+        sm, loaded = script_round_trip(qm)
         for m in (sm, loaded, copy.deepcopy(qm), copy.copy(qm)):
             assert torch.equal(m(x).int_repr(), ref.int_repr()), repr(qm)
         assert qm.state_dict() == {} and loaded.state_dict() == {}

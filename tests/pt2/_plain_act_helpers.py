@@ -195,6 +195,14 @@ def opcheck(plain, pargs):
     assert res == {u: "SUCCESS" for u in OPCHECK_UTILS}, res
 
 
+def check_fake_and_opcheck(route, args):
+    """The plain overload `route` leads to, on the legacy arguments args: the fake kernel
+    matches the real one (assert_fake_matches) and opcheck passes."""
+    plain, pargs, _, _, _ = plain_call(route, args)
+    assert_fake_matches(plain, pargs)
+    opcheck(plain, pargs)
+
+
 def raises_naming(op_name, fn, match=None):
     """fn() raises a RuntimeError whose message names qplugin::<op_name> (and `match`)."""
     with pytest.raises(RuntimeError) as e:

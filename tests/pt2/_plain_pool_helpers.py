@@ -20,6 +20,16 @@ def codes(shape, dtype=torch.uint8, memory_format=None, gen=None, lo=None, hi=No
     return x
 
 
+def codes_in_layout(shape, dtype, layout, gen):
+    """codes(shape, dtype) in `layout`: a memory format, None (contiguous), or "strided" (a
+    non-dense view: every other element of a wider last dim)."""
+    if layout == "strided":
+        wide = list(shape)
+        wide[-1] *= 2
+        return codes(wide, dtype, gen=gen)[..., ::2]
+    return codes(shape, dtype, layout, gen=gen)
+
+
 def qparams(dtype, gen=None):
     """A random (scale, zero_point) for codes of `dtype`."""
     scale = float(torch.empty(()).uniform_(0.01, 0.5, generator=gen))

@@ -25,6 +25,7 @@ from torch.library import _OPCHECK_DEFAULT_UTILS
 import qplugin  # noqa: F401
 import qplugin.pt2.fake  # noqa: F401  (fake kernels of the .plain and embedding ops)
 from _plain_act_helpers import QDTYPES, all_routes, plain_call, qtensor
+from _plain_pool_helpers import codes_in_layout
 
 Q = torch.ops.qplugin
 DEFAULT = tuple(_OPCHECK_DEFAULT_UTILS)  # schema, autograd_registration, faketensor, aot_dispatch
@@ -367,11 +368,12 @@ def _plain_cases():
             continue
         cases.append(_case(f"{op}-{shape}-{sorted(kw.items())}", getattr(Q, op).plain,
                            lambda shape=shape, kw=kw: (
-                               (pl._input(shape, torch.uint8, None, _g(9)), 0.1, 3), dict(kw))))
+                               (codes_in_layout(shape, torch.uint8, None, _g(9)), 0.1, 3),
+                               dict(kw))))
     for op, nd, shape, args in up.CASES:
         cases.append(_case(f"{op}-{shape}-{args}", getattr(Q, op).plain,
                            lambda shape=shape, args=args: (
-                               (up._input(shape, torch.int8, None, _g(10)), 0.2, -4) + args,
+                               (codes_in_layout(shape, torch.int8, None, _g(10)), 0.2, -4) + args,
                                {})))
     for cid, op, args in qz.OPCHECK:
         cases.append(_case(cid, op, lambda args=args: (args, {})))

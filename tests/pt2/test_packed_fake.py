@@ -14,22 +14,13 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 import qplugin  # noqa: F401
 from qplugin.pt2.fake import packed as fp
 
+from _reference import qint8_weight as _qw
+
 Q = torch.ops.qplugin
 
 
 def _g(seed):
     return torch.Generator().manual_seed(seed)
-
-
-def _qw(shape, per_channel=False, axis=0, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    w = torch.randn(shape, generator=g)
-    if per_channel:
-        n = shape[axis]
-        scales = torch.rand(n, generator=g, dtype=torch.float64) * 0.02 + 0.005
-        zps = torch.randint(-3, 4, (n,), generator=g)
-        return torch.quantize_per_channel(w, scales, zps, axis, torch.qint8)
-    return torch.quantize_per_tensor(w, 0.02, 1, torch.qint8)
 
 
 def _bias(n, seed=1):

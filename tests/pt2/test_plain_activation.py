@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from qplugin._tables.activation import ROWS, SCALE, ZP
-from _plain_act_helpers import (LAYOUTS, QDTYPES, assert_fake_matches, bad_input_cases,
-                                layouts_for, opcheck, plain_call, qtensor, raises_naming,
+from _plain_act_helpers import (LAYOUTS, QDTYPES, bad_input_cases, check_fake_and_opcheck,
+                                layouts_for, plain_call, qtensor, raises_naming,
                                 routes_by_legacy, run_both)
 
 ROUTES = routes_by_legacy()
@@ -110,9 +110,7 @@ def test_opcheck_and_fake(op):
         else:
             x = qtensor(shape, torch.qint8, gen, layout=LAYOUTS[lay])
             args = (x,) + _cases(op, torch.qint8)[0]
-        plain, pargs, _, _, _ = plain_call(ROUTES[op], args)
-        assert_fake_matches(plain, pargs)
-        opcheck(plain, pargs)
+        check_fake_and_opcheck(ROUTES[op], args)
 
 
 @pytest.mark.parametrize("op", OPS)

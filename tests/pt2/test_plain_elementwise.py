@@ -10,8 +10,8 @@
 import pytest
 import torch
 
-from _plain_act_helpers import (LAYOUTS, QDTYPES, assert_fake_matches, bad_input_cases,
-                                layouts_for, opcheck, plain_call, qtensor, raises_naming,
+from _plain_act_helpers import (LAYOUTS, QDTYPES, bad_input_cases, check_fake_and_opcheck,
+                                layouts_for, plain_call, qtensor, raises_naming,
                                 routes_by_legacy, run_both)
 from qplugin.pt2.routes.elementwise import add_qparams, mul_qparams
 
@@ -56,27 +56,29 @@ def test_binary_plain_is_byte_identical(op, qdtype, isa):
                  what=f"{op} case {i} {tuple(qa.shape)}x{tuple(qb.shape)} {qdtype} {isa}")
 
 
+def _scalar_operands(qdtype, seed, layouts):
+    """(layout, scalar b, qa [2, 3, 4, 6] in that layout) for each layout and b in SCALARS."""
+    gen = torch.Generator().manual_seed(seed)
+    for lay in layouts:
+        for b in SCALARS:
+            yield lay, b, qtensor((2, 3, 4, 6), qdtype, gen, layout=LAYOUTS[lay])
+
+
 @pytest.mark.parametrize("qdtype", QDTYPES, ids=str)
 @pytest.mark.parametrize("op", BINARY)
 def test_scalar_plain_is_byte_identical(op, qdtype, isa):
-    gen = torch.Generator().manual_seed(12)
-    for lay in ("contiguous", "channels_last", "strided"):
-        for b in SCALARS:
-            qa = qtensor((2, 3, 4, 6), qdtype, gen, layout=LAYOUTS[lay])
-            run_both(ROUTES[f"{op}.Scalar"], (qa, b), what=f"{op}.Scalar {b} {lay} {qdtype}")
-            run_both(ROUTES[f"{op}.Scalar2"], (b, qa), what=f"{op}.Scalar2 {b} {lay} {qdtype}")
+    for lay, b, qa in _scalar_operands(qdtype, 12, ("contiguous", "channels_last", "strided")):
+        run_both(ROUTES[f"{op}.Scalar"], (qa, b), what=f"{op}.Scalar {b} {lay} {qdtype}")
+        run_both(ROUTES[f"{op}.Scalar2"], (b, qa), what=f"{op}.Scalar2 {b} {lay} {qdtype}")
 
 
 @pytest.mark.parametrize("qdtype", QDTYPES, ids=str)
 @pytest.mark.parametrize("op", SCALAR)
 def test_deprecated_scalar_plain_is_byte_identical(op, qdtype, isa):
-    gen = torch.Generator().manual_seed(13)
-    for lay in ("contiguous", "channels_last", "transposed"):
-        for b in SCALARS:
-            qa = qtensor((2, 3, 4, 6), qdtype, gen, layout=LAYOUTS[lay])
-            run_both(ROUTES[op], (qa, b), what=f"{op} {b} {lay} {qdtype}")
-            run_both(ROUTES[f"{op}.Tensor"], (qa, torch.tensor(float(b))),
-                     what=f"{op}.Tensor {b} {lay} {qdtype}")
+    for lay, b, qa in _scalar_operands(qdtype, 13, ("contiguous", "channels_last", "transposed")):
+        run_both(ROUTES[op], (qa, b), what=f"{op} {b} {lay} {qdtype}")
+        run_both(ROUTES[f"{op}.Tensor"], (qa, torch.tensor(float(b))),
+                 what=f"{op}.Tensor {b} {lay} {qdtype}")
 
 
 def test_scalar_rules_cover_every_branch():
@@ -139,9 +141,7 @@ def _opcheck_cases():
 @pytest.mark.parametrize("legacy,args", list(_opcheck_cases()),
                          ids=lambda v: v if isinstance(v, str) else "")
 def test_opcheck_and_fake(legacy, args):
-    plain, pargs, _, _, _ = plain_call(ROUTES[legacy], args)
-    assert_fake_matches(plain, pargs)
-    opcheck(plain, pargs)
+    check_fake_and_opcheck(ROUTES[legacy], args)
 
 
 @pytest.mark.parametrize("op", BINARY)

@@ -10,6 +10,8 @@ import torch
 import qplugin  # noqa: F401
 from qplugin.pt2.routes import all_routes
 
+from _reference import qint8_weight as _qw
+
 Q = torch.ops.qplugin
 CL = torch.channels_last
 CL3 = torch.channels_last_3d
@@ -30,17 +32,6 @@ def _qx(shape, scale=0.05, zp=17, seed=0, fmt=None):
         codes = torch.empty_strided(qx.shape, qx.stride(), dtype=torch.uint8).copy_(codes)
     assert codes.stride() == qx.stride()
     return qx, codes
-
-
-def _qw(shape, per_channel, axis=0, seed=1):
-    g = _gen(seed)
-    w = torch.randn(shape, generator=g) * 0.3
-    if per_channel:
-        n = shape[axis]
-        s = torch.rand(n, generator=g, dtype=torch.float64) * 0.01 + 0.002
-        z = torch.randint(-4, 5, (n,), generator=g)
-        return torch.quantize_per_channel(w, s, z, axis, torch.qint8)
-    return torch.quantize_per_tensor(w, 0.006, 2, torch.qint8)
 
 
 def _same(y_plain, y_legacy):

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import qplugin.pt2.fake  # noqa: F401  (registers the fake kernels)
-from _plain_pool_helpers import (as_quantized, assert_same, codes, opcheck, qparams,
-                                 raises_naming)
+from _plain_pool_helpers import (as_quantized, assert_same, codes, codes_in_layout, opcheck,
+                                 qparams, raises_naming)
 from qplugin.pt2 import QTensor
 from qplugin.pt2.routes import pooling as routes
 
@@ -60,21 +60,13 @@ def _layouts(shape, nd):
     return out
 
 
-def _input(shape, dtype, layout, gen):
-    if layout == "strided":  # a non-dense view: every other element of a wider last dim
-        wide = list(shape)
-        wide[-1] *= 2
-        return codes(wide, dtype, gen=gen)[..., ::2]
-    return codes(shape, dtype, layout, gen=gen)
-
-
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_plain_matches_legacy(case, isa):
     op, nd, shape, kw = case
     gen = torch.Generator().manual_seed(hash((op, shape)) % 2 ** 31)
     for dtype in (torch.uint8, torch.int8, torch.int32):
         for lname, layout in _layouts(shape, nd):
-            x = _input(shape, dtype, layout, gen)
+            x = codes_in_layout(shape, dtype, layout, gen)
             s, z = qparams(dtype, gen)
             legacy = getattr(Q, op)(as_quantized(x, s, z), **kw)
             plain = getattr(Q, op).plain(x, s, z, **kw)
@@ -87,9 +79,9 @@ def test_opcheck(case):
     op, nd, shape, kw = case
     gen = torch.Generator().manual_seed(0)
     for lname, layout in _layouts(shape, nd):
-        x = _input(shape, torch.uint8, layout, gen)
+        x = codes_in_layout(shape, torch.uint8, layout, gen)
         opcheck(getattr(Q, op).plain, (x, 0.1, 3), kw)
-    opcheck(getattr(Q, op).plain, (_input(shape, torch.int8, None, gen), 0.2, -5), kw)
+    opcheck(getattr(Q, op).plain, (codes_in_layout(shape, torch.int8, None, gen), 0.2, -5), kw)
 
 
 def test_fake_output_sizes_follow_pytorch_ceil_mode_rule():

@@ -105,6 +105,16 @@ def _per_tensor_weights(prepared):
                                     weight=Q.default_weight_observer)
 
 
+def _float_body(make):
+    """make() under seed 0, its batch norms' statistics and affine randomized."""
+    torch.manual_seed(0)
+    body = make()
+    for m in body.modules():
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+            _randomize_bn(m)
+    return body
+
+
 def static(make, *shapes, fuse=None, fuse_train=False, act=torch.quint8, channels_last=False):
     """float body -> _Wrap -> qplugin prepare (x86 qconfig), calibration, convert. `fuse`: lists
     of submodule names for qplugin.quantization.fuse_modules in eval mode (batch norm folded at
@@ -112,11 +122,7 @@ def static(make, *shapes, fuse=None, fuse_train=False, act=torch.quint8, channel
     module stays until convert folds the batch norm). `act`: the activations' dtype (qint8:
     a symmetric-range MinMax observer). `channels_last`: 4-D / 5-D inputs in that layout."""
     def build():
-        torch.manual_seed(0)
-        body = make()
-        for m in body.modules():
-            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
-                _randomize_bn(m)
+        body = _float_body(make)
         model = _Wrap(body, len(shapes))
         if fuse:
             if fuse_train:
@@ -147,11 +153,7 @@ def qat(make, *shapes, fuse=None):
     """float body -> fuse_modules_qat -> prepare_qat (x86 QAT qconfig), two training steps'
     worth of forward passes, eval, convert (the QAT modules' mapping)."""
     def build():
-        torch.manual_seed(0)
-        body = make()
-        for m in body.modules():
-            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
-                _randomize_bn(m)
+        body = _float_body(make)
         model = _Wrap(body, len(shapes)).train()
         if fuse:
             Q.fuse_modules_qat(body, fuse, inplace=True)
@@ -592,6 +594,26 @@ def _isas():
     return out
 
 
+def _check_exported(qmodel, pmodel, xs, static_door, back=None):
+    """pmodel (the PT2 door's form of qmodel) exports on xs with a graph _check_graph accepts; on
+    every ISA it, the exported module and `back` (to_quantized of it, if given) equal qmodel."""
+    with torch.no_grad():
+        ep = torch.export.export(pmodel, xs, strict=False)
+    _check_graph(ep, static_door)
+    emod = ep.module()
+    for isa in _isas():
+        torch.ops.qplugin._set_cpu_isa(isa)
+        try:
+            with torch.no_grad():
+                want = qmodel(*xs)
+                _assert_equal(pmodel(*xs), want, f"PT2 eager [{isa}]")
+                _assert_equal(emod(*xs), want, f"exported [{isa}]")
+                if back is not None:
+                    _assert_equal(back(*xs), want, f"to_quantized [{isa}]")
+        finally:
+            torch.ops.qplugin._set_cpu_isa("auto")
+
+
 @functools.lru_cache(maxsize=None)
 def _built(cls, cid):
     return CASES[cls][cid]()
@@ -666,20 +688,7 @@ def test_module_runs_on_pt2_door(cls, cid):
         target in (qnn.Quantize, qnn.DeQuantize)
     back = qplugin.pt2.to_quantized(pmodel)
     assert _classes_in(back) == _classes_in(qmodel)
-    with torch.no_grad():
-        ep = torch.export.export(pmodel, xs, strict=False)
-    _check_graph(ep, static_door)
-    emod = ep.module()
-    for isa in _isas():
-        torch.ops.qplugin._set_cpu_isa(isa)
-        try:
-            with torch.no_grad():
-                want = qmodel(*xs)
-                _assert_equal(pmodel(*xs), want, f"PT2 eager [{isa}]")
-                _assert_equal(emod(*xs), want, f"exported [{isa}]")
-                _assert_equal(back(*xs), want, f"to_quantized [{isa}]")
-        finally:
-            torch.ops.qplugin._set_cpu_isa("auto")
+    _check_exported(qmodel, pmodel, xs, static_door, back)
 
 
 @pytest.mark.parametrize("cls,cid", [
@@ -778,19 +787,7 @@ def test_functional_form_runs_on_pt2_door(name):
     fn, shape = FUNCTIONAL_CASES[name]
     qmodel, xs = direct(lambda: _Fn(fn), shape)()
     pmodel = qplugin.pt2.from_quantized(qmodel)
-    with torch.no_grad():
-        ep = torch.export.export(pmodel, xs, strict=False)
-    _check_graph(ep, static_door=True)
-    emod = ep.module()
-    for isa in _isas():
-        torch.ops.qplugin._set_cpu_isa(isa)
-        try:
-            with torch.no_grad():
-                want = qmodel(*xs)
-                _assert_equal(pmodel(*xs), want, f"PT2 eager [{isa}]")
-                _assert_equal(emod(*xs), want, f"exported [{isa}]")
-        finally:
-            torch.ops.qplugin._set_cpu_isa("auto")
+    _check_exported(qmodel, pmodel, xs, static_door=True)
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONAL_SKIP))

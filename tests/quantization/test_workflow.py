@@ -19,6 +19,7 @@ import qplugin.quantization as qq
 from qplugin import nn as qnn
 from qplugin.nn import intrinsic as qnni
 from _block_torch_ao import BLOCKED, requires_torch_ao
+from _factory import tiny_factory_source
 
 tq = None if BLOCKED else pytest.importorskip("torch.ao.quantization")
 
@@ -363,31 +364,7 @@ def test_no_torch_ao_needed_by_the_workflow():
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 
 
-_FACTORY = '''
-import torch
-from torch import nn
-from qplugin.quantization import QuantStub, DeQuantStub
-
-
-class Tiny(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.quant, self.dequant = QuantStub(), DeQuantStub()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.relu = nn.ReLU()
-        self.pool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(8, 4)
-
-    def forward(self, x):
-        x = self.pool(self.relu(self.conv(self.quant(x))))
-        return self.dequant(self.fc(torch.flatten(x, 1)))
-
-
-def make():
-    torch.manual_seed(0)
-    calib = [torch.randn(4, 3, 16, 16) for _ in range(2)]
-    return Tiny().eval(), calib, [(x, torch.zeros(4, dtype=torch.long)) for x in calib]
-'''
+_FACTORY = tiny_factory_source("qplugin.quantization")  # torch.ao is blocked there
 
 
 def test_main_job_with_torch_ao_blocked(tmp_path):
@@ -398,7 +375,7 @@ def test_main_job_with_torch_ao_blocked(tmp_path):
         sys.path[:0] = [{str(tmp_path)!r}, {ROOT!r}, {os.path.join(ROOT, "tests")!r}]
         import torch, _block_torch_ao
         _block_torch_ao.install()
-        sys.argv = ["qplugin", "--model", "mymodels:make", "--save", {str(tmp_path / "m.pt")!r}]
+        sys.argv = ["qplugin", "--model", "mymodels:make_with_eval", "--save", {str(tmp_path / "m.pt")!r}]
         runpy.run_module("qplugin", run_name="__main__")
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

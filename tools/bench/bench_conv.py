@@ -18,14 +18,15 @@ import math
 import os
 import statistics
 import sys
-import time
 import warnings
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))  # _timing
 
 import torch  # noqa: E402
 
 import qplugin  # noqa: E402,F401
+from _timing import interleaved_medians  # noqa: E402  (tools/_timing.py)
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 
@@ -115,23 +116,6 @@ def cases():
     return out
 
 
-def _time_interleaved(fns, min_time, min_reps=3, max_reps=500):
-    for f in fns:
-        for _ in range(2):
-            f()
-    times = [[] for _ in fns]
-    start = time.perf_counter()
-    while True:
-        for i, f in enumerate(fns):
-            t0 = time.perf_counter()
-            f()
-            times[i].append(time.perf_counter() - t0)
-        n = len(times[0])
-        if n >= max_reps or (n >= min_reps and time.perf_counter() - start > min_time):
-            break
-    return [statistics.median(t) for t in times]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -157,8 +141,9 @@ def main():
                 continue
             for fmt in (args.format if c[1] > 1 else ["nchw"]):
                 d = _setup(c, fmt)
-                runs = [_time_interleaved([d["q"], d["t"], d["f_nchw"], d["f_cl"]],
-                                          args.min_time) for _ in range(args.repeat)]
+                runs = [interleaved_medians([d["q"], d["t"], d["f_nchw"], d["f_cl"]],
+                                            args.min_time, min_reps=3, max_reps=500)
+                        for _ in range(args.repeat)]
                 tq, tt, tn, tc = (statistics.median(r[i] for r in runs) for i in range(4))
                 tf = min(tn, tc)
                 gq = 2 * d["macs"] / tq / 1e9

@@ -14,18 +14,18 @@ Also provides cases() in the tuple format of tools/bench.py's op families:
 """
 import argparse
 import os
-import random
 import statistics
 import sys
-import time
 import warnings
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))  # _timing
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import qplugin  # noqa: E402,F401
+from _timing import interleaved_medians  # noqa: E402  (tools/_timing.py)
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 
@@ -99,28 +99,6 @@ def cases():
     return out
 
 
-def _time_interleaved(fns, min_time, min_reps=5, max_reps=500):
-    for f in fns:
-        for _ in range(2):
-            f()
-    times = [[] for _ in fns]
-    start = time.perf_counter()
-    order = list(range(len(fns)))
-    rng = random.Random(0)
-    while True:
-        # A fresh order every round: whichever call runs after the fp32 one finds the caches
-        # (and the page-table entries of its table) evicted; no implementation always does.
-        rng.shuffle(order)
-        for i in order:
-            t0 = time.perf_counter()
-            fns[i]()
-            times[i].append(time.perf_counter() - t0)
-        n = len(times[0])
-        if n >= max_reps or (n >= min_reps and time.perf_counter() - start > min_time):
-            break
-    return [statistics.median(t) for t in times]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
@@ -136,7 +114,10 @@ def main(argv=None):
     for t in args.threads:
         torch.set_num_threads(t)
         for name, fq, fr, ff, _ in cs:
-            runs = [_time_interleaved([fq, fr, ff], args.min_time) for _ in range(args.repeat)]
+            # A fresh order every round: whichever call runs after the fp32 one finds the caches
+            # (and the page-table entries of its table) evicted; no implementation always does.
+            runs = [interleaved_medians([fq, fr, ff], args.min_time, max_reps=500, shuffle_seed=0)
+                    for _ in range(args.repeat)]
             tq, tr, tf = (statistics.median(r[i] for r in runs) for i in range(3))
             print(f"| {name} | {t} | {tq*1e3:.3f} | {tr*1e3:.3f} | {tf*1e3:.3f} | {tq/tr:.2f} | "
                   f"{tq/tf:.2f} |", flush=True)

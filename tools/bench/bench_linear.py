@@ -22,10 +22,12 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))  # _timing
 
 import torch  # noqa: E402
 
 import qplugin  # noqa: E402,F401
+from _timing import interleaved_medians  # noqa: E402  (tools/_timing.py)
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 
@@ -53,24 +55,6 @@ def _inputs(M, K, N, seed=0):
 
 
 _CLOCK = time.perf_counter
-
-
-def _time_interleaved(fns, min_time, min_reps=5, max_reps=2000):
-    """Runs each fn once per round, rounds until min_time total; returns per-fn medians."""
-    for f in fns:  # warm-up
-        for _ in range(3):
-            f()
-    times = [[] for _ in fns]
-    start = time.perf_counter()
-    while True:
-        for i, f in enumerate(fns):
-            t0 = _CLOCK()
-            f()
-            times[i].append(_CLOCK() - t0)
-        n = len(times[0])
-        if n >= max_reps or (n >= min_reps and time.perf_counter() - start > min_time):
-            break
-    return [statistics.median(t) for t in times]
 
 
 def cases():
@@ -101,11 +85,11 @@ def run(threads, min_time, cases, peak):
         yq = torch.ops.qplugin.linear(x, pq, out_scale, out_zp)
         yt = torch.ops.quantized.linear(x, pt, out_scale, out_zp)
         diff = (yq.int_repr().int() - yt.int_repr().int()).abs().max().item()
-        tq, tt, tf = _time_interleaved([
+        tq, tt, tf = interleaved_medians([
             lambda: torch.ops.qplugin.linear(x, pq, out_scale, out_zp),
             lambda: torch.ops.quantized.linear(x, pt, out_scale, out_zp),
             lambda: torch.nn.functional.linear(xf, wf, b),
-        ], min_time)
+        ], min_time, warmup=3, max_reps=2000, clock=_CLOCK)
         ops = 2.0 * M * N * K
         rows.append(dict(M=M, K=K, N=N, tq=tq, tt=tt, tf=tf, ratio=tq / tt, gq=ops / tq / 1e9,
                          gt=ops / tt / 1e9, gf=ops / tf / 1e9, diff=diff))

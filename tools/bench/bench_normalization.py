@@ -8,9 +8,7 @@ the fp32 torch op, in the tuple format of tools/bench.py's bn_cases:
 Bars (1 thread): qplugin <= torch.ops.quantized and <= fp32 in every case. The machine may be
 shared, so --repeat runs the whole table several times and reports per-case medians.
 """
-import argparse
 import os
-import statistics
 import sys
 import warnings
 
@@ -22,7 +20,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import qplugin  # noqa: E402,F401
-from bench import _fmt, markdown, q, run  # noqa: E402  (tools/bench.py)
+from bench import _fmt, family_main, q  # noqa: E402  (tools/bench.py)
 
 warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*deprecated.*")
 
@@ -43,49 +41,29 @@ def cases():
                 lambda xf=xf, w=w, b=b: F.layer_norm(xf, [768], w, b, 1e-5),
                 2 * x.numel()))
 
-    # group_norm: 32 groups on 256x56x56, both formats.
-    shape = (1, 256, 56, 56)
-    w, b = torch.randn(256, generator=g), torch.randn(256, generator=g)
-    for cl in (False, True):
-        x = q(shape, channels_last=cl)
-        xf = x.dequantize()
-        out.append((f"group_norm G=32 {_fmt(shape, cl)}",
-                    lambda x=x, w=w, b=b: torch.ops.qplugin.group_norm(x, 32, w, b, 1e-5, 0.05, 128),
-                    lambda x=x, w=w, b=b: torch.ops.quantized.group_norm(x, 32, w, b, 1e-5, 0.05, 128),
-                    lambda xf=xf, w=w, b=b: F.group_norm(xf, 32, w, b, 1e-5),
-                    2 * x.numel()))
-
-    # instance_norm: 64x112x112, both formats (affine, as InstanceNorm2d(affine=True)).
-    shape = (1, 64, 112, 112)
-    w, b = torch.randn(64, generator=g), torch.randn(64, generator=g)
-    for cl in (False, True):
-        x = q(shape, channels_last=cl)
-        xf = x.dequantize()
-        out.append((f"instance_norm {_fmt(shape, cl)}",
-                    lambda x=x, w=w, b=b: torch.ops.qplugin.instance_norm(x, w, b, 1e-5, 0.05, 128),
-                    lambda x=x, w=w, b=b: torch.ops.quantized.instance_norm(x, w, b, 1e-5, 0.05, 128),
-                    lambda xf=xf, w=w, b=b: F.instance_norm(xf, weight=w, bias=b, eps=1e-5),
-                    2 * x.numel()))
+    # group_norm: 32 groups on 256x56x56; instance_norm: 64x112x112 (affine, as
+    # InstanceNorm2d(affine=True)); both formats. op(ns, x, w, b): ns's op at out (0.05, 128).
+    for label, shape, op, fp32 in (
+            ("group_norm G=32", (1, 256, 56, 56),
+             lambda ns, x, w, b: ns.group_norm(x, 32, w, b, 1e-5, 0.05, 128),
+             lambda xf, w, b: F.group_norm(xf, 32, w, b, 1e-5)),
+            ("instance_norm", (1, 64, 112, 112),
+             lambda ns, x, w, b: ns.instance_norm(x, w, b, 1e-5, 0.05, 128),
+             lambda xf, w, b: F.instance_norm(xf, weight=w, bias=b, eps=1e-5))):
+        w, b = torch.randn(shape[1], generator=g), torch.randn(shape[1], generator=g)
+        for cl in (False, True):
+            x = q(shape, channels_last=cl)
+            xf = x.dequantize()
+            out.append((f"{label} {_fmt(shape, cl)}",
+                        lambda op=op, x=x, w=w, b=b: op(torch.ops.qplugin, x, w, b),
+                        lambda op=op, x=x, w=w, b=b: op(torch.ops.quantized, x, w, b),
+                        lambda fp32=fp32, xf=xf, w=w, b=b: fp32(xf, w, b),
+                        2 * x.numel()))
     return out
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, action="append", help="thread counts (default 1 and 2)")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="runs of the whole table; per-case medians are reported (default 3)")
-    args = ap.parse_args(argv)
-    import bench
-    bench.FAMILIES["normalization"] = cases
-    runs = [run(["normalization"], args.threads or [1, 2]) for _ in range(max(1, args.repeat))]
-    rows = []
-    for i, row in enumerate(runs[0]):
-        fam, name, t = row[:3]
-        med = [statistics.median(r[i][k] for r in runs) for k in (3, 4, 5)]
-        rows.append((fam, name, t, *med, row[6]))
-    print(f"qplugin {qplugin.__version__}, ISA {qplugin.cpu_isa()}, torch {torch.__version__}, "
-          f"median of {len(runs)} runs\n")
-    print(markdown(rows))
+    family_main("normalization", cases, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -11,17 +11,17 @@ qplugin / quantized and qplugin / fp32, the CPU and the ISA tier qplugin ran.
 """
 import argparse
 import os
-import statistics
 import sys
-import time
 import warnings
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))  # _timing
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import qplugin  # noqa: E402,F401
+from _timing import interleaved_medians  # noqa: E402  (tools/_timing.py)
 
 warnings.filterwarnings("ignore")
 Q, T = torch.ops.qplugin, torch.ops.quantized
@@ -106,20 +106,6 @@ def cases():
     return out
 
 
-def bench(fns, min_time=0.3, warmup=3):
-    for f in fns:
-        for _ in range(warmup):
-            f()
-    times = [[] for _ in fns]
-    start = time.perf_counter()
-    while time.perf_counter() - start < min_time * len(fns) or len(times[0]) < 5:
-        for i, f in enumerate(fns):
-            t0 = time.perf_counter()
-            f()
-            times[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) * 1e3 for t in times]
-
-
 def cpu_name():
     try:
         with open("/proc/cpuinfo") as f:
@@ -150,7 +136,8 @@ def main():
             for name, fq, ft, ff in cases():
                 if args.only and not any(o in name for o in args.only):
                     continue
-                a, b, c = bench([fq, ft, ff])
+                fns = [fq, ft, ff]  # 0.3 s each, medians in ms
+                a, b, c = (t * 1e3 for t in interleaved_medians(fns, 0.3 * len(fns), warmup=3))
                 print(f"| {name} | {n} | {a:.3f} | {b:.3f} | {c:.3f} | {a / b:.2f} | {a / c:.2f} |",
                       flush=True)
     finally:

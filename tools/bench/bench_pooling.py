@@ -6,9 +6,7 @@ quantized tensor (torch.nn.functional on QuantizedCPU), as torch.ao.nn.quantized
 
     python tools/bench/bench_pooling.py [--threads 1] [--repeat 3]
 """
-import argparse
 import os
-import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -19,25 +17,14 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import qplugin  # noqa: E402,F401
-
-
-def _q(shape, channels_last, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.quantize_per_tensor(torch.randn(shape, generator=g) * 2, 0.05, 128, torch.quint8)
-    if channels_last:
-        x = x.contiguous(memory_format=torch.channels_last)
-    return x
-
-
-def _fmt(shape, cl):
-    return "x".join(map(str, shape)) + (" CL" if cl else "")
+from bench import _fmt, family_main, q  # noqa: E402  (tools/bench.py)
 
 
 def cases():
     ops = torch.ops.qplugin
     out = []
     for cl in (False, True):
-        x = _q((1, 64, 112, 112), cl)
+        x = q((1, 64, 112, 112), channels_last=cl)
         xf = x.dequantize()
         out.append((f"max_pool2d k3s2p1 {_fmt(x.shape, cl)}",
                     lambda x=x: ops.max_pool2d(x, [3, 3], [2, 2], [1, 1], [1, 1], False),
@@ -45,7 +32,7 @@ def cases():
                                                                False),
                     lambda xf=xf: F.max_pool2d(xf, 3, 2, 1), x.numel() + x.numel() // 4))
         for shape, k, s, p in [((1, 256, 56, 56), 2, 2, 0), ((1, 192, 28, 28), 3, 1, 1)]:
-            x = _q(shape, cl)
+            x = q(shape, channels_last=cl)
             xf = x.dequantize()
             out.append((f"avg_pool2d k{k}s{s}p{p} {_fmt(shape, cl)}",
                         lambda x=x, k=k, s=s, p=p: ops.avg_pool2d(x, [k, k], [s, s], [p, p]),
@@ -53,13 +40,13 @@ def cases():
                         lambda xf=xf, k=k, s=s, p=p: F.avg_pool2d(xf, k, s, p),
                         x.numel() + x.numel() // (s * s)))
         for n in (1, 32):
-            x = _q((n, 2048, 7, 7), cl)
+            x = q((n, 2048, 7, 7), channels_last=cl)
             xf = x.dequantize()
             out.append((f"adaptive_avg_pool2d ->1 {_fmt(x.shape, cl)}",
                         lambda x=x: ops.adaptive_avg_pool2d(x, [1, 1]),
                         lambda x=x: F.adaptive_avg_pool2d(x, 1),
                         lambda xf=xf: F.adaptive_avg_pool2d(xf, 1), x.numel() + x.numel() // 49))
-        x = _q((1, 128, 56, 56), cl)
+        x = q((1, 128, 56, 56), channels_last=cl)
         xf = x.dequantize()
         out.append((f"upsample nearest x2 {_fmt(x.shape, cl)}",
                     lambda x=x: ops.upsample_nearest2d(x, [112, 112], 2.0, 2.0),
@@ -75,23 +62,7 @@ def cases():
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, action="append", help="thread counts (default 1 and 2)")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="runs of the whole table; per-case medians are reported (default 3)")
-    ap.add_argument("--filter", default="", help="only cases whose name contains this")
-    args = ap.parse_args(argv)
-    import bench
-    bench.FAMILIES["pooling"] = lambda: [c for c in cases() if args.filter in c[0]]
-    runs = [bench.run(["pooling"], args.threads or [1, 2]) for _ in range(max(1, args.repeat))]
-    rows = []
-    for i, row in enumerate(runs[0]):
-        fam, name, t = row[:3]
-        med = [statistics.median(r[i][k] for r in runs) for k in (3, 4, 5)]
-        rows.append((fam, name, t, *med, row[6]))
-    print(f"qplugin {qplugin.__version__}, ISA {qplugin.cpu_isa()}, torch {torch.__version__}, "
-          f"median of {len(runs)} runs\n")
-    print(bench.markdown(rows))
+    family_main("pooling", cases, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":
