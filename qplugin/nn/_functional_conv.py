@@ -54,9 +54,10 @@ def _make_conv(dim: int, doc: str):
     return conv
 
 
-conv1d = _make_conv(1, r"""Quantized 1-d conv over (N, C, L) quint8 input with a (C_out, C_in/groups, k)
-    qint8 weight and fp32 bias; output quint8 with ``scale``/``zero_point``. Packs per call.""")
-conv2d = _make_conv(2, r"""Quantized 2-d conv (≙ torch.ao.nn.quantized.functional.conv2d). Packs per
-    call.""")
-conv3d = _make_conv(3, r"""Quantized 3-d conv (≙ torch.ao.nn.quantized.functional.conv3d). Packs per
-    call.""")
+conv1d = _make_conv(1, r"""Quantized 1-d conv over (N, C, L) quint8 input with a
+    (C_out, C_in/groups, k) qint8 weight and fp32 bias; output quint8 with
+    ``scale``/``zero_point``. Packs per call.""")
+conv2d = _make_conv(2, r"""Quantized 2-d conv (≙ torch.ao.nn.quantized.functional.conv2d).
+    Packs per call.""")
+conv3d = _make_conv(3, r"""Quantized 3-d conv (≙ torch.ao.nn.quantized.functional.conv3d).
+    Packs per call.""")

@@ -194,7 +194,37 @@ _BN = {1: nn.BatchNorm1d, 2: nn.BatchNorm2d, 3: nn.BatchNorm3d}
 
 
 class _BnStatsMixin:
-    """freeze_bn / update_bn_stats / train shared by ConvBn*d and LinearBn1d."""
+    """The batch norm of ConvBn*d and LinearBn1d: its construction, freeze_bn /
+    update_bn_stats / train, the folded forward, from_float's parameter sharing."""
+
+    def _setup_bn(self, bn_class, out_features, bias, eps, momentum, freeze_bn, qconfig):
+        # In torch.ao's order (submodule order, random draws of reset_bn_parameters).
+        self.qconfig = qconfig
+        self.freeze_bn = freeze_bn if self.training else True
+        self.bn = bn_class(out_features, eps, momentum, True, True)
+        self.weight_fake_quant = self.qconfig.weight()
+        if bias:
+            self.bias = Parameter(torch.empty(out_features))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_bn_parameters()
+        self._init_bn_state(freeze_bn)
+
+    def reset_bn_parameters(self):
+        self.bn.reset_running_stats()
+        init.uniform_(self.bn.weight)
+        init.zeros_(self.bn.bias)
+
+    def _take_parameters(self, layer, bn):
+        """from_float: share the float conv / linear's and batch norm's parameters and stats."""
+        self.weight = layer.weight
+        self.bias = layer.bias
+        self.bn.weight = bn.weight
+        self.bn.bias = bn.bias
+        self.bn.running_mean = bn.running_mean
+        self.bn.running_var = bn.running_var
+        self.bn.num_batches_tracked = bn.num_batches_tracked
+        return self
 
     def reset_running_stats(self):
         self.bn.reset_running_stats()
@@ -222,7 +252,7 @@ class _BnStatsMixin:
         else:
             self.freeze_bn_stats()
 
-    def _folded_forward(self, input, op):
+    def _folded_forward(self, input, op, zero_bias_dtype):
         # The batch norm folded into the weight with running statistics, the conv / linear
         # output unscaled and the batch norm applied (training updates its statistics):
         # torch.ao's "_forward_approximate", in the same operation order.
@@ -236,7 +266,19 @@ class _BnStatsMixin:
         bias_shape = [1] * len(self.weight.shape)
         bias_shape[1] = -1
         scaled_weight = self.weight_fake_quant(self.weight * scale_factor.reshape(weight_shape))
-        return scaled_weight, scale_factor, bias_shape
+        # op(input, weight, bias): the conv's _conv_forward or F.linear; the zero bias has the
+        # input's dtype for the convs (zero_bias_dtype), the default one for LinearBn1d (as
+        # torch.ao's).
+        if self.bias is not None:
+            zero_bias = torch.zeros_like(self.bias, dtype=zero_bias_dtype)
+        else:
+            zero_bias = torch.zeros(self.bn.num_features, device=scaled_weight.device,
+                                    dtype=zero_bias_dtype)
+        out = op(input, scaled_weight, zero_bias)
+        out = out / scale_factor.reshape(bias_shape)
+        if self.bias is not None:
+            out = out + self.bias.reshape(bias_shape)
+        return self.bn(out)
 
 
 class _ConvBnNd(_BnStatsMixin, nn.modules.conv._ConvNd, _fused._FusedModule):
@@ -244,39 +286,18 @@ class _ConvBnNd(_BnStatsMixin, nn.modules.conv._ConvNd, _fused._FusedModule):
 
     def _setup(self, dim, out_channels, bias, eps, momentum, freeze_bn, qconfig):
         _need_qconfig(type(self).__name__, qconfig)
-        self.qconfig = qconfig
-        self.freeze_bn = freeze_bn if self.training else True
-        self.bn = _BN[dim](out_channels, eps, momentum, True, True)
-        self.weight_fake_quant = self.qconfig.weight()
-        if bias:
-            self.bias = Parameter(torch.empty(out_channels))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_bn_parameters()
-        self._init_bn_state(freeze_bn)
+        self._setup_bn(_BN[dim], out_channels, bias, eps, momentum, freeze_bn, qconfig)
         self._enable_slow_path_for_better_numerical_stability = False
 
     def reset_bn_parameters(self):
-        self.bn.reset_running_stats()
-        init.uniform_(self.bn.weight)
-        init.zeros_(self.bn.bias)
+        super().reset_bn_parameters()
         if self.bias is not None:
             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
             bound = 1 / math.sqrt(fan_in)
             init.uniform_(self.bias, -bound, bound)
 
     def _forward(self, input):
-        scaled_weight, scale_factor, bias_shape = self._folded_forward(input, None)
-        if self.bias is not None:
-            zero_bias = torch.zeros_like(self.bias, dtype=input.dtype)
-        else:
-            zero_bias = torch.zeros(self.out_channels, device=scaled_weight.device,
-                                    dtype=input.dtype)
-        conv = self._conv_forward(input, scaled_weight, zero_bias)
-        conv_orig = conv / scale_factor.reshape(bias_shape)
-        if self.bias is not None:
-            conv_orig = conv_orig + self.bias.reshape(bias_shape)
-        return self.bn(conv_orig)
+        return self._folded_forward(input, self._conv_forward, input.dtype)
 
     def forward(self, input):
         return self._forward(input)
@@ -288,14 +309,7 @@ class _ConvBnNd(_BnStatsMixin, nn.modules.conv._ConvNd, _fused._FusedModule):
         qat = cls(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,
                   conv.padding, conv.dilation, conv.groups, conv.bias is not None,
                   conv.padding_mode, bn.eps, bn.momentum, False, mod.qconfig)
-        qat.weight = conv.weight
-        qat.bias = conv.bias
-        qat.bn.weight = bn.weight
-        qat.bn.bias = bn.bias
-        qat.bn.running_mean = bn.running_mean
-        qat.bn.running_var = bn.running_var
-        qat.bn.num_batches_tracked = bn.num_batches_tracked
-        return qat
+        return qat._take_parameters(conv, bn)
 
     def to_float(self):
         conv = self._FLOAT_CONV_MODULE(self.in_channels, self.out_channels, self.kernel_size,
@@ -360,33 +374,10 @@ class LinearBn1d(_BnStatsMixin, nn.Linear, _fused._FusedModule):
                  freeze_bn=False, qconfig=None):
         nn.Linear.__init__(self, in_features, out_features, bias)
         _need_qconfig("LinearBn1d", qconfig)
-        self.qconfig = qconfig
-        self.freeze_bn = freeze_bn if self.training else True
-        self.bn = nn.BatchNorm1d(out_features, eps, momentum, True, True)
-        self.weight_fake_quant = self.qconfig.weight()
-        if bias:
-            self.bias = Parameter(torch.empty(out_features))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_bn_parameters()
-        self._init_bn_state(freeze_bn)
-
-    def reset_bn_parameters(self):
-        self.bn.reset_running_stats()
-        init.uniform_(self.bn.weight)
-        init.zeros_(self.bn.bias)
+        self._setup_bn(nn.BatchNorm1d, out_features, bias, eps, momentum, freeze_bn, qconfig)
 
     def forward(self, input):
-        scaled_weight, scale_factor, bias_shape = self._folded_forward(input, None)
-        if self.bias is not None:
-            zero_bias = torch.zeros_like(self.bias)
-        else:
-            zero_bias = torch.zeros(self.out_features, device=scaled_weight.device)
-        out = F.linear(input, scaled_weight, zero_bias)
-        out = out / scale_factor.reshape(bias_shape)
-        if self.bias is not None:
-            out = out + self.bias.reshape(bias_shape)
-        return self.bn(out)
+        return self._folded_forward(input, F.linear, None)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -394,14 +385,7 @@ class LinearBn1d(_BnStatsMixin, nn.Linear, _fused._FusedModule):
         linear, bn = mod[0], mod[1]
         qat = cls(linear.in_features, linear.out_features, linear.bias is not None, bn.eps,
                   bn.momentum, False, mod.qconfig)
-        qat.weight = linear.weight
-        qat.bias = linear.bias
-        qat.bn.weight = bn.weight
-        qat.bn.bias = bn.bias
-        qat.bn.running_mean = bn.running_mean
-        qat.bn.running_var = bn.running_var
-        qat.bn.num_batches_tracked = bn.num_batches_tracked
-        return qat
+        return qat._take_parameters(linear, bn)
 
     def to_float(self):
         linear = nn.Linear(self.in_features, self.out_features)
