@@ -143,7 +143,44 @@ class LinearPackedParams(_PackedParamsBase):
         return torch.ops.qplugin.linear_unpack(self._packed_params)
 
 
-class Linear(torch.nn.Module):
+class _PackedLinear:
+    """What qplugin.nn.Linear and qplugin.nn.dynamic.Linear share around their `_packed_params`
+    child: the accessors and the upgrade of the child's state-dict keys."""
+
+    def _weight_bias(self):
+        return self._packed_params._weight_bias()
+
+    def weight(self):
+        """The weight, unpacked: qint8 (bit-exact), or (dynamic float16) float32 holding the
+        float16 values."""
+        return self._weight_bias()[0]
+
+    def bias(self):
+        """The fp32 bias, or None."""
+        return self._weight_bias()[1]
+
+    def set_weight_bias(self, w: torch.Tensor, b: torch.Tensor | None) -> None:
+        """Packs a new weight [out_features, in_features] (qint8; dynamic float16: float) and fp32
+        bias [out_features]."""
+        self._packed_params.set_weight_bias(w, b)
+
+    def _upgrade_packed_params_keys(self, state_dict, prefix, version) -> None:
+        if version is None or version == 1:
+            # Version 1 kept weight and bias on the module itself.
+            weight = state_dict.pop(prefix + "weight")
+            bias = state_dict.pop(prefix + "bias")
+            state_dict.update({prefix + "_packed_params.weight": weight,
+                               prefix + "_packed_params.bias": bias})
+        # The child _packed_params loads after this hook: take the feature counts from its keys.
+        w = state_dict.get(prefix + "_packed_params.weight")
+        packed = state_dict.get(prefix + "_packed_params._packed_params")
+        if w is None and packed is not None:
+            w = packed[0]
+        if isinstance(w, torch.Tensor) and w.dim() == 2:
+            self.out_features, self.in_features = int(w.shape[0]), int(w.shape[1])
+
+
+class Linear(_PackedLinear, torch.nn.Module):
     r"""A quantized linear layer: quint8 input and output, qint8 weight, fp32 bias.
 
     Mirrors :class:`torch.ao.nn.quantized.Linear` (same constructor, attributes, ``from_float``,
@@ -223,37 +260,9 @@ class Linear(torch.nn.Module):
             self.zero_point = int(state_dict.pop(prefix + "zero_point"))
         elif strict:
             missing_keys.append(prefix + "zero_point")
-        version = local_metadata.get("version", None)
-        if version is None or version == 1:
-            # Version 1 kept weight and bias on the module itself.
-            weight = state_dict.pop(prefix + "weight")
-            bias = state_dict.pop(prefix + "bias")
-            state_dict.update({prefix + "_packed_params.weight": weight,
-                               prefix + "_packed_params.bias": bias})
-        # The child _packed_params loads after this hook: take the feature counts from its keys.
-        w = state_dict.get(prefix + "_packed_params.weight")
-        packed = state_dict.get(prefix + "_packed_params._packed_params")
-        if w is None and packed is not None:
-            w = packed[0]
-        if isinstance(w, torch.Tensor) and w.dim() == 2:
-            self.out_features, self.in_features = int(w.shape[0]), int(w.shape[1])
+        self._upgrade_packed_params_keys(state_dict, prefix, local_metadata.get("version", None))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
                                       unexpected_keys, error_msgs)
-
-    def _weight_bias(self):
-        return self._packed_params._weight_bias()
-
-    def weight(self):
-        """The qint8 weight, unpacked (bit-exact)."""
-        return self._weight_bias()[0]
-
-    def bias(self):
-        """The fp32 bias, or None."""
-        return self._weight_bias()[1]
-
-    def set_weight_bias(self, w: torch.Tensor, b: torch.Tensor | None) -> None:
-        """Packs a new qint8 weight [out_features, in_features] and fp32 bias [out_features]."""
-        self._packed_params.set_weight_bias(w, b)
 
     @classmethod
     def _float_module_types(cls):
