@@ -378,7 +378,7 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
                                       " quantization for quint8")
 
     def forward(self, x_orig):
-        return self._forward(x_orig)
+        return self._forward(x_orig, "PerChannelMinMaxObserver")
 
     def _channel_rows(self, x_orig: torch.Tensor) -> torch.Tensor:
         x = x_orig.detach()
@@ -394,24 +394,29 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         y = y.to(self.min_val.dtype)
         return torch.flatten(y, start_dim=1)
 
-    def _forward(self, x_orig):
+    def _forward(self, x_orig, owner: str):
+        """Records the per-channel minima and maxima of x_orig (the first tensor sets them; then
+        _combine) and returns it; `owner` names the observer in errors."""
         if x_orig.numel() == 0:
             return x_orig
         min_val = self.min_val
         max_val = self.max_val
         y = self._channel_rows(x_orig)
         min_val_cur, max_val_cur = torch.aminmax(y, dim=1)
-        _check_no_nan("PerChannelMinMaxObserver", min_val_cur, max_val_cur)
+        _check_no_nan(owner, min_val_cur, max_val_cur)
         if min_val.numel() == 0 or max_val.numel() == 0:
             min_val, max_val = min_val_cur, max_val_cur
         else:
-            min_val = torch.min(min_val_cur, min_val)
-            max_val = torch.max(max_val_cur, max_val)
+            min_val, max_val = self._combine(min_val, max_val, min_val_cur, max_val_cur)
         self.min_val.resize_(min_val.shape)
         self.max_val.resize_(max_val.shape)
         self.min_val.copy_(min_val)
         self.max_val.copy_(max_val)
         return x_orig
+
+    def _combine(self, min_val: torch.Tensor, max_val: torch.Tensor, min_val_cur: torch.Tensor,
+                 max_val_cur: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        return torch.min(min_val_cur, min_val), torch.max(max_val_cur, max_val)
 
     @torch.jit.export
     def calculate_qparams(self):
@@ -458,23 +463,12 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
         self.averaging_constant = averaging_constant
 
     def forward(self, x_orig):
-        if x_orig.numel() == 0:
-            return x_orig
-        min_val = self.min_val
-        max_val = self.max_val
-        y = self._channel_rows(x_orig)
-        min_val_cur, max_val_cur = torch.aminmax(y, dim=1)
-        _check_no_nan("MovingAveragePerChannelMinMaxObserver", min_val_cur, max_val_cur)
-        if min_val.numel() == 0 or max_val.numel() == 0:
-            min_val, max_val = min_val_cur, max_val_cur
-        else:
-            min_val = min_val + self.averaging_constant * (min_val_cur - min_val)
-            max_val = max_val + self.averaging_constant * (max_val_cur - max_val)
-        self.min_val.resize_(min_val.shape)
-        self.max_val.resize_(max_val.shape)
-        self.min_val.copy_(min_val)
-        self.max_val.copy_(max_val)
-        return x_orig
+        return self._forward(x_orig, "MovingAveragePerChannelMinMaxObserver")
+
+    def _combine(self, min_val: torch.Tensor, max_val: torch.Tensor, min_val_cur: torch.Tensor,
+                 max_val_cur: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        return (min_val + self.averaging_constant * (min_val_cur - min_val),
+                max_val + self.averaging_constant * (max_val_cur - max_val))
 
 
 class HistogramObserver(UniformQuantizationObserverBase):
