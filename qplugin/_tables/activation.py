@@ -114,6 +114,19 @@ def _sigmoid(v):
     return torch.sigmoid(v)
 
 
+def _given_qparams_extension(name: str, reference: Callable[..., torch.Tensor], summary: str,
+                             module: str, torch_module: type) -> Activation:
+    """The row of an extension op taking (qx, output_scale, output_zero_point) only, whose float
+    module has just an `inplace` flag (accepted and ignored: the op makes a new tensor)."""
+    return Activation(
+        name=name, op=name, reference=reference, output_qparams="given",
+        schema=f"qplugin::{name}(Tensor qx, float output_scale, int output_zero_point) -> Tensor",
+        cases=(Case(args=(SCALE, ZP)),), summary=summary, functional="generated", module=module,
+        torch_module=torch_module, repr_name=f"Quantized{module}",
+        module_args=(Arg("inplace", False, check="any", repr=False, to_op=False),),
+        generated=True, extension=True)
+
+
 ROWS: Tuple[Activation, ...] = (
     Activation(
         name="relu6", op="relu6", torch_op="relu6", reference=F.relu6, output_qparams="input",
@@ -189,22 +202,10 @@ ROWS: Tuple[Activation, ...] = (
         module="GELU", torch_module=nn.GELU, repr_name="QuantizedGELU",
         module_args=(Arg("approximate", "none", check="choice:none|tanh"),), generated=True,
         extension=True),
-    Activation(
-        name="silu", op="silu", reference=F.silu, output_qparams="given",
-        schema="qplugin::silu(Tensor qx, float output_scale, int output_zero_point) -> Tensor",
-        cases=(Case(args=(SCALE, ZP)),),
-        summary="``x * sigmoid(x)`` (PyTorch has none for quantized tensors, its issue 73507)",
-        functional="generated", module="SiLU", torch_module=nn.SiLU, repr_name="QuantizedSiLU",
-        module_args=(Arg("inplace", False, check="any", repr=False, to_op=False),), generated=True,
-        extension=True),
-    Activation(
-        name="mish", op="mish", reference=F.mish, output_qparams="given",
-        schema="qplugin::mish(Tensor qx, float output_scale, int output_zero_point) -> Tensor",
-        cases=(Case(args=(SCALE, ZP)),),
-        summary="``x * tanh(softplus(x))``",
-        functional="generated", module="Mish", torch_module=nn.Mish, repr_name="QuantizedMish",
-        module_args=(Arg("inplace", False, check="any", repr=False, to_op=False),), generated=True,
-        extension=True),
+    _given_qparams_extension(
+        "silu", F.silu, "``x * sigmoid(x)`` (PyTorch has none for quantized tensors, its issue "
+        "73507)", "SiLU", nn.SiLU),
+    _given_qparams_extension("mish", F.mish, "``x * tanh(softplus(x))``", "Mish", nn.Mish),
     Activation(
         name="softplus", op="softplus", reference=F.softplus, output_qparams="given",
         schema="qplugin::softplus(Tensor qx, float output_scale, int output_zero_point, "
