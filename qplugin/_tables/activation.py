@@ -127,6 +127,20 @@ def _given_qparams_extension(name: str, reference: Callable[..., torch.Tensor], 
         generated=True, extension=True)
 
 
+def _aten_path_extension(name: str, reference: Callable[..., torch.Tensor],
+                         output_qparams: QParams, summary: str, extra_schema_args: str = "",
+                         extra_cases: Tuple[Case, ...] = (), **more: Any) -> Activation:
+    """The row of an extension op whose output qparams are optional (default: `output_qparams`,
+    as PyTorch's aten path: `reference` on a quantized tensor); its cases run without and with
+    output qparams, then `extra_cases`."""
+    return Activation(
+        name=name, op=name, reference=reference, output_qparams=output_qparams,
+        torch_on_quantized=reference,
+        schema=f"qplugin::{name}(Tensor qx, float? output_scale=None, "
+               f"int? output_zero_point=None{extra_schema_args}) -> Tensor",
+        cases=(Case(args=()), Case(args=(SCALE, ZP))) + extra_cases, summary=summary, **more)
+
+
 ROWS: Tuple[Activation, ...] = (
     Activation(
         name="relu6", op="relu6", torch_op="relu6", reference=F.relu6, output_qparams="input",
@@ -156,13 +170,7 @@ ROWS: Tuple[Activation, ...] = (
         name="sigmoid", op="sigmoid", torch_op="sigmoid", reference=_sigmoid,
         output_qparams=FIXED_0TO1, cases=(Case(args=(SCALE, ZP)),),
         summary="``1 / (1 + exp(-x))``", module="Sigmoid", torch_module=nn.Sigmoid),
-    Activation(
-        name="hardsigmoid", op="hardsigmoid", reference=F.hardsigmoid, output_qparams=FIXED_0TO1,
-        torch_on_quantized=F.hardsigmoid,
-        schema="qplugin::hardsigmoid(Tensor qx, float? output_scale=None, "
-               "int? output_zero_point=None) -> Tensor",
-        cases=(Case(args=()), Case(args=(SCALE, ZP))),
-        summary="``relu6(x + 3) / 6``"),
+    _aten_path_extension("hardsigmoid", F.hardsigmoid, FIXED_0TO1, "``relu6(x + 3) / 6``"),
     Activation(
         name="hardtanh", op="clamp", torch_op="clamp", reference=torch.clamp,
         output_qparams="input", cases=(Case(args=(-1.0, 1.0), ref_args=(-1.0, 1.0)),),
@@ -183,21 +191,12 @@ ROWS: Tuple[Activation, ...] = (
         output_qparams="input", cases=(Case(args=(0.13, -0.5), ref_args=(0.13, -0.5)),),
         takes_output_qparams=False,
         summary="``x if x > threshold else value``"),
-    Activation(
-        name="tanh", op="tanh", reference=torch.tanh, output_qparams=FIXED_TANH,
-        torch_on_quantized=torch.tanh,
-        schema="qplugin::tanh(Tensor qx, float? output_scale=None, int? output_zero_point=None)"
-               " -> Tensor",
-        cases=(Case(args=()), Case(args=(SCALE, ZP))),
-        summary="``tanh(x)``", module="Tanh", torch_module=nn.Tanh, repr_name="QuantizedTanh",
-        generated=True, extension=True),
-    Activation(
-        name="gelu", op="gelu", reference=F.gelu, output_qparams="input",
-        torch_on_quantized=F.gelu,
-        schema="qplugin::gelu(Tensor qx, float? output_scale=None, int? output_zero_point=None, "
-               "str approximate=\"none\") -> Tensor",
-        cases=(Case(args=()), Case(args=(SCALE, ZP)),
-               Case(args=(SCALE, ZP, "tanh"), ref_kwargs={"approximate": "tanh"})),
+    _aten_path_extension(
+        "tanh", torch.tanh, FIXED_TANH, "``tanh(x)``", module="Tanh", torch_module=nn.Tanh,
+        repr_name="QuantizedTanh", generated=True, extension=True),
+    _aten_path_extension(
+        "gelu", F.gelu, "input", extra_schema_args=', str approximate="none"',
+        extra_cases=(Case(args=(SCALE, ZP, "tanh"), ref_kwargs={"approximate": "tanh"}),),
         summary="``x * Phi(x)`` (``approximate`` ``'none'``: erf; ``'tanh'``)",
         module="GELU", torch_module=nn.GELU, repr_name="QuantizedGELU",
         module_args=(Arg("approximate", "none", check="choice:none|tanh"),), generated=True,
