@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from torch.nn.modules.utils import _pair, _single, _triple
 
 from qplugin.nn.modules.linear import _hide_packed_params_repr
-from qplugin.nn.modules.utils import _check_zero_point, _packed_op_call
+from qplugin.nn.modules.utils import (_check_zero_point, _observe_qint8_weight,
+                                      _observed_output, _packed_op_call)
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -264,21 +265,12 @@ class _ConvNd(torch.nn.Module):
                 names = ", ".join(m.__name__ for m in allowed)
                 raise TypeError(f"qplugin.nn.{cls.__name__}.from_float: expected {names}, got "
                                 f"{type(mod).__name__}")
-            if getattr(mod, "qconfig", None) is None:
-                raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a module with "
-                                 "a qconfig (run qplugin.quantization.prepare first)")
-            if not hasattr(mod, "activation_post_process"):
-                raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected an observed "
-                                 "module with activation_post_process (prepare and calibrate)")
-            app = mod.activation_post_process
+            app = _observed_output(f"qplugin.nn.{cls.__name__}.from_float", mod)
             if type(mod) not in t["float"]:  # a fused module (ConvReLU*d, ConvAdd2d, ...)
                 mod = mod[0]
             wpp = mod.qconfig.weight()
-        if not use_precomputed_fake_quant:
-            wpp(mod.weight)
-        if wpp.dtype != torch.qint8:
-            raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a weight observer "
-                             f"of dtype torch.qint8, got {wpp.dtype}")
+        _observe_qint8_weight(f"qplugin.nn.{cls.__name__}.from_float", wpp, mod.weight,
+                              use_precomputed_fake_quant)
         qweight = _quantize_conv_weight(mod.weight.float(), wpp, 0)
         q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
                 mod.dilation, mod.groups, mod.bias is not None, mod.padding_mode)

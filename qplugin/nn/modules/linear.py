@@ -7,7 +7,8 @@ load in both directions; only the packed object inside differs (qplugin's, repac
 """
 import torch
 
-from qplugin.nn.modules.utils import _check_zero_point, _packed_op_call
+from qplugin.nn.modules.utils import (_check_zero_point, _observe_qint8_weight,
+                                      _observed_output, _packed_op_call)
 
 __all__ = ["LinearPackedParams", "Linear"]
 
@@ -302,24 +303,16 @@ class Linear(_PackedLinear, torch.nn.Module):
                 names = ", ".join(m.__name__ for m in float_mods)
                 raise TypeError(f"qplugin.nn.{cls.__name__}.from_float: expected {names}, got "
                                 f"{type(mod).__name__}")
-            if not hasattr(mod, "qconfig") or mod.qconfig is None:
-                raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a module with "
-                                 "a qconfig (run qplugin.quantization.prepare first)")
-            if not hasattr(mod, "activation_post_process"):
-                raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected an observed "
-                                 "module with activation_post_process (prepare and calibrate)")
-            activation_post_process = mod.activation_post_process
+            activation_post_process = _observed_output(f"qplugin.nn.{cls.__name__}.from_float",
+                                                       mod)
             nni = torch_ao("nn.intrinsic")  # LinearLeakyReLU / LinearTanh: torch.ao-only
             fused_types = classes("intrinsic.LinearReLU") + (
                 (nni.LinearLeakyReLU, nni.LinearTanh) if nni is not None else ())
             if type_before_parametrizations(mod) in fused_types:
                 mod = mod[0]
             weight_post_process = mod.qconfig.weight()
-        if not use_precomputed_fake_quant:
-            weight_post_process(mod.weight)
-        if weight_post_process.dtype != torch.qint8:
-            raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a weight observer "
-                             f"of dtype torch.qint8, got {weight_post_process.dtype}")
+        _observe_qint8_weight(f"qplugin.nn.{cls.__name__}.from_float", weight_post_process,
+                              mod.weight, use_precomputed_fake_quant)
         act_scale, act_zp = activation_post_process.calculate_qparams()
         qweight = _quantize_weight(mod.weight.float(), weight_post_process)
         qlinear = cls._new_from_float(fused, mod.in_features, mod.out_features)
