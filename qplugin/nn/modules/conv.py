@@ -43,6 +43,21 @@ def _pad_quantized(x: torch.Tensor, pad: List[int], mode: str) -> torch.Tensor:
     return torch._make_per_tensor_quantized_tensor(codes, x.q_scale(), x.q_zero_point())
 
 
+def _check_conv_rank(where: str, input: torch.Tensor, rank: int, shape: str) -> None:
+    if len(input.shape) != rank:
+        raise ValueError(f"{where}: expected a {rank}-D input{shape}, got {len(input.shape)}-D")
+
+
+def _conv_input(where: str, input: torch.Tensor, rank: int, shape: str, padding: List[int],
+                padding_mode: str) -> torch.Tensor:
+    """A quantized conv's input, rank-checked (`shape`: " (N, C, ...)" or "" in the message)
+    and padded for a padding_mode other than 'zeros'."""
+    _check_conv_rank(where, input, rank, shape)
+    if padding_mode != "zeros":
+        input = _pad_quantized(input, _reverse_repeat_padding(padding), padding_mode)
+    return input
+
+
 def _quantize_conv_weight(float_wt, observer, axis):
     """Quantizes with the (called) observer's qparams, as torch.ao's _quantize_weight."""
     scale, zp = observer.calculate_qparams()
@@ -325,12 +340,8 @@ class Conv1d(_ConvNd):
         return torch.ops.qplugin.conv1d_unpack(self._packed_params)
 
     def forward(self, input):
-        if len(input.shape) != 3:
-            raise ValueError("qplugin.nn.Conv1d: expected a 3-D input (N, C, L), got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.Conv1d", input, 3, " (N, C, L)",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv1d(input, self._packed_params, self.scale, self.zero_point)
         return _packed_op_call(torch.ops.qplugin.conv1d.default,
@@ -363,12 +374,8 @@ class Conv2d(_ConvNd):
         return self._packed_params.unpack()
 
     def forward(self, input):
-        if len(input.shape) != 4:
-            raise ValueError("qplugin.nn.Conv2d: expected a 4-D input (N, C, H, W), got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.Conv2d", input, 4, " (N, C, H, W)",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv2d(input, self._packed_params, self.scale, self.zero_point)
         return _packed_op_call(torch.ops.qplugin.conv2d.new,
@@ -402,12 +409,8 @@ class Conv3d(_ConvNd):
         return self._packed_params.unpack()
 
     def forward(self, input):
-        if len(input.shape) != 5:
-            raise ValueError("qplugin.nn.Conv3d: expected a 5-D input (N, C, D, H, W), got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.Conv3d", input, 5, " (N, C, D, H, W)",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv3d(input, self._packed_params, self.scale, self.zero_point)
         return _packed_op_call(torch.ops.qplugin.conv3d.new,
@@ -480,9 +483,7 @@ class ConvTranspose1d(_ConvTransposeNd):
         return torch.ops.qplugin.conv_transpose1d_unpack(self._packed_params)
 
     def forward(self, input):
-        if len(input.shape) != 3:
-            raise ValueError("qplugin.nn.ConvTranspose1d: expected a 3-D input, got "
-                             f"{len(input.shape)}-D")
+        _check_conv_rank("qplugin.nn.ConvTranspose1d", input, 3, "")
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv_transpose1d(input, self._packed_params, self.scale,
                                                        self.zero_point)
@@ -514,9 +515,7 @@ class ConvTranspose2d(_ConvTransposeNd):
         return torch.ops.qplugin.conv_transpose2d_unpack(self._packed_params)
 
     def forward(self, input):
-        if len(input.shape) != 4:
-            raise ValueError("qplugin.nn.ConvTranspose2d: expected a 4-D input, got "
-                             f"{len(input.shape)}-D")
+        _check_conv_rank("qplugin.nn.ConvTranspose2d", input, 4, "")
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv_transpose2d(input, self._packed_params, self.scale,
                                                        self.zero_point)
@@ -548,9 +547,7 @@ class ConvTranspose3d(_ConvTransposeNd):
         return torch.ops.qplugin.conv_transpose3d_unpack(self._packed_params)
 
     def forward(self, input):
-        if len(input.shape) != 5:
-            raise ValueError("qplugin.nn.ConvTranspose3d: expected a 5-D input, got "
-                             f"{len(input.shape)}-D")
+        _check_conv_rank("qplugin.nn.ConvTranspose3d", input, 5, "")
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv_transpose3d(input, self._packed_params, self.scale,
                                                        self.zero_point)
