@@ -134,23 +134,18 @@ def _register():
         lib.register_fake(f"qplugin::quantized_lstm_layer_dynamic{suffix}")(_lstm)
         lib.register_fake(f"qplugin::quantized_gru_layer_dynamic{suffix}")(_gru)
 
-    lstm_cell = _cell_fake("quantized_lstm_cell_dynamic", 4)
+    def register_lstm_cell(op):
+        lstm_cell = _cell_fake(op, 4)
 
-    @lib.register_fake("qplugin::quantized_lstm_cell_dynamic")
-    def _lstm_cell(x, hx, w_ih, w_hh, bias_ih, bias_hh):
-        torch._check(len(hx) == 2, lambda: "qplugin::quantized_lstm_cell_dynamic: expected hx = "
-                     f"[h, c] (2 tensors), got {len(hx)} tensors")
-        return lstm_cell(x, hx[0], hx[1], w_ih, w_hh), hx[1].new_empty((x.shape[0],
-                                                                         hx[1].shape[1]))
+        @lib.register_fake(f"qplugin::{op}")
+        def _lstm_cell(x, hx, w_ih, w_hh, bias_ih, bias_hh):
+            torch._check(len(hx) == 2, lambda: f"qplugin::{op}: expected hx = [h, c] (2 tensors), "
+                         f"got {len(hx)} tensors")
+            return lstm_cell(x, hx[0], hx[1], w_ih, w_hh), hx[1].new_empty((x.shape[0],
+                                                                             hx[1].shape[1]))
 
-    lstm_cell16 = _cell_fake("quantized_lstm_cell_dynamic_fp16", 4)
-
-    @lib.register_fake("qplugin::quantized_lstm_cell_dynamic_fp16")
-    def _lstm_cell16(x, hx, w_ih, w_hh, bias_ih, bias_hh):
-        torch._check(len(hx) == 2, lambda: "qplugin::quantized_lstm_cell_dynamic_fp16: expected "
-                     f"hx = [h, c] (2 tensors), got {len(hx)} tensors")
-        return lstm_cell16(x, hx[0], hx[1], w_ih, w_hh), hx[1].new_empty((x.shape[0],
-                                                                           hx[1].shape[1]))
+    register_lstm_cell("quantized_lstm_cell_dynamic")
+    register_lstm_cell("quantized_lstm_cell_dynamic_fp16")
 
     for base, ngates in (("quantized_gru_cell_dynamic", 3), ("quantized_rnn_tanh_cell_dynamic", 1),
                          ("quantized_rnn_relu_cell_dynamic", 1)):

@@ -114,6 +114,33 @@ def _sigmoid(v):
     return torch.sigmoid(v)
 
 
+def _given_qparams_extension(name: str, reference: Callable[..., torch.Tensor], summary: str,
+                             module: str, torch_module: type) -> Activation:
+    """The row of an extension op taking (qx, output_scale, output_zero_point) only, whose float
+    module has just an `inplace` flag (accepted and ignored: the op makes a new tensor)."""
+    return Activation(
+        name=name, op=name, reference=reference, output_qparams="given",
+        schema=f"qplugin::{name}(Tensor qx, float output_scale, int output_zero_point) -> Tensor",
+        cases=(Case(args=(SCALE, ZP)),), summary=summary, functional="generated", module=module,
+        torch_module=torch_module, repr_name=f"Quantized{module}",
+        module_args=(Arg("inplace", False, check="any", repr=False, to_op=False),),
+        generated=True, extension=True)
+
+
+def _aten_path_extension(name: str, reference: Callable[..., torch.Tensor],
+                         output_qparams: QParams, summary: str, extra_schema_args: str = "",
+                         extra_cases: Tuple[Case, ...] = (), **more: Any) -> Activation:
+    """The row of an extension op whose output qparams are optional (default: `output_qparams`,
+    as PyTorch's aten path: `reference` on a quantized tensor); its cases run without and with
+    output qparams, then `extra_cases`."""
+    return Activation(
+        name=name, op=name, reference=reference, output_qparams=output_qparams,
+        torch_on_quantized=reference,
+        schema=f"qplugin::{name}(Tensor qx, float? output_scale=None, "
+               f"int? output_zero_point=None{extra_schema_args}) -> Tensor",
+        cases=(Case(args=()), Case(args=(SCALE, ZP))) + extra_cases, summary=summary, **more)
+
+
 ROWS: Tuple[Activation, ...] = (
     Activation(
         name="relu6", op="relu6", torch_op="relu6", reference=F.relu6, output_qparams="input",
@@ -143,13 +170,7 @@ ROWS: Tuple[Activation, ...] = (
         name="sigmoid", op="sigmoid", torch_op="sigmoid", reference=_sigmoid,
         output_qparams=FIXED_0TO1, cases=(Case(args=(SCALE, ZP)),),
         summary="``1 / (1 + exp(-x))``", module="Sigmoid", torch_module=nn.Sigmoid),
-    Activation(
-        name="hardsigmoid", op="hardsigmoid", reference=F.hardsigmoid, output_qparams=FIXED_0TO1,
-        torch_on_quantized=F.hardsigmoid,
-        schema="qplugin::hardsigmoid(Tensor qx, float? output_scale=None, "
-               "int? output_zero_point=None) -> Tensor",
-        cases=(Case(args=()), Case(args=(SCALE, ZP))),
-        summary="``relu6(x + 3) / 6``"),
+    _aten_path_extension("hardsigmoid", F.hardsigmoid, FIXED_0TO1, "``relu6(x + 3) / 6``"),
     Activation(
         name="hardtanh", op="clamp", torch_op="clamp", reference=torch.clamp,
         output_qparams="input", cases=(Case(args=(-1.0, 1.0), ref_args=(-1.0, 1.0)),),
@@ -170,41 +191,20 @@ ROWS: Tuple[Activation, ...] = (
         output_qparams="input", cases=(Case(args=(0.13, -0.5), ref_args=(0.13, -0.5)),),
         takes_output_qparams=False,
         summary="``x if x > threshold else value``"),
-    Activation(
-        name="tanh", op="tanh", reference=torch.tanh, output_qparams=FIXED_TANH,
-        torch_on_quantized=torch.tanh,
-        schema="qplugin::tanh(Tensor qx, float? output_scale=None, int? output_zero_point=None)"
-               " -> Tensor",
-        cases=(Case(args=()), Case(args=(SCALE, ZP))),
-        summary="``tanh(x)``", module="Tanh", torch_module=nn.Tanh, repr_name="QuantizedTanh",
-        generated=True, extension=True),
-    Activation(
-        name="gelu", op="gelu", reference=F.gelu, output_qparams="input",
-        torch_on_quantized=F.gelu,
-        schema="qplugin::gelu(Tensor qx, float? output_scale=None, int? output_zero_point=None, "
-               "str approximate=\"none\") -> Tensor",
-        cases=(Case(args=()), Case(args=(SCALE, ZP)),
-               Case(args=(SCALE, ZP, "tanh"), ref_kwargs={"approximate": "tanh"})),
+    _aten_path_extension(
+        "tanh", torch.tanh, FIXED_TANH, "``tanh(x)``", module="Tanh", torch_module=nn.Tanh,
+        repr_name="QuantizedTanh", generated=True, extension=True),
+    _aten_path_extension(
+        "gelu", F.gelu, "input", extra_schema_args=', str approximate="none"',
+        extra_cases=(Case(args=(SCALE, ZP, "tanh"), ref_kwargs={"approximate": "tanh"}),),
         summary="``x * Phi(x)`` (``approximate`` ``'none'``: erf; ``'tanh'``)",
         module="GELU", torch_module=nn.GELU, repr_name="QuantizedGELU",
         module_args=(Arg("approximate", "none", check="choice:none|tanh"),), generated=True,
         extension=True),
-    Activation(
-        name="silu", op="silu", reference=F.silu, output_qparams="given",
-        schema="qplugin::silu(Tensor qx, float output_scale, int output_zero_point) -> Tensor",
-        cases=(Case(args=(SCALE, ZP)),),
-        summary="``x * sigmoid(x)`` (PyTorch has none for quantized tensors, its issue 73507)",
-        functional="generated", module="SiLU", torch_module=nn.SiLU, repr_name="QuantizedSiLU",
-        module_args=(Arg("inplace", False, check="any", repr=False, to_op=False),), generated=True,
-        extension=True),
-    Activation(
-        name="mish", op="mish", reference=F.mish, output_qparams="given",
-        schema="qplugin::mish(Tensor qx, float output_scale, int output_zero_point) -> Tensor",
-        cases=(Case(args=(SCALE, ZP)),),
-        summary="``x * tanh(softplus(x))``",
-        functional="generated", module="Mish", torch_module=nn.Mish, repr_name="QuantizedMish",
-        module_args=(Arg("inplace", False, check="any", repr=False, to_op=False),), generated=True,
-        extension=True),
+    _given_qparams_extension(
+        "silu", F.silu, "``x * sigmoid(x)`` (PyTorch has none for quantized tensors, its issue "
+        "73507)", "SiLU", nn.SiLU),
+    _given_qparams_extension("mish", F.mish, "``x * tanh(softplus(x))``", "Mish", nn.Mish),
     Activation(
         name="softplus", op="softplus", reference=F.softplus, output_qparams="given",
         schema="qplugin::softplus(Tensor qx, float output_scale, int output_zero_point, "

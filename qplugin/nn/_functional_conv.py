@@ -4,7 +4,7 @@ repeated use pack once (torch.ops.qplugin.conv2d_prepack) or use qplugin.nn.Conv
 Extension: padding_mode 'reflect', 'replicate', 'circular' (exact: copies quantized values).
 Changes with: csrc/ops/conv.cpp, qplugin/nn/modules/conv.py.
 """
-from typing import List, Optional
+from typing import Optional
 
 import torch
 from torch import Tensor
@@ -32,41 +32,32 @@ def _check(name: str, input: Tensor, weight: Tensor, dim: int, padding_mode: str
                          f"{input.dim()}-D")
 
 
-def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride=1, padding=0,
-           dilation=1, groups: int = 1, padding_mode: str = "zeros", scale: float = 1.0,
-           zero_point: int = 0, dtype=torch.quint8) -> Tensor:
-    r"""Quantized 1-d conv over (N, C, L) quint8 input with a (C_out, C_in/groups, k) qint8
-    weight and fp32 bias; output quint8 with ``scale``/``zero_point``. Packs per call."""
-    _check("conv1d", input, weight, 1, padding_mode, dtype)
-    stride, padding, dilation = _single(stride), _single(padding), _single(dilation)
-    if padding_mode != "zeros":
-        input = _pad_quantized(input, _reverse_repeat_padding(list(padding)), padding_mode)
-        padding = _single(0)
-    packed = torch.ops.qplugin.conv1d_prepack(weight, bias, stride, padding, dilation, groups)
-    return torch.ops.qplugin.conv1d(input, packed, scale, zero_point)
+def _make_conv(dim: int, doc: str):
+    """The public conv{dim}d: checks, the non-'zeros' padding of the codes, prepack and run."""
+    name = f"conv{dim}d"
+    ntuple = (_single, _pair, _triple)[dim - 1]
+
+    def conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride=1, padding=0,
+             dilation=1, groups: int = 1, padding_mode: str = "zeros", scale: float = 1.0,
+             zero_point: int = 0, dtype=torch.quint8) -> Tensor:
+        _check(name, input, weight, dim, padding_mode, dtype)
+        stride, padding, dilation = ntuple(stride), ntuple(padding), ntuple(dilation)
+        if padding_mode != "zeros":
+            input = _pad_quantized(input, _reverse_repeat_padding(list(padding)), padding_mode)
+            padding = ntuple(0)
+        ops = torch.ops.qplugin
+        packed = getattr(ops, f"{name}_prepack")(weight, bias, stride, padding, dilation, groups)
+        return getattr(ops, name)(input, packed, scale, zero_point)
+
+    conv.__name__ = conv.__qualname__ = name
+    conv.__doc__ = doc
+    return conv
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride=1, padding=0,
-           dilation=1, groups: int = 1, padding_mode: str = "zeros", scale: float = 1.0,
-           zero_point: int = 0, dtype=torch.quint8) -> Tensor:
-    r"""Quantized 2-d conv (≙ torch.ao.nn.quantized.functional.conv2d). Packs per call."""
-    _check("conv2d", input, weight, 2, padding_mode, dtype)
-    stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
-    if padding_mode != "zeros":
-        input = _pad_quantized(input, _reverse_repeat_padding(list(padding)), padding_mode)
-        padding = _pair(0)
-    packed = torch.ops.qplugin.conv2d_prepack(weight, bias, stride, padding, dilation, groups)
-    return torch.ops.qplugin.conv2d(input, packed, scale, zero_point)
-
-
-def conv3d(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride=1, padding=0,
-           dilation=1, groups: int = 1, padding_mode: str = "zeros", scale: float = 1.0,
-           zero_point: int = 0, dtype=torch.quint8) -> Tensor:
-    r"""Quantized 3-d conv (≙ torch.ao.nn.quantized.functional.conv3d). Packs per call."""
-    _check("conv3d", input, weight, 3, padding_mode, dtype)
-    stride, padding, dilation = _triple(stride), _triple(padding), _triple(dilation)
-    if padding_mode != "zeros":
-        input = _pad_quantized(input, _reverse_repeat_padding(list(padding)), padding_mode)
-        padding = _triple(0)
-    packed = torch.ops.qplugin.conv3d_prepack(weight, bias, stride, padding, dilation, groups)
-    return torch.ops.qplugin.conv3d(input, packed, scale, zero_point)
+conv1d = _make_conv(1, r"""Quantized 1-d conv over (N, C, L) quint8 input with a
+    (C_out, C_in/groups, k) qint8 weight and fp32 bias; output quint8 with
+    ``scale``/``zero_point``. Packs per call.""")
+conv2d = _make_conv(2, r"""Quantized 2-d conv (≙ torch.ao.nn.quantized.functional.conv2d).
+    Packs per call.""")
+conv3d = _make_conv(3, r"""Quantized 3-d conv (≙ torch.ao.nn.quantized.functional.conv3d).
+    Packs per call.""")

@@ -54,6 +54,14 @@ def _max_pool(n, name, input, kernel_size, stride, padding, dilation, ceil_mode,
     return op(input, k, s, p, d, bool(ceil_mode))
 
 
+def _avg_pool(n, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              *divisor_override):
+    op = getattr(torch.ops.qplugin, f"avg_pool{n}d")
+    return op(input, _ntuple(kernel_size, n, "kernel_size"), _stride(stride, n),
+              _ntuple(padding, n, "padding"), bool(ceil_mode), bool(count_include_pad),
+              *divisor_override)
+
+
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     r"""Applies a 1D max pooling over a quantized input (C, L) or (N, C, L).
@@ -92,9 +100,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     .. note:: The input quantization parameters propagate to the output.
     """
     _check_quantized(input, "avg_pool1d")
-    return torch.ops.qplugin.avg_pool1d(input, _ntuple(kernel_size, 1, "kernel_size"),
-                                        _stride(stride, 1), _ntuple(padding, 1, "padding"),
-                                        bool(ceil_mode), bool(count_include_pad))
+    return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -106,9 +112,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """
     if not input.is_quantized:
         raise ValueError("Input to 'quantized.avg_pool2d' must be quantized!")
-    return torch.ops.qplugin.avg_pool2d(input, _ntuple(kernel_size, 2, "kernel_size"),
-                                        _stride(stride, 2), _ntuple(padding, 2, "padding"),
-                                        bool(ceil_mode), bool(count_include_pad), divisor_override)
+    return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -120,9 +125,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """
     if not input.is_quantized:
         raise ValueError("Input to 'quantized.avg_pool3d' must be quantized!")
-    return torch.ops.qplugin.avg_pool3d(input, _ntuple(kernel_size, 3, "kernel_size"),
-                                        _stride(stride, 3), _ntuple(padding, 3, "padding"),
-                                        bool(ceil_mode), bool(count_include_pad), divisor_override)
+    return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
 
 
 def _adaptive_size(input: Tensor, output_size, n: int) -> List[int]:

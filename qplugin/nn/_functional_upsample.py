@@ -19,6 +19,22 @@ __all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear")
 
 
+def _per_dim(input, value, convert, words) -> list:
+    """`value` (one number, or a list/tuple of one per spatial dimension of `input`) as one
+    number (made by `convert`) per spatial dimension; `words` name it in PyTorch's error."""
+    dim = input.dim() - 2
+    if isinstance(value, (list, tuple)):
+        if len(value) != dim:
+            name, of, in_name, letter = words
+            raise ValueError(
+                f"Input and {name} must have the same number of spatial dimensions, but got "
+                f"input with spatial dimensions of {list(input.shape[2:])} and {of} {value}. "
+                f"Please provide input tensor in (N, C, d1, d2, ...,dK) format and {in_name} in "
+                f"({letter}1, {letter}2, ...,{letter}K) format.")
+        return [convert(v) for v in value]
+    return [convert(value)] * dim
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     r"""Down/up samples the quantized input to the given :attr:`size` or :attr:`scale_factor`,
     with torch.nn.functional.interpolate's size and scale rules.
@@ -50,27 +66,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     output_size: Optional[List[int]] = None
     scale_factors: Optional[List[float]] = None
     if size is not None:
-        if isinstance(size, (list, tuple)):
-            if len(size) != dim:
-                raise ValueError(
-                    "Input and output must have the same number of spatial dimensions, but got "
-                    f"input with spatial dimensions of {list(input.shape[2:])} and output size of "
-                    f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
-                    "output size in (o1, o2, ...,oK) format.")
-            output_size = [int(s) for s in size]
-        else:
-            output_size = [int(size)] * dim
+        output_size = _per_dim(input, size, int, ("output", "output size of", "output size", "o"))
     elif scale_factor is not None:
-        if isinstance(scale_factor, (list, tuple)):
-            if len(scale_factor) != dim:
-                raise ValueError(
-                    "Input and scale_factor must have the same number of spatial dimensions, but "
-                    f"got input with spatial dimensions of {list(input.shape[2:])} and "
-                    f"scale_factor of shape {scale_factor}. Please provide input tensor in (N, C, "
-                    "d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
-            scale_factors = [float(s) for s in scale_factor]
-        else:
-            scale_factors = [float(scale_factor)] * dim
+        scale_factors = _per_dim(input, scale_factor, float,
+                                 ("scale_factor", "scale_factor of shape", "scale_factor", "s"))
         for i in range(dim):
             # Hostile sizes (csrc/common/checks.h): a non-finite or huge factor would overflow the
             # int conversion below, or ask the op for an implausible output.

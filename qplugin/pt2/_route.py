@@ -10,11 +10,11 @@ with the output qparams `out` computes. One row per legacy overload, in `routes/
 same on both doors.
 """
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-__all__ = ["Route", "same_as_input", "given"]
+__all__ = ["Route", "same_as_input", "given", "to_plain"]
 
 # (scale, zero_point, dtype of the codes) of an output, from the bound legacy arguments
 # (name -> value as passed: QTensors still QTensors).
@@ -27,6 +27,12 @@ class Route:
     plain: str                  # "hardswish.plain", "conv2d.plain", "add.Scalar_plain"
     out: Optional[OutQParams]   # None: the op returns no quantized tensor (e.g. *_unpack)
     drop: Tuple[str, ...] = ()  # legacy argument names the plain overload does not take
+
+
+def to_plain(legacies: Tuple[str, ...], out: Optional[OutQParams]) -> List[Route]:
+    """One row per legacy overload ("conv1d", "conv2d.new") to its `<op>.plain` overload, each
+    with output qparams `out`."""
+    return [Route(legacy, legacy.split(".")[0] + ".plain", out) for legacy in legacies]
 
 
 def same_as_input(arg: str) -> OutQParams:

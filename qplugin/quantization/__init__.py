@@ -303,19 +303,8 @@ def quantize(model: nn.Module, run_fn: Callable, run_args: Any,
     Returns:
         The converted model.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError("qplugin.quantization.quantize: expected a torch.nn.Module, got"
-                        f" {type(model).__name__}")
-    if not callable(run_fn):
-        raise TypeError("qplugin.quantization.quantize: expected run_fn to be callable, got"
-                        f" {type(run_fn).__name__}")
-    if not inplace:
-        model = copy.deepcopy(model)
-    model.eval()
-    prepare(model, inplace=True)
-    run_fn(model, *_as_args(run_args))
-    convert(model, mapping, inplace=True)
-    return model
+    return _prepare_run_convert("quantize", model, run_fn, run_args, inplace, False,
+                                lambda m: prepare(m, inplace=True), mapping)
 
 
 def quantize_qat(model: nn.Module, run_fn: Callable, run_args: Any,
@@ -339,18 +328,29 @@ def quantize_qat(model: nn.Module, run_fn: Callable, run_args: Any,
     Returns:
         The converted model.
     """
+    return _prepare_run_convert("quantize_qat", model, run_fn, run_args, inplace, True,
+                                lambda m: prepare_qat(m, inplace=True), None)
+
+
+def _prepare_run_convert(name: str, model: nn.Module, run_fn: Callable, run_args: Any,
+                         inplace: bool, train: bool, prepare_fn: Callable,
+                         mapping) -> nn.Module:
+    """quantize / quantize_qat: checks, copy, train or eval mode, prepare_fn, run_fn, convert."""
     if not isinstance(model, nn.Module):
-        raise TypeError("qplugin.quantization.quantize_qat: expected a torch.nn.Module, got"
+        raise TypeError(f"qplugin.quantization.{name}: expected a torch.nn.Module, got"
                         f" {type(model).__name__}")
     if not callable(run_fn):
-        raise TypeError("qplugin.quantization.quantize_qat: expected run_fn to be callable, got"
+        raise TypeError(f"qplugin.quantization.{name}: expected run_fn to be callable, got"
                         f" {type(run_fn).__name__}")
     if not inplace:
         model = copy.deepcopy(model)
-    model.train()
-    prepare_qat(model, inplace=True)
+    if train:
+        model.train()
+    else:
+        model.eval()
+    prepare_fn(model)
     run_fn(model, *_as_args(run_args))
-    convert(model, inplace=True)
+    convert(model, mapping, inplace=True)
     return model
 
 

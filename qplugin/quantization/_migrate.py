@@ -36,27 +36,32 @@ def _qparams(t: nn.Module):
     return float(t.scale), int(t.zero_point)
 
 
-def _linear(qcls):
+def _with_weights(qcls, ctor_args):
+    """A builder: qcls(*args, **kwargs) for (args, kwargs) = ctor_args(t), with t's weight, bias
+    and output qparams."""
     def build(t):
-        q = qcls(t.in_features, t.out_features, t.bias() is not None)
+        args, kwargs = ctor_args(t)
+        q = qcls(*args, **kwargs)
         q.set_weight_bias(t.weight(), t.bias())
         q.scale, q.zero_point = _qparams(t)
         return q
     return build
 
 
+def _linear(qcls):
+    return _with_weights(qcls, lambda t: ((t.in_features, t.out_features, t.bias() is not None),
+                                          {}))
+
+
 def _conv(qcls):
-    def build(t):
+    def ctor_args(t):
         kwargs = dict(stride=t.stride, padding=t.padding, groups=t.groups,
                       bias=t.bias() is not None, dilation=t.dilation,
                       padding_mode=t.padding_mode)
         if t.transposed:
             kwargs["output_padding"] = t.output_padding
-        q = qcls(t.in_channels, t.out_channels, t.kernel_size, **kwargs)
-        q.set_weight_bias(t.weight(), t.bias())
-        q.scale, q.zero_point = _qparams(t)
-        return q
-    return build
+        return (t.in_channels, t.out_channels, t.kernel_size), kwargs
+    return _with_weights(qcls, ctor_args)
 
 
 def _batch_norm(qcls):

@@ -7,7 +7,6 @@ PyTorch, not part of the legacy quantized stack.
 Changes with: observer.py, qconfig.py, tests/quantization/test_fake_quantize.py.
 """
 import re
-from abc import ABCMeta, abstractmethod
 from typing import Any, Tuple
 
 import torch
@@ -15,7 +14,7 @@ from torch.nn import Module
 
 from .observer import (
     FixedQParamsObserver, HistogramObserver, MovingAverageMinMaxObserver,
-    MovingAveragePerChannelMinMaxObserver, _with_args, _with_callable_args,
+    MovingAveragePerChannelMinMaxObserver, _QParamsModule, _with_args, _with_callable_args,
     default_fixed_qparams_range_0to1_observer, default_fixed_qparams_range_neg1to1_observer)
 
 __all__ = [
@@ -37,10 +36,7 @@ _PER_CHANNEL = (torch.per_channel_symmetric, torch.per_channel_affine,
 _PER_TENSOR = (torch.per_tensor_symmetric, torch.per_tensor_affine)
 _SYMMETRIC = (torch.per_tensor_symmetric, torch.per_channel_symmetric)
 
-ABC: Any = ABCMeta("ABC", (object,), {})
-
-
-class FakeQuantizeBase(ABC, Module):
+class FakeQuantizeBase(_QParamsModule, Module):
     r"""Base of the fake-quant modules: ``fake_quant_enabled`` / ``observer_enabled`` buffers
     (uint8, as torch.ao's, so that DDP replicates them) and their switches."""
 
@@ -51,14 +47,6 @@ class FakeQuantizeBase(ABC, Module):
         super().__init__()
         self.register_buffer("fake_quant_enabled", torch.tensor([1], dtype=torch.uint8))
         self.register_buffer("observer_enabled", torch.tensor([1], dtype=torch.uint8))
-
-    @abstractmethod
-    def forward(self, x):
-        pass
-
-    @abstractmethod
-    def calculate_qparams(self, **kwargs):
-        pass
 
     @torch.jit.export
     def enable_fake_quant(self, enabled: bool = True) -> None:
@@ -274,28 +262,25 @@ def _is_fake_quant(mod) -> bool:
     return tq is not None and isinstance(mod, tq.FakeQuantizeBase)
 
 
-def disable_fake_quant(mod):
-    """``model.apply(disable_fake_quant)``: fake-quant modules pass their input through."""
-    if _is_fake_quant(mod):
-        mod.disable_fake_quant()
+def _switch(name: str, doc: str):
+    """The function for ``model.apply``: calls the fake-quant modules' method `name`."""
+    def switch(mod):
+        if _is_fake_quant(mod):
+            getattr(mod, name)()
+
+    switch.__name__ = switch.__qualname__ = name
+    switch.__doc__ = doc
+    return switch
 
 
-def enable_fake_quant(mod):
-    """``model.apply(enable_fake_quant)``."""
-    if _is_fake_quant(mod):
-        mod.enable_fake_quant()
-
-
-def disable_observer(mod):
-    """``model.apply(disable_observer)``: fake-quant modules stop updating their qparams."""
-    if _is_fake_quant(mod):
-        mod.disable_observer()
-
-
-def enable_observer(mod):
-    """``model.apply(enable_observer)``."""
-    if _is_fake_quant(mod):
-        mod.enable_observer()
+disable_fake_quant = _switch(
+    "disable_fake_quant",
+    """``model.apply(disable_fake_quant)``: fake-quant modules pass their input through.""")
+enable_fake_quant = _switch("enable_fake_quant", """``model.apply(enable_fake_quant)``.""")
+disable_observer = _switch(
+    "disable_observer",
+    """``model.apply(disable_observer)``: fake-quant modules stop updating their qparams.""")
+enable_observer = _switch("enable_observer", """``model.apply(enable_observer)``.""")
 
 
 # Presets (≙ torch.ao.quantization.fake_quantize.default_*; same arguments).

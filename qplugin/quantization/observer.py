@@ -70,6 +70,17 @@ _PER_CHANNEL = (torch.per_channel_affine, torch.per_channel_symmetric,
                 torch.per_channel_affine_float_qparams)
 
 
+def _check_static(owner: str, is_dynamic: bool, qscheme=None, allowed=None, names="") -> None:
+    """The observers that support neither dynamic quantization nor (`allowed`: when given)
+    other qschemes than `allowed` (`names`)."""
+    if allowed is not None and qscheme not in allowed:
+        raise NotImplementedError(f"qplugin.quantization.{owner}: expected qscheme {names}, got"
+                                  f" {qscheme}")
+    if is_dynamic:
+        raise NotImplementedError(f"qplugin.quantization.{owner}: dynamic quantization is not"
+                                  " supported")
+
+
 def _check_no_nan(owner: str, lo: torch.Tensor, hi: torch.Tensor) -> None:
     # aminmax propagates NaN; torch.ao would go on to NaN scales (or fail converting them).
     if bool(torch.isnan(lo).any()) or bool(torch.isnan(hi).any()):
@@ -103,14 +114,8 @@ def _qmin_qmax(quant_min, quant_max, has_customized_qrange: bool, dtype, reduce_
     return 0, 15
 
 
-class ObserverBase(ABC, nn.Module):
-    r"""Base observer: ``forward`` records statistics of its input (and returns it unchanged);
-    ``calculate_qparams`` turns them into quantization parameters."""
-
-    def __init__(self, dtype, is_dynamic: bool = False):
-        super().__init__()
-        self.dtype = dtype
-        self.is_dynamic = is_dynamic
+class _QParamsModule(ABC):
+    """The abstract interface of the observers and the fake-quant modules (fake_quantize.py)."""
 
     @abstractmethod
     def forward(self, x):
@@ -119,6 +124,16 @@ class ObserverBase(ABC, nn.Module):
     @abstractmethod
     def calculate_qparams(self, **kwargs):
         pass
+
+
+class ObserverBase(_QParamsModule, nn.Module):
+    r"""Base observer: ``forward`` records statistics of its input (and returns it unchanged);
+    ``calculate_qparams`` turns them into quantization parameters."""
+
+    def __init__(self, dtype, is_dynamic: bool = False):
+        super().__init__()
+        self.dtype = dtype
+        self.is_dynamic = is_dynamic
 
     with_args = classmethod(_with_args)
     with_callable_args = classmethod(_with_callable_args)
@@ -359,13 +374,9 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
     def __init__(self, ch_axis=0, dtype=torch.quint8, qscheme=torch.per_channel_affine,
                  reduce_range=False, quant_min=None, quant_max=None, factory_kwargs=None,
                  eps=_EPS, is_dynamic=False, **kwargs) -> None:
-        if qscheme not in _PER_CHANNEL:
-            raise NotImplementedError(f"qplugin.quantization.{type(self).__name__}: expected"
-                                      " qscheme per_channel_symmetric, per_channel_affine or"
-                                      f" per_channel_affine_float_qparams, got {qscheme}")
-        if is_dynamic:
-            raise NotImplementedError(f"qplugin.quantization.{type(self).__name__}: dynamic"
-                                      " quantization is not supported")
+        _check_static(type(self).__name__, is_dynamic, qscheme, _PER_CHANNEL,
+                      "per_channel_symmetric, per_channel_affine or"
+                      " per_channel_affine_float_qparams")
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max, factory_kwargs=factory_kwargs,
                          eps=eps, is_dynamic=is_dynamic, **kwargs)
@@ -378,7 +389,7 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
                                       " quantization for quint8")
 
     def forward(self, x_orig):
-        return self._forward(x_orig)
+        return self._forward(x_orig, "PerChannelMinMaxObserver")
 
     def _channel_rows(self, x_orig: torch.Tensor) -> torch.Tensor:
         x = x_orig.detach()
@@ -394,24 +405,29 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         y = y.to(self.min_val.dtype)
         return torch.flatten(y, start_dim=1)
 
-    def _forward(self, x_orig):
+    def _forward(self, x_orig, owner: str):
+        """Records the per-channel minima and maxima of x_orig (the first tensor sets them; then
+        _combine) and returns it; `owner` names the observer in errors."""
         if x_orig.numel() == 0:
             return x_orig
         min_val = self.min_val
         max_val = self.max_val
         y = self._channel_rows(x_orig)
         min_val_cur, max_val_cur = torch.aminmax(y, dim=1)
-        _check_no_nan("PerChannelMinMaxObserver", min_val_cur, max_val_cur)
+        _check_no_nan(owner, min_val_cur, max_val_cur)
         if min_val.numel() == 0 or max_val.numel() == 0:
             min_val, max_val = min_val_cur, max_val_cur
         else:
-            min_val = torch.min(min_val_cur, min_val)
-            max_val = torch.max(max_val_cur, max_val)
+            min_val, max_val = self._combine(min_val, max_val, min_val_cur, max_val_cur)
         self.min_val.resize_(min_val.shape)
         self.max_val.resize_(max_val.shape)
         self.min_val.copy_(min_val)
         self.max_val.copy_(max_val)
         return x_orig
+
+    def _combine(self, min_val: torch.Tensor, max_val: torch.Tensor, min_val_cur: torch.Tensor,
+                 max_val_cur: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        return torch.min(min_val_cur, min_val), torch.max(max_val_cur, max_val)
 
     @torch.jit.export
     def calculate_qparams(self):
@@ -458,23 +474,12 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
         self.averaging_constant = averaging_constant
 
     def forward(self, x_orig):
-        if x_orig.numel() == 0:
-            return x_orig
-        min_val = self.min_val
-        max_val = self.max_val
-        y = self._channel_rows(x_orig)
-        min_val_cur, max_val_cur = torch.aminmax(y, dim=1)
-        _check_no_nan("MovingAveragePerChannelMinMaxObserver", min_val_cur, max_val_cur)
-        if min_val.numel() == 0 or max_val.numel() == 0:
-            min_val, max_val = min_val_cur, max_val_cur
-        else:
-            min_val = min_val + self.averaging_constant * (min_val_cur - min_val)
-            max_val = max_val + self.averaging_constant * (max_val_cur - max_val)
-        self.min_val.resize_(min_val.shape)
-        self.max_val.resize_(max_val.shape)
-        self.min_val.copy_(min_val)
-        self.max_val.copy_(max_val)
-        return x_orig
+        return self._forward(x_orig, "MovingAveragePerChannelMinMaxObserver")
+
+    def _combine(self, min_val: torch.Tensor, max_val: torch.Tensor, min_val_cur: torch.Tensor,
+                 max_val_cur: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        return (min_val + self.averaging_constant * (min_val_cur - min_val),
+                max_val + self.averaging_constant * (max_val_cur - max_val))
 
 
 class HistogramObserver(UniformQuantizationObserverBase):
@@ -491,13 +496,8 @@ class HistogramObserver(UniformQuantizationObserverBase):
                  qscheme=torch.per_tensor_affine, reduce_range=False, quant_min=None,
                  quant_max=None, factory_kwargs=None, eps=_EPS, is_dynamic=False,
                  **kwargs) -> None:
-        if qscheme not in _PER_TENSOR:
-            raise NotImplementedError("qplugin.quantization.HistogramObserver: expected qscheme"
-                                      " per_tensor_symmetric or per_tensor_affine, got"
-                                      f" {qscheme}")
-        if is_dynamic:
-            raise NotImplementedError("qplugin.quantization.HistogramObserver: dynamic"
-                                      " quantization is not supported")
+        _check_static("HistogramObserver", is_dynamic, qscheme, _PER_TENSOR,
+                      "per_tensor_symmetric or per_tensor_affine")
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max, factory_kwargs=factory_kwargs,
                          eps=eps, is_dynamic=is_dynamic, **kwargs)
@@ -718,9 +718,7 @@ class FixedQParamsObserver(ObserverBase):
 
     def __init__(self, scale, zero_point, dtype=torch.quint8, qscheme=torch.per_tensor_affine,
                  quant_min=0, quant_max=255, is_dynamic=False, **kwargs):
-        if is_dynamic:
-            raise NotImplementedError("qplugin.quantization.FixedQParamsObserver: dynamic"
-                                      " quantization is not supported")
+        _check_static("FixedQParamsObserver", is_dynamic)
         super().__init__(dtype=dtype, is_dynamic=is_dynamic, **kwargs)
         self.quant_min = quant_min
         self.quant_max = quant_max
@@ -737,7 +735,14 @@ class FixedQParamsObserver(ObserverBase):
         return self.scale, self.zero_point
 
 
-class PlaceholderObserver(ObserverBase):
+class _PassThroughObserver(ObserverBase):
+    """Records nothing: forward returns its input."""
+
+    def forward(self, x):
+        return x
+
+
+class PlaceholderObserver(_PassThroughObserver):
     r"""Records nothing; carries ``dtype`` (and ``is_dynamic``) to the converted module
     (float16 or dynamic quantization; ≙ torch.ao.quantization.PlaceholderObserver)."""
 
@@ -760,9 +765,6 @@ class PlaceholderObserver(ObserverBase):
             warnings.warn("Please use `is_dynamic` instead of `compute_dtype`. `compute_dtype`"
                           " will be deprecated in a future release of PyTorch.", stacklevel=2)
 
-    def forward(self, x):
-        return x
-
     @torch.jit.export
     def extra_repr(self):
         return f"dtype={self.dtype}, is_dynamic={self.is_dynamic}"
@@ -773,7 +775,7 @@ class PlaceholderObserver(ObserverBase):
                            " not be called for PlaceholderObserver")
 
 
-class NoopObserver(ObserverBase):
+class NoopObserver(_PassThroughObserver):
     r"""Does nothing; passes its dtype to ``from_float`` (float16 weights;
     ≙ torch.ao.quantization.NoopObserver)."""
 
@@ -781,9 +783,6 @@ class NoopObserver(ObserverBase):
         super().__init__(dtype=dtype, is_dynamic=False)
         self.dtype = dtype
         self.custom_op = custom_op_name
-
-    def forward(self, x):
-        return x
 
     @torch.jit.export
     def calculate_qparams(self):

@@ -57,6 +57,34 @@ def _need_qconfig(owner, qconfig):
         raise ValueError(f"qplugin.quantization.qat.{owner}: expected a qconfig, got {qconfig}")
 
 
+def _init_fake_quant(module, qconfig, factory_kwargs, check=_need_qconfig, owner=None):
+    check(owner or type(module).__name__, qconfig)
+    module.qconfig = qconfig
+    module.weight_fake_quant = qconfig.weight(factory_kwargs=factory_kwargs)
+
+
+def _unfused(mod):
+    """(qconfig, the float layer) of a float layer or a fused ReLU one (LinearReLU, ConvReLU*d):
+    the qconfig is the fused module's (torch.ao reads its child's: the same after
+    propagate_qconfig_)."""
+    return mod.qconfig, mod[0] if isinstance(mod, nn.Sequential) else mod
+
+
+def _share_weight_bias(qat, mod):
+    """from_float: the QAT module takes the float layer's weight and bias Parameters."""
+    qat.weight = mod.weight
+    qat.bias = mod.bias
+    return qat
+
+
+def _detached_weight_bias(qat, float_mod):
+    """to_float: the float layer gets copies (detached Parameters) of the QAT weight and bias."""
+    float_mod.weight = Parameter(qat.weight.detach())
+    if qat.bias is not None:
+        float_mod.bias = Parameter(qat.bias.detach())
+    return float_mod
+
+
 class Linear(nn.Linear):
     r"""Linear with fake-quantized weight (≙ torch.ao.nn.qat.Linear)."""
 
@@ -66,9 +94,7 @@ class Linear(nn.Linear):
                  dtype=None) -> None:
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__(in_features, out_features, bias, **factory_kwargs)
-        _need_qconfig(type(self).__name__, qconfig)
-        self.qconfig = qconfig
-        self.weight_fake_quant = qconfig.weight(factory_kwargs=factory_kwargs)
+        _init_fake_quant(self, qconfig, factory_kwargs)
 
     def forward(self, input):
         return F.linear(input, self.weight_fake_quant(self.weight), self.bias)
@@ -83,19 +109,13 @@ class Linear(nn.Linear):
         if not getattr(mod, "qconfig", None):
             raise ValueError(f"qplugin.quantization.qat.{cls.__name__}.from_float: expected a"
                              " module with a qconfig")
-        qconfig = mod.qconfig  # the fused module's (torch.ao reads its child's: the same
-        if isinstance(mod, nn.Sequential):  # after propagate_qconfig_)  -- LinearReLU
-            mod = mod[0]
+        qconfig, mod = _unfused(mod)
         qat = cls(mod.in_features, mod.out_features, bias=mod.bias is not None, qconfig=qconfig)
-        qat.weight = mod.weight
-        qat.bias = mod.bias
-        return qat
+        return _share_weight_bias(qat, mod)
 
     def to_float(self):
         linear = nn.Linear(self.in_features, self.out_features, self.bias is not None)
-        linear.weight = Parameter(self.weight.detach())
-        if self.bias is not None:
-            linear.bias = Parameter(self.bias.detach())
+        _detached_weight_bias(self, linear)
         linear.train(self.training)
         return linear
 
@@ -124,9 +144,7 @@ class _ConvNd(nn.modules.conv._ConvNd):
         nn.modules.conv._ConvNd.__init__(self, in_channels, out_channels, kernel_size, stride,
                                          padding, dilation, transposed, output_padding, groups,
                                          bias, padding_mode, **factory_kwargs)
-        _need_qconfig(type(self).__name__, qconfig)
-        self.qconfig = qconfig
-        self.weight_fake_quant = qconfig.weight(factory_kwargs=factory_kwargs)
+        _init_fake_quant(self, qconfig, factory_kwargs)
 
     def forward(self, input):
         return self._conv_forward(input, self.weight_fake_quant(self.weight), self.bias)
@@ -134,28 +152,30 @@ class _ConvNd(nn.modules.conv._ConvNd):
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         _check_from_float(cls, mod)
-        qconfig = mod.qconfig  # the fused module's (see Linear.from_float)
-        if isinstance(mod, nn.Sequential):  # ConvReLU*d
-            mod = mod[0]
+        qconfig, mod = _unfused(mod)
         qat = cls(mod.in_channels, mod.out_channels, mod.kernel_size, stride=mod.stride,
                   padding=mod.padding, dilation=mod.dilation, groups=mod.groups,
                   bias=mod.bias is not None, padding_mode=mod.padding_mode, qconfig=qconfig)
-        qat.weight = mod.weight
-        qat.bias = mod.bias
-        return qat
+        return _share_weight_bias(qat, mod)
 
     def to_float(self):
         conv = self._FLOAT_CONV_MODULE(self.in_channels, self.out_channels, self.kernel_size,
                                        self.stride, self.padding, self.dilation, self.groups,
                                        self.bias is not None, self.padding_mode)
-        conv.weight = Parameter(self.weight.detach())
-        if self.bias is not None:
-            conv.bias = Parameter(self.bias.detach())
+        _detached_weight_bias(self, conv)
         if isinstance(self, _fused._FusedModule):
             out = self._FLOAT_MODULE(conv, nn.ReLU())
             out.train(self.training)
             return out
         return conv
+
+
+def _fused_class(name, bases, doc, **attrs):
+    """The QAT class `name` (a class of fused.py, torch.ao.nn.intrinsic's twin, is its float
+    module), defined in this module."""
+    return type(name, bases, {"__module__": __name__, "__qualname__": name,
+                              "_FLOAT_MODULE": getattr(_fused, name),
+                              "_AO_FLOAT": ("nn.intrinsic", name), "__doc__": doc, **attrs})
 
 
 def _conv_classes(d: int):
@@ -175,15 +195,13 @@ def _conv_classes(d: int):
         "__init__": init_conv, "__module__": __name__, "__qualname__": f"Conv{d}d",
         "_FLOAT_MODULE": float_conv, "_FLOAT_CONV_MODULE": float_conv,
         "__doc__": f"Conv{d}d with fake-quantized weight (≙ torch.ao.nn.qat.Conv{d}d)."})
-    fused_relu = getattr(_fused, f"ConvReLU{d}d")
-    conv_relu = type(f"ConvReLU{d}d", (conv, _fused._FusedModule), {
-        "__module__": __name__, "__qualname__": f"ConvReLU{d}d",
-        "_FLOAT_MODULE": fused_relu, "_AO_FLOAT": ("nn.intrinsic", f"ConvReLU{d}d"),
-        "_FLOAT_CONV_MODULE": float_conv, "_FLOAT_RELU_MODULE": nn.ReLU,
-        "forward": lambda self, input: F.relu(
-            self._conv_forward(input, self.weight_fake_quant(self.weight), self.bias)),
-        "__doc__": f"Fused Conv{d}d + ReLU with fake-quantized weight"
-                   f" (≙ torch.ao.nn.intrinsic.qat.ConvReLU{d}d)."})
+    conv_relu = _fused_class(
+        f"ConvReLU{d}d", (conv, _fused._FusedModule),
+        f"Fused Conv{d}d + ReLU with fake-quantized weight"
+        f" (≙ torch.ao.nn.intrinsic.qat.ConvReLU{d}d).",
+        _FLOAT_CONV_MODULE=float_conv, _FLOAT_RELU_MODULE=nn.ReLU,
+        forward=lambda self, input: F.relu(
+            self._conv_forward(input, self.weight_fake_quant(self.weight), self.bias)))
     return conv, conv_relu
 
 
@@ -194,7 +212,36 @@ _BN = {1: nn.BatchNorm1d, 2: nn.BatchNorm2d, 3: nn.BatchNorm3d}
 
 
 class _BnStatsMixin:
-    """freeze_bn / update_bn_stats / train shared by ConvBn*d and LinearBn1d."""
+    """The batch norm of ConvBn*d and LinearBn1d: its construction, freeze_bn /
+    update_bn_stats / train, the folded forward, from_float's parameter sharing."""
+
+    def _setup_bn(self, bn_class, out_features, bias, eps, momentum, freeze_bn, qconfig):
+        # In torch.ao's order (submodule order, random draws of reset_bn_parameters).
+        self.qconfig = qconfig
+        self.freeze_bn = freeze_bn if self.training else True
+        self.bn = bn_class(out_features, eps, momentum, True, True)
+        self.weight_fake_quant = self.qconfig.weight()
+        if bias:
+            self.bias = Parameter(torch.empty(out_features))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_bn_parameters()
+        self._init_bn_state(freeze_bn)
+
+    def reset_bn_parameters(self):
+        self.bn.reset_running_stats()
+        init.uniform_(self.bn.weight)
+        init.zeros_(self.bn.bias)
+
+    def _take_parameters(self, layer, bn):
+        """from_float: share the float conv / linear's and batch norm's parameters and stats."""
+        _share_weight_bias(self, layer)
+        self.bn.weight = bn.weight
+        self.bn.bias = bn.bias
+        self.bn.running_mean = bn.running_mean
+        self.bn.running_var = bn.running_var
+        self.bn.num_batches_tracked = bn.num_batches_tracked
+        return self
 
     def reset_running_stats(self):
         self.bn.reset_running_stats()
@@ -222,7 +269,7 @@ class _BnStatsMixin:
         else:
             self.freeze_bn_stats()
 
-    def _folded_forward(self, input, op):
+    def _folded_forward(self, input, op, zero_bias_dtype):
         # The batch norm folded into the weight with running statistics, the conv / linear
         # output unscaled and the batch norm applied (training updates its statistics):
         # torch.ao's "_forward_approximate", in the same operation order.
@@ -236,7 +283,19 @@ class _BnStatsMixin:
         bias_shape = [1] * len(self.weight.shape)
         bias_shape[1] = -1
         scaled_weight = self.weight_fake_quant(self.weight * scale_factor.reshape(weight_shape))
-        return scaled_weight, scale_factor, bias_shape
+        # op(input, weight, bias): the conv's _conv_forward or F.linear; the zero bias has the
+        # input's dtype for the convs (zero_bias_dtype), the default one for LinearBn1d (as
+        # torch.ao's).
+        if self.bias is not None:
+            zero_bias = torch.zeros_like(self.bias, dtype=zero_bias_dtype)
+        else:
+            zero_bias = torch.zeros(self.bn.num_features, device=scaled_weight.device,
+                                    dtype=zero_bias_dtype)
+        out = op(input, scaled_weight, zero_bias)
+        out = out / scale_factor.reshape(bias_shape)
+        if self.bias is not None:
+            out = out + self.bias.reshape(bias_shape)
+        return self.bn(out)
 
 
 class _ConvBnNd(_BnStatsMixin, nn.modules.conv._ConvNd, _fused._FusedModule):
@@ -244,39 +303,18 @@ class _ConvBnNd(_BnStatsMixin, nn.modules.conv._ConvNd, _fused._FusedModule):
 
     def _setup(self, dim, out_channels, bias, eps, momentum, freeze_bn, qconfig):
         _need_qconfig(type(self).__name__, qconfig)
-        self.qconfig = qconfig
-        self.freeze_bn = freeze_bn if self.training else True
-        self.bn = _BN[dim](out_channels, eps, momentum, True, True)
-        self.weight_fake_quant = self.qconfig.weight()
-        if bias:
-            self.bias = Parameter(torch.empty(out_channels))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_bn_parameters()
-        self._init_bn_state(freeze_bn)
+        self._setup_bn(_BN[dim], out_channels, bias, eps, momentum, freeze_bn, qconfig)
         self._enable_slow_path_for_better_numerical_stability = False
 
     def reset_bn_parameters(self):
-        self.bn.reset_running_stats()
-        init.uniform_(self.bn.weight)
-        init.zeros_(self.bn.bias)
+        super().reset_bn_parameters()
         if self.bias is not None:
             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
             bound = 1 / math.sqrt(fan_in)
             init.uniform_(self.bias, -bound, bound)
 
     def _forward(self, input):
-        scaled_weight, scale_factor, bias_shape = self._folded_forward(input, None)
-        if self.bias is not None:
-            zero_bias = torch.zeros_like(self.bias, dtype=input.dtype)
-        else:
-            zero_bias = torch.zeros(self.out_channels, device=scaled_weight.device,
-                                    dtype=input.dtype)
-        conv = self._conv_forward(input, scaled_weight, zero_bias)
-        conv_orig = conv / scale_factor.reshape(bias_shape)
-        if self.bias is not None:
-            conv_orig = conv_orig + self.bias.reshape(bias_shape)
-        return self.bn(conv_orig)
+        return self._folded_forward(input, self._conv_forward, input.dtype)
 
     def forward(self, input):
         return self._forward(input)
@@ -288,22 +326,13 @@ class _ConvBnNd(_BnStatsMixin, nn.modules.conv._ConvNd, _fused._FusedModule):
         qat = cls(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,
                   conv.padding, conv.dilation, conv.groups, conv.bias is not None,
                   conv.padding_mode, bn.eps, bn.momentum, False, mod.qconfig)
-        qat.weight = conv.weight
-        qat.bias = conv.bias
-        qat.bn.weight = bn.weight
-        qat.bn.bias = bn.bias
-        qat.bn.running_mean = bn.running_mean
-        qat.bn.running_var = bn.running_var
-        qat.bn.num_batches_tracked = bn.num_batches_tracked
-        return qat
+        return qat._take_parameters(conv, bn)
 
     def to_float(self):
         conv = self._FLOAT_CONV_MODULE(self.in_channels, self.out_channels, self.kernel_size,
                                        self.stride, self.padding, self.dilation, self.groups,
                                        self.bias is not None, self.padding_mode)
-        conv.weight = Parameter(self.weight.detach())
-        if self.bias is not None:
-            conv.bias = Parameter(self.bias.detach())
+        _detached_weight_bias(self, conv)
         conv.weight, conv.bias = fuse_conv_bn_weights(
             conv.weight, conv.bias, self.bn.running_mean, self.bn.running_var, self.bn.eps,
             self.bn.weight, self.bn.bias)
@@ -327,21 +356,16 @@ def _conv_bn_classes(d: int):
                                          tmp(0), groups, False, padding_mode)
         self._setup(d, out_channels, bias, eps, momentum, freeze_bn, qconfig)
 
-    common = {"__init__": init_conv_bn, "__module__": __name__, "_DIM": d,
-              "_FLOAT_CONV_MODULE": float_conv}
-    conv_bn = type(f"ConvBn{d}d", (_ConvBnNd, float_conv), {
-        **common, "__qualname__": f"ConvBn{d}d", "_RELU": False,
-        "_FLOAT_MODULE": getattr(_fused, f"ConvBn{d}d"),
-        "_AO_FLOAT": ("nn.intrinsic", f"ConvBn{d}d"),
-        "__doc__": f"Fused Conv{d}d + BatchNorm{d}d for QAT (≙ torch.ao.nn.intrinsic.qat."
-                   f"ConvBn{d}d): the batch norm folded into the fake-quantized weight."})
-    conv_bn_relu = type(f"ConvBnReLU{d}d", (conv_bn,), {
-        "__module__": __name__, "__qualname__": f"ConvBnReLU{d}d", "_RELU": True,
-        "_FLOAT_MODULE": getattr(_fused, f"ConvBnReLU{d}d"),
-        "_AO_FLOAT": ("nn.intrinsic", f"ConvBnReLU{d}d"),
-        "forward": lambda self, input: F.relu(self._forward(input)),
-        "__doc__": f"Fused Conv{d}d + BatchNorm{d}d + ReLU for QAT (≙ torch.ao.nn.intrinsic.qat."
-                   f"ConvBnReLU{d}d)."})
+    conv_bn = _fused_class(
+        f"ConvBn{d}d", (_ConvBnNd, float_conv),
+        f"Fused Conv{d}d + BatchNorm{d}d for QAT (≙ torch.ao.nn.intrinsic.qat.ConvBn{d}d): the"
+        " batch norm folded into the fake-quantized weight.",
+        __init__=init_conv_bn, _DIM=d, _FLOAT_CONV_MODULE=float_conv, _RELU=False)
+    conv_bn_relu = _fused_class(
+        f"ConvBnReLU{d}d", (conv_bn,),
+        f"Fused Conv{d}d + BatchNorm{d}d + ReLU for QAT (≙ torch.ao.nn.intrinsic.qat."
+        f"ConvBnReLU{d}d).",
+        _RELU=True, forward=lambda self, input: F.relu(self._forward(input)))
     return conv_bn, conv_bn_relu
 
 
@@ -360,33 +384,10 @@ class LinearBn1d(_BnStatsMixin, nn.Linear, _fused._FusedModule):
                  freeze_bn=False, qconfig=None):
         nn.Linear.__init__(self, in_features, out_features, bias)
         _need_qconfig("LinearBn1d", qconfig)
-        self.qconfig = qconfig
-        self.freeze_bn = freeze_bn if self.training else True
-        self.bn = nn.BatchNorm1d(out_features, eps, momentum, True, True)
-        self.weight_fake_quant = self.qconfig.weight()
-        if bias:
-            self.bias = Parameter(torch.empty(out_features))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_bn_parameters()
-        self._init_bn_state(freeze_bn)
-
-    def reset_bn_parameters(self):
-        self.bn.reset_running_stats()
-        init.uniform_(self.bn.weight)
-        init.zeros_(self.bn.bias)
+        self._setup_bn(nn.BatchNorm1d, out_features, bias, eps, momentum, freeze_bn, qconfig)
 
     def forward(self, input):
-        scaled_weight, scale_factor, bias_shape = self._folded_forward(input, None)
-        if self.bias is not None:
-            zero_bias = torch.zeros_like(self.bias)
-        else:
-            zero_bias = torch.zeros(self.out_features, device=scaled_weight.device)
-        out = F.linear(input, scaled_weight, zero_bias)
-        out = out / scale_factor.reshape(bias_shape)
-        if self.bias is not None:
-            out = out + self.bias.reshape(bias_shape)
-        return self.bn(out)
+        return self._folded_forward(input, F.linear, None)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -394,14 +395,7 @@ class LinearBn1d(_BnStatsMixin, nn.Linear, _fused._FusedModule):
         linear, bn = mod[0], mod[1]
         qat = cls(linear.in_features, linear.out_features, linear.bias is not None, bn.eps,
                   bn.momentum, False, mod.qconfig)
-        qat.weight = linear.weight
-        qat.bias = linear.bias
-        qat.bn.weight = bn.weight
-        qat.bn.bias = bn.bias
-        qat.bn.running_mean = bn.running_mean
-        qat.bn.running_var = bn.running_var
-        qat.bn.num_batches_tracked = bn.num_batches_tracked
-        return qat
+        return qat._take_parameters(linear, bn)
 
     def to_float(self):
         linear = nn.Linear(self.in_features, self.out_features)
@@ -419,10 +413,22 @@ def _check_embedding_qconfig(owner, qconfig):
                          f" torch.per_channel_affine_float_qparams, got {qscheme}")
 
 
-class Embedding(nn.Embedding):
+class _EmbeddingFromFloat:
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """The QAT module of `mod`'s configuration (`_CONFIG`), sharing its weight."""
+        _check_from_float(cls, mod)
+        _check_embedding_qconfig(cls._FLOAT_MODULE.__name__, mod.qconfig)
+        return cls(**{k: getattr(mod, k) for k in cls._CONFIG}, _weight=mod.weight,
+                   qconfig=mod.qconfig)
+
+
+class Embedding(_EmbeddingFromFloat, nn.Embedding):
     r"""Embedding with fake-quantized weight (≙ torch.ao.nn.qat.Embedding)."""
 
     _FLOAT_MODULE = nn.Embedding
+    _CONFIG = ("num_embeddings", "embedding_dim", "padding_idx", "max_norm", "norm_type",
+               "scale_grad_by_freq", "sparse")
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
@@ -430,27 +436,19 @@ class Embedding(nn.Embedding):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
                          scale_grad_by_freq, sparse, _weight, **factory_kwargs)
-        _check_embedding_qconfig("Embedding", qconfig)
-        self.qconfig = qconfig
-        self.weight_fake_quant = qconfig.weight(factory_kwargs=factory_kwargs)
+        _init_fake_quant(self, qconfig, factory_kwargs, _check_embedding_qconfig, "Embedding")
 
     def forward(self, input):
         return F.embedding(input, self.weight_fake_quant(self.weight), self.padding_idx,
                            self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse)
 
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        _check_from_float(cls, mod)
-        _check_embedding_qconfig("Embedding", mod.qconfig)
-        return cls(mod.num_embeddings, mod.embedding_dim, mod.padding_idx, mod.max_norm,
-                   mod.norm_type, mod.scale_grad_by_freq, mod.sparse, mod.weight,
-                   qconfig=mod.qconfig)
 
-
-class EmbeddingBag(nn.EmbeddingBag):
+class EmbeddingBag(_EmbeddingFromFloat, nn.EmbeddingBag):
     r"""EmbeddingBag with fake-quantized weight (≙ torch.ao.nn.qat.EmbeddingBag)."""
 
     _FLOAT_MODULE = nn.EmbeddingBag
+    _CONFIG = ("num_embeddings", "embedding_dim", "max_norm", "norm_type", "scale_grad_by_freq",
+               "mode", "sparse", "include_last_offset", "padding_idx")
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
@@ -460,23 +458,13 @@ class EmbeddingBag(nn.EmbeddingBag):
         super().__init__(num_embeddings, embedding_dim, max_norm, norm_type, scale_grad_by_freq,
                          mode, sparse, _weight, include_last_offset, padding_idx,
                          **factory_kwargs)
-        _check_embedding_qconfig("EmbeddingBag", qconfig)
-        self.qconfig = qconfig
-        self.weight_fake_quant = qconfig.weight(factory_kwargs=factory_kwargs)
+        _init_fake_quant(self, qconfig, factory_kwargs, _check_embedding_qconfig, "EmbeddingBag")
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(input, self.weight_fake_quant(self.weight), offsets,
                                self.max_norm, self.norm_type, self.scale_grad_by_freq, self.mode,
                                self.sparse, per_sample_weights, self.include_last_offset,
                                self.padding_idx)
-
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        _check_from_float(cls, mod)
-        _check_embedding_qconfig("EmbeddingBag", mod.qconfig)
-        return cls(mod.num_embeddings, mod.embedding_dim, mod.max_norm, mod.norm_type,
-                   mod.scale_grad_by_freq, mod.mode, mod.sparse, mod.weight,
-                   mod.include_last_offset, mod.padding_idx, qconfig=mod.qconfig)
 
 
 def _is_qat_bn(mod) -> bool:

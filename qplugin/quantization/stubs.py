@@ -16,32 +16,28 @@ def _base(name):
     return getattr(tq, name) if tq is not None else nn.Module
 
 
-class QuantStub(_base("QuantStub")):
+class _Stub:
+    """The stubs' body: an optional qconfig, identity forward."""
+
+    def __init__(self, qconfig=None):
+        nn.Module.__init__(self)
+        if qconfig:
+            self.qconfig = qconfig
+
+    def forward(self, x):
+        return x
+
+
+class QuantStub(_Stub, _base("QuantStub")):
     r"""Identity in float; observed by prepare, then converted to qplugin.nn.Quantize.
 
     Args:
         qconfig: the qconfig for this stub (else the one propagated from its parent).
     """
 
-    def __init__(self, qconfig=None):
-        nn.Module.__init__(self)
-        if qconfig:
-            self.qconfig = qconfig
 
-    def forward(self, x):
-        return x
-
-
-class DeQuantStub(_base("DeQuantStub")):
+class DeQuantStub(_Stub, _base("DeQuantStub")):
     r"""Identity in float; converted to qplugin.nn.DeQuantize."""
-
-    def __init__(self, qconfig=None):
-        nn.Module.__init__(self)
-        if qconfig:
-            self.qconfig = qconfig
-
-    def forward(self, x):
-        return x
 
 
 class QuantWrapper(nn.Module):

@@ -15,6 +15,8 @@ tests/dynamic/test_conv_dynamic.py.
 The state-dict layout is torch.ao's (version 3: weight, bias, scale, zero_point), so checkpoints
 load both ways.
 """
+from typing import List
+
 import torch
 import torch.nn.functional as F
 
@@ -74,7 +76,37 @@ def _check_rank(where: str, input: torch.Tensor, rank: int, shape: str) -> None:
                          f"{len(input.shape)}-D")
 
 
-class Conv1d(_conv.Conv1d):
+def _checked_padded(where: str, input: torch.Tensor, rank: int, shape: str,
+                    padding: List[int], padding_mode: str) -> torch.Tensor:
+    """The rank check and the non-'zeros' padding (of the float input) of Conv1d/2d/3d.forward."""
+    _check_rank(where, input, rank, shape)
+    if padding_mode != "zeros":
+        input = F.pad(input, _reverse_repeat_padding(padding), mode=padding_mode)
+    return input
+
+
+class _DynamicConv:
+    """_get_name and from_float of the dynamic convs, mixed in before qplugin.nn's static conv
+    class (whose constructor, state and TorchScript state they keep); the forwards stay written
+    out per class, for TorchScript's literal op names."""
+
+    _TRANSPOSED = False
+
+    def _get_name(self):
+        return "DynamicQuantized" + self._NAME
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        r"""From a float ``nn.Conv{1,2,3}d`` / ``nn.ConvTranspose{1,2,3}d`` with a dynamic qconfig
+        (per tensor or per channel)."""
+        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, cls._TRANSPOSED)
+
+
+class _DynamicConvTranspose(_DynamicConv):
+    _TRANSPOSED = True
+
+
+class Conv1d(_DynamicConv, _conv.Conv1d):
     r"""Dynamically quantized 1-d conv (≙ torch.ao.nn.quantized.dynamic.Conv1d): float
     (N, C, L) in and out; ``reduce_range`` (constructor) is accepted and ignored, as torch.ao."""
 
@@ -86,121 +118,67 @@ class Conv1d(_conv.Conv1d):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode)
 
-    def _get_name(self):
-        return "DynamicQuantizedConv1d"
-
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
-        _check_rank("Conv1d", input, 3, "(N, C, L)")
-        if self.padding_mode != "zeros":
-            input = F.pad(input, _reverse_repeat_padding(list(self.padding[:1])),
-                          mode=self.padding_mode)
+        input = _checked_padded("Conv1d", input, 3, "(N, C, L)", list(self.padding[:1]),
+                                self.padding_mode)
         return torch.ops.qplugin.conv1d_dynamic(input, self._packed_params, reduce_range)
 
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        r"""From a float ``nn.Conv1d`` with a dynamic qconfig (per tensor or per channel)."""
-        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, False)
 
-
-class Conv2d(_conv.Conv2d):
+class Conv2d(_DynamicConv, _conv.Conv2d):
     r"""Dynamically quantized 2-d conv (≙ torch.ao.nn.quantized.dynamic.Conv2d): float
     (N, C, H, W) in, float out (channels-last, as torch.ao's)."""
 
     _FLOAT_MODULE = torch.nn.Conv2d
 
-    def _get_name(self):
-        return "DynamicQuantizedConv2d"
-
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
-        _check_rank("Conv2d", input, 4, "(N, C, H, W)")
-        if self.padding_mode != "zeros":
-            input = F.pad(input, _reverse_repeat_padding(list(self.padding)),
-                          mode=self.padding_mode)
+        input = _checked_padded("Conv2d", input, 4, "(N, C, H, W)", list(self.padding),
+                                self.padding_mode)
         return torch.ops.qplugin.conv2d_dynamic(input, self._packed_params, reduce_range)
 
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        r"""From a float ``nn.Conv2d`` with a dynamic qconfig (per tensor or per channel)."""
-        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, False)
 
-
-class Conv3d(_conv.Conv3d):
+class Conv3d(_DynamicConv, _conv.Conv3d):
     r"""Dynamically quantized 3-d conv (≙ torch.ao.nn.quantized.dynamic.Conv3d): float
     (N, C, D, H, W) in, float out (channels-last-3d, as torch.ao's)."""
 
     _FLOAT_MODULE = torch.nn.Conv3d
 
-    def _get_name(self):
-        return "DynamicQuantizedConv3d"
-
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
-        _check_rank("Conv3d", input, 5, "(N, C, D, H, W)")
-        if self.padding_mode != "zeros":
-            input = F.pad(input, _reverse_repeat_padding(list(self.padding)),
-                          mode=self.padding_mode)
+        input = _checked_padded("Conv3d", input, 5, "(N, C, D, H, W)", list(self.padding),
+                                self.padding_mode)
         return torch.ops.qplugin.conv3d_dynamic(input, self._packed_params, reduce_range)
 
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        r"""From a float ``nn.Conv3d`` with a dynamic qconfig (per tensor or per channel)."""
-        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, False)
 
-
-class ConvTranspose1d(_conv.ConvTranspose1d):
+class ConvTranspose1d(_DynamicConvTranspose, _conv.ConvTranspose1d):
     r"""Dynamically quantized transposed 1-d conv (≙ torch.ao.nn.quantized.dynamic
     .ConvTranspose1d): float (N, C, L) in and out; per-channel weights along axis 1."""
 
     _FLOAT_MODULE = torch.nn.ConvTranspose1d
-
-    def _get_name(self):
-        return "DynamicQuantizedConvTranspose1d"
 
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         _check_rank("ConvTranspose1d", input, 3, "(N, C, L)")
         return torch.ops.qplugin.conv_transpose1d_dynamic(input, self._packed_params,
                                                           reduce_range)
 
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        r"""From a float ``nn.ConvTranspose1d`` with a dynamic qconfig."""
-        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, True)
 
-
-class ConvTranspose2d(_conv.ConvTranspose2d):
+class ConvTranspose2d(_DynamicConvTranspose, _conv.ConvTranspose2d):
     r"""Dynamically quantized transposed 2-d conv (≙ torch.ao.nn.quantized.dynamic
     .ConvTranspose2d): float (N, C, H, W) in, float out (channels-last)."""
 
     _FLOAT_MODULE = torch.nn.ConvTranspose2d
-
-    def _get_name(self):
-        return "DynamicQuantizedConvTranspose2d"
 
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         _check_rank("ConvTranspose2d", input, 4, "(N, C, H, W)")
         return torch.ops.qplugin.conv_transpose2d_dynamic(input, self._packed_params,
                                                           reduce_range)
 
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        r"""From a float ``nn.ConvTranspose2d`` with a dynamic qconfig."""
-        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, True)
 
-
-class ConvTranspose3d(_conv.ConvTranspose3d):
+class ConvTranspose3d(_DynamicConvTranspose, _conv.ConvTranspose3d):
     r"""Dynamically quantized transposed 3-d conv (≙ torch.ao.nn.quantized.dynamic
     .ConvTranspose3d): float (N, C, T, H, W) in, float out (channels-last-3d)."""
 
     _FLOAT_MODULE = torch.nn.ConvTranspose3d
 
-    def _get_name(self):
-        return "DynamicQuantizedConvTranspose3d"
-
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         _check_rank("ConvTranspose3d", input, 5, "(N, C, T, H, W)")
         return torch.ops.qplugin.conv_transpose3d_dynamic(input, self._packed_params,
                                                           reduce_range)
-
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        r"""From a float ``nn.ConvTranspose3d`` with a dynamic qconfig."""
-        return _dynamic_from_float(cls, mod, use_precomputed_fake_quant, True)

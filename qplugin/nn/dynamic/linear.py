@@ -14,8 +14,8 @@ from typing import Optional
 import torch
 
 from qplugin.nn.modules.linear import LinearPackedParams as _StaticLinearPackedParams
-from qplugin.nn.modules.linear import (_PackedParamsBase, _hide_packed_params_repr,
-                                        _quantize_weight)
+from qplugin.nn.modules.linear import (_PackedLinear, _PackedParamsBase,
+                                        _hide_packed_params_repr, _quantize_weight)
 
 __all__ = ["LinearPackedParams", "LinearPackedParamsFp16", "Linear", "LinearReLU"]
 
@@ -70,7 +70,7 @@ def _holder(dtype):
     return LinearPackedParams() if dtype == torch.qint8 else LinearPackedParamsFp16()
 
 
-class Linear(torch.nn.Module):
+class Linear(_PackedLinear, torch.nn.Module):
     r"""A dynamically quantized linear layer: float input and output.
 
     Mirrors :class:`torch.ao.nn.quantized.dynamic.Linear` (constructor, ``from_float`` with the
@@ -141,37 +141,13 @@ class Linear(torch.nn.Module):
                 state_dict.pop(prefix + key)
             elif strict:
                 missing_keys.append(prefix + key)
-        if self.version is None or self.version == 1:
-            weight = state_dict.pop(prefix + "weight")
-            bias = state_dict.pop(prefix + "bias")
-            state_dict.update({prefix + "_packed_params.weight": weight,
-                               prefix + "_packed_params.bias": bias})
-        w = state_dict.get(prefix + "_packed_params.weight")
-        packed = state_dict.get(prefix + "_packed_params._packed_params")
-        if w is None and packed is not None:
-            w = packed[0]
-        if isinstance(w, torch.Tensor) and w.dim() == 2:
-            self.out_features, self.in_features = int(w.shape[0]), int(w.shape[1])
+        self._upgrade_packed_params_keys(state_dict, prefix, self.version)
         # The checkpoint's dtype decides the holder (the child loads after this hook).
         dtype = state_dict.get(prefix + "_packed_params.dtype", torch.qint8)
         if dtype in _DTYPES and dtype != self._packed_params.dtype:
             self._packed_params = _holder(dtype)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
                                       unexpected_keys, error_msgs)
-
-    def _weight_bias(self):
-        return self._packed_params._weight_bias()
-
-    def weight(self):
-        """The weight: qint8 (bit-exact) or float32 holding the float16 values."""
-        return self._weight_bias()[0]
-
-    def bias(self):
-        """The fp32 bias, or None."""
-        return self._weight_bias()[1]
-
-    def set_weight_bias(self, w: torch.Tensor, b: torch.Tensor | None) -> None:
-        self._packed_params.set_weight_bias(w, b)
 
     @classmethod
     def _float_module_types(cls):

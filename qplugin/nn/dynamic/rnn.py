@@ -318,6 +318,22 @@ class _RNNBase(torch.nn.Module):
                 outs = []
         return layer_in, torch.stack(h_out, 0), torch.stack(c_out, 0)
 
+    def _forward_impl(self, x: Tensor, batch_sizes: Optional[Tensor],
+                      sorted_indices: Optional[Tensor], unsorted_indices: Optional[Tensor],
+                      hx: Optional[List[Tensor]]) -> Tuple[Tensor, Tensor, Tensor]:
+        """LSTM/GRU.forward on the unpacked input (batch_sizes None: a Tensor input): the output
+        in the input's layout, h_n and c_n (LSTM; GRU's is not used) in the caller's batch
+        order."""
+        if batch_sizes is None and self.batch_first:
+            x = x.transpose(0, 1)
+        x, h0s, c0s = self._prepare(x, batch_sizes, hx, sorted_indices)
+        out, h_n, c_n = self._run(x, batch_sizes, h0s, c0s)
+        if batch_sizes is None and self.batch_first:
+            out = out.transpose(0, 1)
+        if self.is_lstm:
+            c_n = _apply_permutation(c_n, unsorted_indices)
+        return out, _apply_permutation(h_n, unsorted_indices), c_n
+
     def _prepare(self, x: Tensor, batch_sizes: Optional[Tensor], hx: Optional[List[Tensor]],
                  sorted_indices: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
         if batch_sizes is not None:
@@ -417,29 +433,17 @@ class LSTM(_RNNBase):
         pass
 
     def forward(self, input, hx=None):
-        orig_input = input
-        # The isinstance checks must be conditionals for TorchScript (as torch.nn.LSTM's).
-        if isinstance(orig_input, PackedSequence):
-            x, batch_sizes, sorted_indices, unsorted_indices = input
-        else:
-            x = input
-            batch_sizes = None
-            sorted_indices = None
-            unsorted_indices = None
-            if self.batch_first:
-                x = x.transpose(0, 1)
         hx_list: Optional[List[Tensor]] = None
         if hx is not None:
             hx_list = [hx[0], hx[1]]
-        x, h0s, c0s = self._prepare(x, batch_sizes, hx_list, sorted_indices)
-        out, h_n, c_n = self._run(x, batch_sizes, h0s, c0s)
-        hidden = (_apply_permutation(h_n, unsorted_indices),
-                  _apply_permutation(c_n, unsorted_indices))
-        if isinstance(orig_input, PackedSequence):
-            return PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices), hidden
-        if self.batch_first:
-            out = out.transpose(0, 1)
-        return out, hidden
+        # The isinstance checks must be conditionals for TorchScript (as torch.nn.LSTM's).
+        if isinstance(input, PackedSequence):
+            x, batch_sizes, sorted_indices, unsorted_indices = input
+            out, h_n, c_n = self._forward_impl(x, batch_sizes, sorted_indices, unsorted_indices,
+                                               hx_list)
+            return PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices), (h_n, c_n)
+        out, h_n, c_n = self._forward_impl(input, None, None, None, hx_list)
+        return out, (h_n, c_n)
 
 
 class GRU(_RNNBase):
@@ -460,27 +464,16 @@ class GRU(_RNNBase):
         pass
 
     def forward(self, input, hx=None):
-        orig_input = input
-        if isinstance(orig_input, PackedSequence):
-            x, batch_sizes, sorted_indices, unsorted_indices = input
-        else:
-            x = input
-            batch_sizes = None
-            sorted_indices = None
-            unsorted_indices = None
-            if self.batch_first:
-                x = x.transpose(0, 1)
         hx_list: Optional[List[Tensor]] = None
         if hx is not None:
             hx_list = [hx]
-        x, h0s, c0s = self._prepare(x, batch_sizes, hx_list, sorted_indices)
-        out, h_n, _ = self._run(x, batch_sizes, h0s, c0s)
-        hidden = _apply_permutation(h_n, unsorted_indices)
-        if isinstance(orig_input, PackedSequence):
-            return PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices), hidden
-        if self.batch_first:
-            out = out.transpose(0, 1)
-        return out, hidden
+        if isinstance(input, PackedSequence):
+            x, batch_sizes, sorted_indices, unsorted_indices = input
+            out, h_n, _ = self._forward_impl(x, batch_sizes, sorted_indices, unsorted_indices,
+                                             hx_list)
+            return PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices), h_n
+        out, h_n, _ = self._forward_impl(input, None, None, None, hx_list)
+        return out, h_n
 
 
 # Cell state-dict layout (torch.ao's dynamic RNNCellBase keys):

@@ -63,6 +63,9 @@ class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
     #   the same keys; after PyTorch's from_float, scale/zero_point are [1]-shaped (the observer's
     #   tensors) and zero_point may be int32 -- loading accepts any one-element scale/zero_point
     #   and a dict without them (the constructor's values are kept).
+    def _get_name(self):
+        return "Quantized" + self._QPLUGIN_NAME.rsplit(".", 1)[1]
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
 
@@ -146,12 +149,6 @@ class BatchNorm2d(_BatchNorm):
     _NNI_BN_RELU_MODULE = "BNReLU2d"
     _QPLUGIN_NAME = "qplugin.nn.BatchNorm2d"
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
-        super().__init__(num_features, eps, momentum, device=device, dtype=dtype)
-
-    def _get_name(self):
-        return "QuantizedBatchNorm2d"
-
     def _check_input_dim(self, input):
         if input.dim() != 4:
             raise ValueError(f"qplugin.nn.BatchNorm2d: expected a 4-D (N, C, H, W) input, got"
@@ -178,12 +175,6 @@ class BatchNorm3d(_BatchNorm):
     _FLOAT_BN_MODULE = torch.nn.BatchNorm3d
     _NNI_BN_RELU_MODULE = "BNReLU3d"
     _QPLUGIN_NAME = "qplugin.nn.BatchNorm3d"
-
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
-        super().__init__(num_features, eps, momentum, device=device, dtype=dtype)
-
-    def _get_name(self):
-        return "QuantizedBatchNorm3d"
 
     def _check_input_dim(self, input):
         if input.dim() != 5:

@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from torch.nn.modules.utils import _pair, _single, _triple
 
 from qplugin.nn.modules.linear import _hide_packed_params_repr
-from qplugin.nn.modules.utils import _check_zero_point, _packed_op_call
+from qplugin.nn.modules.utils import (_check_zero_point, _observe_qint8_weight,
+                                      _observed_output, _packed_op_call)
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -40,6 +41,21 @@ def _pad_quantized(x: torch.Tensor, pad: List[int], mode: str) -> torch.Tensor:
             return type(x)(codes, x.q_scale(), x.q_zero_point())
     codes = F.pad(x.int_repr().float(), pad, mode=mode).to(torch.uint8)
     return torch._make_per_tensor_quantized_tensor(codes, x.q_scale(), x.q_zero_point())
+
+
+def _check_conv_rank(where: str, input: torch.Tensor, rank: int, shape: str) -> None:
+    if len(input.shape) != rank:
+        raise ValueError(f"{where}: expected a {rank}-D input{shape}, got {len(input.shape)}-D")
+
+
+def _conv_input(where: str, input: torch.Tensor, rank: int, shape: str, padding: List[int],
+                padding_mode: str) -> torch.Tensor:
+    """A quantized conv's input, rank-checked (`shape`: " (N, C, ...)" or "" in the message)
+    and padded for a padding_mode other than 'zeros'."""
+    _check_conv_rank(where, input, rank, shape)
+    if padding_mode != "zeros":
+        input = _pad_quantized(input, _reverse_repeat_padding(padding), padding_mode)
+    return input
 
 
 def _quantize_conv_weight(float_wt, observer, axis):
@@ -264,21 +280,12 @@ class _ConvNd(torch.nn.Module):
                 names = ", ".join(m.__name__ for m in allowed)
                 raise TypeError(f"qplugin.nn.{cls.__name__}.from_float: expected {names}, got "
                                 f"{type(mod).__name__}")
-            if getattr(mod, "qconfig", None) is None:
-                raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a module with "
-                                 "a qconfig (run qplugin.quantization.prepare first)")
-            if not hasattr(mod, "activation_post_process"):
-                raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected an observed "
-                                 "module with activation_post_process (prepare and calibrate)")
-            app = mod.activation_post_process
+            app = _observed_output(f"qplugin.nn.{cls.__name__}.from_float", mod)
             if type(mod) not in t["float"]:  # a fused module (ConvReLU*d, ConvAdd2d, ...)
                 mod = mod[0]
             wpp = mod.qconfig.weight()
-        if not use_precomputed_fake_quant:
-            wpp(mod.weight)
-        if wpp.dtype != torch.qint8:
-            raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a weight observer "
-                             f"of dtype torch.qint8, got {wpp.dtype}")
+        _observe_qint8_weight(f"qplugin.nn.{cls.__name__}.from_float", wpp, mod.weight,
+                              use_precomputed_fake_quant)
         qweight = _quantize_conv_weight(mod.weight.float(), wpp, 0)
         q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
                 mod.dilation, mod.groups, mod.bias is not None, mod.padding_mode)
@@ -333,12 +340,8 @@ class Conv1d(_ConvNd):
         return torch.ops.qplugin.conv1d_unpack(self._packed_params)
 
     def forward(self, input):
-        if len(input.shape) != 3:
-            raise ValueError("qplugin.nn.Conv1d: expected a 3-D input (N, C, L), got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.Conv1d", input, 3, " (N, C, L)",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv1d(input, self._packed_params, self.scale, self.zero_point)
         return _packed_op_call(torch.ops.qplugin.conv1d.default,
@@ -371,12 +374,8 @@ class Conv2d(_ConvNd):
         return self._packed_params.unpack()
 
     def forward(self, input):
-        if len(input.shape) != 4:
-            raise ValueError("qplugin.nn.Conv2d: expected a 4-D input (N, C, H, W), got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.Conv2d", input, 4, " (N, C, H, W)",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv2d(input, self._packed_params, self.scale, self.zero_point)
         return _packed_op_call(torch.ops.qplugin.conv2d.new,
@@ -410,12 +409,8 @@ class Conv3d(_ConvNd):
         return self._packed_params.unpack()
 
     def forward(self, input):
-        if len(input.shape) != 5:
-            raise ValueError("qplugin.nn.Conv3d: expected a 5-D input (N, C, D, H, W), got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.Conv3d", input, 5, " (N, C, D, H, W)",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv3d(input, self._packed_params, self.scale, self.zero_point)
         return _packed_op_call(torch.ops.qplugin.conv3d.new,
@@ -488,9 +483,7 @@ class ConvTranspose1d(_ConvTransposeNd):
         return torch.ops.qplugin.conv_transpose1d_unpack(self._packed_params)
 
     def forward(self, input):
-        if len(input.shape) != 3:
-            raise ValueError("qplugin.nn.ConvTranspose1d: expected a 3-D input, got "
-                             f"{len(input.shape)}-D")
+        _check_conv_rank("qplugin.nn.ConvTranspose1d", input, 3, "")
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv_transpose1d(input, self._packed_params, self.scale,
                                                        self.zero_point)
@@ -522,9 +515,7 @@ class ConvTranspose2d(_ConvTransposeNd):
         return torch.ops.qplugin.conv_transpose2d_unpack(self._packed_params)
 
     def forward(self, input):
-        if len(input.shape) != 4:
-            raise ValueError("qplugin.nn.ConvTranspose2d: expected a 4-D input, got "
-                             f"{len(input.shape)}-D")
+        _check_conv_rank("qplugin.nn.ConvTranspose2d", input, 4, "")
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv_transpose2d(input, self._packed_params, self.scale,
                                                        self.zero_point)
@@ -556,9 +547,7 @@ class ConvTranspose3d(_ConvTransposeNd):
         return torch.ops.qplugin.conv_transpose3d_unpack(self._packed_params)
 
     def forward(self, input):
-        if len(input.shape) != 5:
-            raise ValueError("qplugin.nn.ConvTranspose3d: expected a 5-D input, got "
-                             f"{len(input.shape)}-D")
+        _check_conv_rank("qplugin.nn.ConvTranspose3d", input, 5, "")
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv_transpose3d(input, self._packed_params, self.scale,
                                                        self.zero_point)

@@ -7,7 +7,8 @@ load in both directions; only the packed object inside differs (qplugin's, repac
 """
 import torch
 
-from qplugin.nn.modules.utils import _check_zero_point, _packed_op_call
+from qplugin.nn.modules.utils import (_check_zero_point, _observe_qint8_weight,
+                                      _observed_output, _packed_op_call)
 
 __all__ = ["LinearPackedParams", "Linear"]
 
@@ -143,7 +144,44 @@ class LinearPackedParams(_PackedParamsBase):
         return torch.ops.qplugin.linear_unpack(self._packed_params)
 
 
-class Linear(torch.nn.Module):
+class _PackedLinear:
+    """What qplugin.nn.Linear and qplugin.nn.dynamic.Linear share around their `_packed_params`
+    child: the accessors and the upgrade of the child's state-dict keys."""
+
+    def _weight_bias(self):
+        return self._packed_params._weight_bias()
+
+    def weight(self):
+        """The weight, unpacked: qint8 (bit-exact), or (dynamic float16) float32 holding the
+        float16 values."""
+        return self._weight_bias()[0]
+
+    def bias(self):
+        """The fp32 bias, or None."""
+        return self._weight_bias()[1]
+
+    def set_weight_bias(self, w: torch.Tensor, b: torch.Tensor | None) -> None:
+        """Packs a new weight [out_features, in_features] (qint8; dynamic float16: float) and fp32
+        bias [out_features]."""
+        self._packed_params.set_weight_bias(w, b)
+
+    def _upgrade_packed_params_keys(self, state_dict, prefix, version) -> None:
+        if version is None or version == 1:
+            # Version 1 kept weight and bias on the module itself.
+            weight = state_dict.pop(prefix + "weight")
+            bias = state_dict.pop(prefix + "bias")
+            state_dict.update({prefix + "_packed_params.weight": weight,
+                               prefix + "_packed_params.bias": bias})
+        # The child _packed_params loads after this hook: take the feature counts from its keys.
+        w = state_dict.get(prefix + "_packed_params.weight")
+        packed = state_dict.get(prefix + "_packed_params._packed_params")
+        if w is None and packed is not None:
+            w = packed[0]
+        if isinstance(w, torch.Tensor) and w.dim() == 2:
+            self.out_features, self.in_features = int(w.shape[0]), int(w.shape[1])
+
+
+class Linear(_PackedLinear, torch.nn.Module):
     r"""A quantized linear layer: quint8 input and output, qint8 weight, fp32 bias.
 
     Mirrors :class:`torch.ao.nn.quantized.Linear` (same constructor, attributes, ``from_float``,
@@ -223,37 +261,9 @@ class Linear(torch.nn.Module):
             self.zero_point = int(state_dict.pop(prefix + "zero_point"))
         elif strict:
             missing_keys.append(prefix + "zero_point")
-        version = local_metadata.get("version", None)
-        if version is None or version == 1:
-            # Version 1 kept weight and bias on the module itself.
-            weight = state_dict.pop(prefix + "weight")
-            bias = state_dict.pop(prefix + "bias")
-            state_dict.update({prefix + "_packed_params.weight": weight,
-                               prefix + "_packed_params.bias": bias})
-        # The child _packed_params loads after this hook: take the feature counts from its keys.
-        w = state_dict.get(prefix + "_packed_params.weight")
-        packed = state_dict.get(prefix + "_packed_params._packed_params")
-        if w is None and packed is not None:
-            w = packed[0]
-        if isinstance(w, torch.Tensor) and w.dim() == 2:
-            self.out_features, self.in_features = int(w.shape[0]), int(w.shape[1])
+        self._upgrade_packed_params_keys(state_dict, prefix, local_metadata.get("version", None))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
                                       unexpected_keys, error_msgs)
-
-    def _weight_bias(self):
-        return self._packed_params._weight_bias()
-
-    def weight(self):
-        """The qint8 weight, unpacked (bit-exact)."""
-        return self._weight_bias()[0]
-
-    def bias(self):
-        """The fp32 bias, or None."""
-        return self._weight_bias()[1]
-
-    def set_weight_bias(self, w: torch.Tensor, b: torch.Tensor | None) -> None:
-        """Packs a new qint8 weight [out_features, in_features] and fp32 bias [out_features]."""
-        self._packed_params.set_weight_bias(w, b)
 
     @classmethod
     def _float_module_types(cls):
@@ -293,24 +303,16 @@ class Linear(torch.nn.Module):
                 names = ", ".join(m.__name__ for m in float_mods)
                 raise TypeError(f"qplugin.nn.{cls.__name__}.from_float: expected {names}, got "
                                 f"{type(mod).__name__}")
-            if not hasattr(mod, "qconfig") or mod.qconfig is None:
-                raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a module with "
-                                 "a qconfig (run qplugin.quantization.prepare first)")
-            if not hasattr(mod, "activation_post_process"):
-                raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected an observed "
-                                 "module with activation_post_process (prepare and calibrate)")
-            activation_post_process = mod.activation_post_process
+            activation_post_process = _observed_output(f"qplugin.nn.{cls.__name__}.from_float",
+                                                       mod)
             nni = torch_ao("nn.intrinsic")  # LinearLeakyReLU / LinearTanh: torch.ao-only
             fused_types = classes("intrinsic.LinearReLU") + (
                 (nni.LinearLeakyReLU, nni.LinearTanh) if nni is not None else ())
             if type_before_parametrizations(mod) in fused_types:
                 mod = mod[0]
             weight_post_process = mod.qconfig.weight()
-        if not use_precomputed_fake_quant:
-            weight_post_process(mod.weight)
-        if weight_post_process.dtype != torch.qint8:
-            raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a weight observer "
-                             f"of dtype torch.qint8, got {weight_post_process.dtype}")
+        _observe_qint8_weight(f"qplugin.nn.{cls.__name__}.from_float", weight_post_process,
+                              mod.weight, use_precomputed_fake_quant)
         act_scale, act_zp = activation_post_process.calculate_qparams()
         qweight = _quantize_weight(mod.weight.float(), weight_post_process)
         qlinear = cls._new_from_float(fused, mod.in_features, mod.out_features)

@@ -208,6 +208,13 @@ class _InstanceNormBase(_VersionedStateDict):
 
     _version = 2
 
+    def __init__(self, num_features, weight, bias, scale, zero_point, eps=1e-5, momentum=0.1,
+                 affine=False, track_running_stats=False, device=None, dtype=None) -> None:
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__(num_features, eps, momentum, affine, track_running_stats,
+                         **factory_kwargs)
+        self._qinit(num_features, weight, bias, scale, zero_point, device)
+
     def _qinit(self, num_features, weight, bias, scale, zero_point, device):
         who = type(self).__name__
         self.weight = _as_param(weight, who, "weight")
@@ -217,6 +224,19 @@ class _InstanceNormBase(_VersionedStateDict):
                 raise ValueError(f"qplugin.nn.{who}: expected {arg} of shape [{num_features}] "
                                  f"(num_features), got {list(t.shape)}")
         _register_qparams(self, who, scale, zero_point, device)
+
+    def _get_name(self):
+        return f"Quantized{type(self).__name__}"
+
+    def _forward_nd(self, input: torch.Tensor, who: str, n: int, dims: str) -> torch.Tensor:
+        """forward of InstanceNorm{n}d: an unbatched ({dims}) or batched (N, {dims}) input
+        (each class keeps a literal forward naming its own arguments, for TorchScript)."""
+        if input.dim() == n + 1:
+            return self._normalize(input.unsqueeze(0)).squeeze(0)
+        if input.dim() != n + 2:
+            raise ValueError(f"{who}: expected a {n + 1}-D ({dims}) or {n + 2}-D "
+                             f"(N, {dims}) input, got {input.dim()}-D")
+        return self._normalize(input)
 
     def _normalize(self, input: torch.Tensor) -> torch.Tensor:
         if self.track_running_stats and self.running_mean is not None \
@@ -265,23 +285,8 @@ class InstanceNorm1d(_InstanceNormBase, torch.nn.InstanceNorm1d):
 
     _FLOAT_MODULE = torch.nn.InstanceNorm1d
 
-    def __init__(self, num_features, weight, bias, scale, zero_point, eps=1e-5, momentum=0.1,
-                 affine=False, track_running_stats=False, device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__(num_features, eps, momentum, affine, track_running_stats,
-                         **factory_kwargs)
-        self._qinit(num_features, weight, bias, scale, zero_point, device)
-
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        if input.dim() == 2:
-            return self._normalize(input.unsqueeze(0)).squeeze(0)
-        if input.dim() != 3:
-            raise ValueError(f"qplugin.nn.InstanceNorm1d: expected a 2-D (C, L) or 3-D (N, C, L) "
-                             f"input, got {input.dim()}-D")
-        return self._normalize(input)
-
-    def _get_name(self):
-        return "QuantizedInstanceNorm1d"
+        return self._forward_nd(input, "qplugin.nn.InstanceNorm1d", 1, "C, L")
 
 
 class InstanceNorm2d(_InstanceNormBase, torch.nn.InstanceNorm2d):
@@ -295,23 +300,8 @@ class InstanceNorm2d(_InstanceNormBase, torch.nn.InstanceNorm2d):
 
     _FLOAT_MODULE = torch.nn.InstanceNorm2d
 
-    def __init__(self, num_features, weight, bias, scale, zero_point, eps=1e-5, momentum=0.1,
-                 affine=False, track_running_stats=False, device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__(num_features, eps, momentum, affine, track_running_stats,
-                         **factory_kwargs)
-        self._qinit(num_features, weight, bias, scale, zero_point, device)
-
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        if input.dim() == 3:
-            return self._normalize(input.unsqueeze(0)).squeeze(0)
-        if input.dim() != 4:
-            raise ValueError(f"qplugin.nn.InstanceNorm2d: expected a 3-D (C, H, W) or 4-D "
-                             f"(N, C, H, W) input, got {input.dim()}-D")
-        return self._normalize(input)
-
-    def _get_name(self):
-        return "QuantizedInstanceNorm2d"
+        return self._forward_nd(input, "qplugin.nn.InstanceNorm2d", 2, "C, H, W")
 
 
 class InstanceNorm3d(_InstanceNormBase, torch.nn.InstanceNorm3d):
@@ -325,20 +315,5 @@ class InstanceNorm3d(_InstanceNormBase, torch.nn.InstanceNorm3d):
 
     _FLOAT_MODULE = torch.nn.InstanceNorm3d
 
-    def __init__(self, num_features, weight, bias, scale, zero_point, eps=1e-5, momentum=0.1,
-                 affine=False, track_running_stats=False, device=None, dtype=None) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__(num_features, eps, momentum, affine, track_running_stats,
-                         **factory_kwargs)
-        self._qinit(num_features, weight, bias, scale, zero_point, device)
-
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        if input.dim() == 4:
-            return self._normalize(input.unsqueeze(0)).squeeze(0)
-        if input.dim() != 5:
-            raise ValueError(f"qplugin.nn.InstanceNorm3d: expected a 4-D (C, D, H, W) or 5-D "
-                             f"(N, C, D, H, W) input, got {input.dim()}-D")
-        return self._normalize(input)
-
-    def _get_name(self):
-        return "QuantizedInstanceNorm3d"
+        return self._forward_nd(input, "qplugin.nn.InstanceNorm3d", 3, "C, D, H, W")

@@ -57,11 +57,22 @@ def _no_indices(owner: str, return_indices: bool) -> None:
                                   " tensors (as PyTorch's quantized max pooling)")
 
 
-class MaxPool1d(_FromFloat, torch.nn.MaxPool1d):
-    r"""1D max pooling of a quantized (C, L) or (N, C, L) input (≙ :class:`torch.nn.MaxPool1d`;
-    `return_indices` is not supported). Output qparams = input's."""
+class _PoolNd(_FromFloat):
+    """The shared construction of the pools: each per-dimension class keeps a literal forward
+    (TorchScript compiles it with the op of its dimension); the configuration lists that forward
+    passes are read here, once."""
 
-    _FLOAT_MODULE = torch.nn.MaxPool1d
+    _NDIM = 0
+
+    def _owner(self) -> str:
+        return f"qplugin.nn.{type(self).__name__}"
+
+    def _lists(self, *names: str) -> List[List[int]]:
+        """The float module's `names` attributes as _NDIM ints each."""
+        return [_ints(self._owner(), getattr(self, name), self._NDIM, name) for name in names]
+
+
+class _MaxPoolNd(_PoolNd):
     _CONFIG = ("kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode")
     _k: List[int]
     _s: List[int]
@@ -70,14 +81,43 @@ class MaxPool1d(_FromFloat, torch.nn.MaxPool1d):
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False) -> None:
-        owner = f"qplugin.nn.{type(self).__name__}"
-        _no_indices(owner, return_indices)
+        _no_indices(self._owner(), return_indices)
         super().__init__(kernel_size, stride, padding, dilation, return_indices, ceil_mode)
-        n = 1
-        self._k = _ints(owner, self.kernel_size, n, "kernel_size")
-        self._s = _ints(owner, self.stride, n, "stride")
-        self._p = _ints(owner, self.padding, n, "padding")
-        self._d = _ints(owner, self.dilation, n, "dilation")
+        self._k, self._s, self._p, self._d = self._lists("kernel_size", "stride", "padding",
+                                                         "dilation")
+
+
+class _AvgPoolNd(_PoolNd):
+    """AvgPool2d/3d (AvgPool1d has no divisor_override)."""
+
+    _CONFIG = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+               "divisor_override")
+    _k: List[int]
+    _s: List[int]
+    _p: List[int]
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None) -> None:
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+        self._k, self._s, self._p = self._lists("kernel_size", "stride", "padding")
+
+
+class _AdaptivePoolNd(_PoolNd):
+    _CONFIG = ("output_size",)
+    _out: List[int]
+
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+        self._out = _adaptive(self._owner(), self.output_size, self._NDIM)
+
+
+class MaxPool1d(_MaxPoolNd, torch.nn.MaxPool1d):
+    r"""1D max pooling of a quantized (C, L) or (N, C, L) input (≙ :class:`torch.nn.MaxPool1d`;
+    `return_indices` is not supported). Output qparams = input's."""
+
+    _FLOAT_MODULE = torch.nn.MaxPool1d
+    _NDIM = 1
 
     def forward(self, input: Tensor) -> Tensor:
         if input.is_quantized:
@@ -86,27 +126,12 @@ class MaxPool1d(_FromFloat, torch.nn.MaxPool1d):
         return F.max_pool1d(input, self._k, self._s, self._p, self._d, self.ceil_mode)
 
 
-class MaxPool2d(_FromFloat, torch.nn.MaxPool2d):
+class MaxPool2d(_MaxPoolNd, torch.nn.MaxPool2d):
     r"""2D max pooling of a quantized (C, H, W) or (N, C, H, W) input (≙
     :class:`torch.nn.MaxPool2d`; `return_indices` is not supported). Output qparams = input's."""
 
     _FLOAT_MODULE = torch.nn.MaxPool2d
-    _CONFIG = MaxPool1d._CONFIG
-    _k: List[int]
-    _s: List[int]
-    _p: List[int]
-    _d: List[int]
-
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
-                 ceil_mode=False) -> None:
-        owner = f"qplugin.nn.{type(self).__name__}"
-        _no_indices(owner, return_indices)
-        super().__init__(kernel_size, stride, padding, dilation, return_indices, ceil_mode)
-        n = 2
-        self._k = _ints(owner, self.kernel_size, n, "kernel_size")
-        self._s = _ints(owner, self.stride, n, "stride")
-        self._p = _ints(owner, self.padding, n, "padding")
-        self._d = _ints(owner, self.dilation, n, "dilation")
+    _NDIM = 2
 
     def forward(self, input: Tensor) -> Tensor:
         if input.is_quantized:
@@ -115,28 +140,13 @@ class MaxPool2d(_FromFloat, torch.nn.MaxPool2d):
         return F.max_pool2d(input, self._k, self._s, self._p, self._d, self.ceil_mode)
 
 
-class MaxPool3d(_FromFloat, torch.nn.MaxPool3d):
+class MaxPool3d(_MaxPoolNd, torch.nn.MaxPool3d):
     r"""3D max pooling of a quantized (C, D, H, W) or (N, C, D, H, W) input (≙
     :class:`torch.nn.MaxPool3d`; extension: PyTorch has no quantized max_pool3d kernel).
     Output qparams = input's."""
 
     _FLOAT_MODULE = torch.nn.MaxPool3d
-    _CONFIG = MaxPool1d._CONFIG
-    _k: List[int]
-    _s: List[int]
-    _p: List[int]
-    _d: List[int]
-
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
-                 ceil_mode=False) -> None:
-        owner = f"qplugin.nn.{type(self).__name__}"
-        _no_indices(owner, return_indices)
-        super().__init__(kernel_size, stride, padding, dilation, return_indices, ceil_mode)
-        n = 3
-        self._k = _ints(owner, self.kernel_size, n, "kernel_size")
-        self._s = _ints(owner, self.stride, n, "stride")
-        self._p = _ints(owner, self.padding, n, "padding")
-        self._d = _ints(owner, self.dilation, n, "dilation")
+    _NDIM = 3
 
     def forward(self, input: Tensor) -> Tensor:
         if input.is_quantized:
@@ -145,23 +155,21 @@ class MaxPool3d(_FromFloat, torch.nn.MaxPool3d):
         return F.max_pool3d(input, self._k, self._s, self._p, self._d, self.ceil_mode)
 
 
-class AvgPool1d(_FromFloat, torch.nn.AvgPool1d):
+class AvgPool1d(_PoolNd, torch.nn.AvgPool1d):
     r"""1D average pooling of a quantized input (≙ :class:`torch.nn.AvgPool1d`; extension).
     Output qparams = input's."""
 
     _FLOAT_MODULE = torch.nn.AvgPool1d
     _CONFIG = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
+    _NDIM = 1
     _k: List[int]
     _s: List[int]
     _p: List[int]
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True) -> None:
-        owner = f"qplugin.nn.{type(self).__name__}"
         super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
-        self._k = _ints(owner, self.kernel_size, 1, "kernel_size")
-        self._s = _ints(owner, self.stride, 1, "stride")
-        self._p = _ints(owner, self.padding, 1, "padding")
+        self._k, self._s, self._p = self._lists("kernel_size", "stride", "padding")
 
     def forward(self, input: Tensor) -> Tensor:
         if input.is_quantized:
@@ -171,25 +179,12 @@ class AvgPool1d(_FromFloat, torch.nn.AvgPool1d):
                             self.count_include_pad)
 
 
-class AvgPool2d(_FromFloat, torch.nn.AvgPool2d):
+class AvgPool2d(_AvgPoolNd, torch.nn.AvgPool2d):
     r"""2D average pooling of a quantized input (≙ :class:`torch.nn.AvgPool2d`). Output
     qparams = input's."""
 
     _FLOAT_MODULE = torch.nn.AvgPool2d
-    _CONFIG = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
-               "divisor_override")
-    _k: List[int]
-    _s: List[int]
-    _p: List[int]
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
-                 count_include_pad=True, divisor_override=None) -> None:
-        owner = f"qplugin.nn.{type(self).__name__}"
-        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad,
-                         divisor_override)
-        self._k = _ints(owner, self.kernel_size, 2, "kernel_size")
-        self._s = _ints(owner, self.stride, 2, "stride")
-        self._p = _ints(owner, self.padding, 2, "padding")
+    _NDIM = 2
 
     def forward(self, input: Tensor) -> Tensor:
         if input.is_quantized:
@@ -199,24 +194,12 @@ class AvgPool2d(_FromFloat, torch.nn.AvgPool2d):
                             self.count_include_pad, self.divisor_override)
 
 
-class AvgPool3d(_FromFloat, torch.nn.AvgPool3d):
+class AvgPool3d(_AvgPoolNd, torch.nn.AvgPool3d):
     r"""3D average pooling of a quantized input (≙ :class:`torch.nn.AvgPool3d`). The output is
     channels_last_3d, as PyTorch's quantized avg_pool3d. Output qparams = input's."""
 
     _FLOAT_MODULE = torch.nn.AvgPool3d
-    _CONFIG = AvgPool2d._CONFIG
-    _k: List[int]
-    _s: List[int]
-    _p: List[int]
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
-                 count_include_pad=True, divisor_override=None) -> None:
-        owner = f"qplugin.nn.{type(self).__name__}"
-        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad,
-                         divisor_override)
-        self._k = _ints(owner, self.kernel_size, 3, "kernel_size")
-        self._s = _ints(owner, self.stride, 3, "stride")
-        self._p = _ints(owner, self.padding, 3, "padding")
+    _NDIM = 3
 
     def forward(self, input: Tensor) -> Tensor:
         if input.is_quantized:
@@ -226,17 +209,12 @@ class AvgPool3d(_FromFloat, torch.nn.AvgPool3d):
                             self.count_include_pad, self.divisor_override)
 
 
-class AdaptiveAvgPool1d(_FromFloat, torch.nn.AdaptiveAvgPool1d):
+class AdaptiveAvgPool1d(_AdaptivePoolNd, torch.nn.AdaptiveAvgPool1d):
     r"""1D adaptive average pooling of a quantized input (≙ :class:`torch.nn.AdaptiveAvgPool1d`;
     extension). Output qparams = input's."""
 
     _FLOAT_MODULE = torch.nn.AdaptiveAvgPool1d
-    _CONFIG = ("output_size",)
-    _out: List[int]
-
-    def __init__(self, output_size) -> None:
-        super().__init__(output_size)
-        self._out = _adaptive(f"qplugin.nn.{type(self).__name__}", self.output_size, 1)
+    _NDIM = 1
 
     def forward(self, input: Tensor) -> Tensor:
         if input.is_quantized:
@@ -244,17 +222,12 @@ class AdaptiveAvgPool1d(_FromFloat, torch.nn.AdaptiveAvgPool1d):
         return F.adaptive_avg_pool1d(input, _resolve(input, self._out))
 
 
-class AdaptiveAvgPool2d(_FromFloat, torch.nn.AdaptiveAvgPool2d):
+class AdaptiveAvgPool2d(_AdaptivePoolNd, torch.nn.AdaptiveAvgPool2d):
     r"""2D adaptive average pooling of a quantized input (≙ :class:`torch.nn.AdaptiveAvgPool2d`;
     None entries keep the input size). Output qparams = input's."""
 
     _FLOAT_MODULE = torch.nn.AdaptiveAvgPool2d
-    _CONFIG = ("output_size",)
-    _out: List[int]
-
-    def __init__(self, output_size) -> None:
-        super().__init__(output_size)
-        self._out = _adaptive(f"qplugin.nn.{type(self).__name__}", self.output_size, 2)
+    _NDIM = 2
 
     def forward(self, input: Tensor) -> Tensor:
         if input.is_quantized:
@@ -262,17 +235,12 @@ class AdaptiveAvgPool2d(_FromFloat, torch.nn.AdaptiveAvgPool2d):
         return F.adaptive_avg_pool2d(input, _resolve(input, self._out))
 
 
-class AdaptiveAvgPool3d(_FromFloat, torch.nn.AdaptiveAvgPool3d):
+class AdaptiveAvgPool3d(_AdaptivePoolNd, torch.nn.AdaptiveAvgPool3d):
     r"""3D adaptive average pooling of a quantized input (≙ :class:`torch.nn.AdaptiveAvgPool3d`;
     None entries keep the input size). Output qparams = input's."""
 
     _FLOAT_MODULE = torch.nn.AdaptiveAvgPool3d
-    _CONFIG = ("output_size",)
-    _out: List[int]
-
-    def __init__(self, output_size) -> None:
-        super().__init__(output_size)
-        self._out = _adaptive(f"qplugin.nn.{type(self).__name__}", self.output_size, 3)
+    _NDIM = 3
 
     def forward(self, input: Tensor) -> Tensor:
         if input.is_quantized:
@@ -280,19 +248,18 @@ class AdaptiveAvgPool3d(_FromFloat, torch.nn.AdaptiveAvgPool3d):
         return F.adaptive_avg_pool3d(input, _resolve(input, self._out))
 
 
-class AdaptiveMaxPool2d(_FromFloat, torch.nn.AdaptiveMaxPool2d):
+class AdaptiveMaxPool2d(_AdaptivePoolNd, torch.nn.AdaptiveMaxPool2d):
     r"""2D adaptive max pooling of a quantized input (≙ :class:`torch.nn.AdaptiveMaxPool2d`;
     extension: PyTorch has no quantized kernel; `return_indices` is not supported). Output
     qparams = input's."""
 
     _FLOAT_MODULE = torch.nn.AdaptiveMaxPool2d
     _CONFIG = ("output_size", "return_indices")
-    _out: List[int]
+    _NDIM = 2
 
     def __init__(self, output_size, return_indices=False) -> None:
-        _no_indices(f"qplugin.nn.{type(self).__name__}", return_indices)
-        super().__init__(output_size, return_indices)
-        self._out = _adaptive(f"qplugin.nn.{type(self).__name__}", self.output_size, 2)
+        _no_indices(self._owner(), return_indices)
+        super().__init__(output_size)  # return_indices: False, its default
 
     def forward(self, input: Tensor) -> Tensor:
         if input.is_quantized:

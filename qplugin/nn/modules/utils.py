@@ -199,6 +199,28 @@ class _QParamsMixin:
                                       unexpected_keys, error_msgs)
 
 
+def _observed_output(where: str, mod):
+    """from_float of an observed float module (conv, linear): its activation_post_process,
+    after checking it has a qconfig and was observed."""
+    if getattr(mod, "qconfig", None) is None:
+        raise ValueError(f"{where}: expected a module with a qconfig (run "
+                         "qplugin.quantization.prepare first)")
+    if not hasattr(mod, "activation_post_process"):
+        raise ValueError(f"{where}: expected an observed module with activation_post_process "
+                         "(prepare and calibrate)")
+    return mod.activation_post_process
+
+
+def _observe_qint8_weight(where: str, wpp, weight, use_precomputed_fake_quant: bool) -> None:
+    """from_float: the weight observer (or fake quant) `wpp` sees `weight` (unless its qparams
+    are precomputed) and must be qint8."""
+    if not use_precomputed_fake_quant:
+        wpp(weight)
+    if wpp.dtype != torch.qint8:
+        raise ValueError(f"{where}: expected a weight observer of dtype torch.qint8, got "
+                         f"{wpp.dtype}")
+
+
 class _FromFloat:
     """from_float for the stateless modules: the float module's configuration, any qconfig or
     observer ignored (none is attached by torch.ao.quantization.prepare: pools keep the input's

@@ -5,7 +5,7 @@ import struct
 
 import torch
 
-__all__ = ["CODES", "check_codes", "check_output_qparams", "fail"]
+__all__ = ["CODES", "check_codes", "check_output_qparams", "check_output_size", "fail"]
 
 # Plain code dtype -> the quantized dtype it stands for, and its range.
 CODES = {torch.uint8: ("quint8", 0, 255), torch.int8: ("qint8", -128, 127),
@@ -59,3 +59,19 @@ def check_output_qparams(op, scale, zero_point, dtype):
     _, lo, hi = CODES[dtype]
     if not lo <= zero_point <= hi:
         fail(op, f"expected output_zero_point in [{lo}, {hi}], got {zero_point}")
+
+
+def check_output_size(op, nd, x, output_size):
+    """output_size (nd positive ints) of an op on x's last nd (non-empty) dimensions, as a
+    list: the adaptive pools and the resampling ops."""
+    output_size = list(output_size)
+    if len(output_size) != nd:
+        fail(op, f"expected output_size of {nd} ints, got {len(output_size)} values "
+             f"{output_size}")
+    for i in range(nd):
+        if output_size[i] <= 0:
+            fail(op, f"expected positive output sizes, got {output_size}")
+        if x.shape[x.dim() - nd + i] <= 0:
+            fail(op, f"expected non-empty spatial dimensions, got input of shape "
+                 f"{list(x.shape)}")
+    return output_size

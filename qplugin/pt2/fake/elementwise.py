@@ -48,29 +48,34 @@ def _finite_scalar(op, b):
     torch._check(math.isfinite(v), lambda: f"qplugin::{op}: expected a finite scalar, got {v}")
 
 
+def _one_element_tensor(op, b):
+    torch._check(not b.is_quantized and b.numel() == 1, lambda: (
+        f"qplugin::{op}: expected b to be a one-element (non-quantized) tensor, got a tensor "
+        f"of shape {list(b.shape)}"))
+
+
+def _like_qa(op, qa, qa_scale, qa_zero_point, b, check_b):
+    """The output of an op of quantized `qa` and a scalar (or one-element tensor) `b`."""
+    check_codes(op, "qa", qa, qa_scale, qa_zero_point)
+    check_b(op, b)
+    return torch.empty_like(qa, memory_format=keep_format(qa))
+
+
 def _scalar_fake(op):
     def fake(qa, qa_scale, qa_zero_point, b):
-        check_codes(op, "qa", qa, qa_scale, qa_zero_point)
-        _finite_scalar(op, b)
-        return torch.empty_like(qa, memory_format=keep_format(qa))
+        return _like_qa(op, qa, qa_scale, qa_zero_point, b, _finite_scalar)
     return fake
 
 
 def _scalar2_fake(op):
     def fake(b, qa, qa_scale, qa_zero_point):
-        check_codes(op, "qa", qa, qa_scale, qa_zero_point)
-        _finite_scalar(op, b)
-        return torch.empty_like(qa, memory_format=keep_format(qa))
+        return _like_qa(op, qa, qa_scale, qa_zero_point, b, _finite_scalar)
     return fake
 
 
 def _scalar_tensor_fake(op):
     def fake(qa, qa_scale, qa_zero_point, b):
-        check_codes(op, "qa", qa, qa_scale, qa_zero_point)
-        torch._check(not b.is_quantized and b.numel() == 1, lambda: (
-            f"qplugin::{op}: expected b to be a one-element (non-quantized) tensor, got a tensor "
-            f"of shape {list(b.shape)}"))
-        return torch.empty_like(qa, memory_format=keep_format(qa))
+        return _like_qa(op, qa, qa_scale, qa_zero_point, b, _one_element_tensor)
     return fake
 
 

@@ -87,9 +87,8 @@ def _bias(has_bias, n):
     return torch.empty(n, dtype=torch.float32) if has_bias else None
 
 
-@_register("LinearPackedParams")
-class FakeLinearPackedParams(_FakePacked):
-    _FIELDS = ("weight_shape", "qscheme", "has_bias")
+class _FakeLinear(_FakePacked):
+    """in_features / out_features / bias of both linear packed params (int8 and float16)."""
 
     def in_features(self):
         return self.weight_shape[1]
@@ -99,6 +98,11 @@ class FakeLinearPackedParams(_FakePacked):
 
     def bias(self):
         return _bias(self.has_bias, self.weight_shape[0])
+
+
+@_register("LinearPackedParams")
+class FakeLinearPackedParams(_FakeLinear):
+    _FIELDS = ("weight_shape", "qscheme", "has_bias")
 
     def packed_size_bytes(self):
         _not_while_tracing(self._NAME, "packed_size_bytes")
@@ -108,17 +112,8 @@ class FakeLinearPackedParams(_FakePacked):
 
 
 @_register("LinearPackedParamsFp16")
-class FakeLinearPackedParamsFp16(_FakePacked):
+class FakeLinearPackedParamsFp16(_FakeLinear):
     _FIELDS = ("weight_shape", "has_bias")
-
-    def in_features(self):
-        return self.weight_shape[1]
-
-    def out_features(self):
-        return self.weight_shape[0]
-
-    def bias(self):
-        return _bias(self.has_bias, self.weight_shape[0])
 
 
 @_register("CellParams")

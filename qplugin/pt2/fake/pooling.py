@@ -4,7 +4,7 @@ with its cheap argument checks."""
 import torch
 from torch._prims_common import suggest_memory_format
 
-from ._common import check_codes, fail
+from ._common import check_codes, check_output_size, fail
 
 __all__ = []
 
@@ -93,17 +93,7 @@ def _window(op, nd, x, is_max, kernel, stride, padding, dilation, ceil_mode,
 
 def _adaptive(op, nd, x, output_size):
     _batched(op, nd, x)
-    output_size = list(output_size)
-    if len(output_size) != nd:
-        fail(op, f"expected output_size of {nd} ints, got {len(output_size)} values "
-             f"{output_size}")
-    for i in range(nd):
-        if output_size[i] <= 0:
-            fail(op, f"expected positive output sizes, got {output_size}")
-        if x.shape[x.dim() - nd + i] <= 0:
-            fail(op, f"expected non-empty spatial dimensions, got input of shape "
-                 f"{list(x.shape)}")
-    return _output(op, nd, x, output_size)
+    return _output(op, nd, x, check_output_size(op, nd, x, output_size))
 
 
 def _max(name, nd, arg):

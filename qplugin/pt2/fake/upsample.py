@@ -4,7 +4,7 @@ channels-last input's layout, as ops/quantized_cpu/upsample_kernel.cpp; with its
 import torch
 from torch._prims_common import suggest_memory_format
 
-from ._common import check_codes, fail
+from ._common import check_codes, check_output_size, fail
 
 __all__ = []
 
@@ -16,16 +16,7 @@ def _out(name, nd, x, scale, zero_point, output_size):
     op = f"{name}.plain"
     if x.dim() != nd + 2:
         fail(op, f"expected a {nd + 2}-D (N, C, {_SPATIAL[nd]}) input, got {x.dim()}-D")
-    output_size = list(output_size)
-    if len(output_size) != nd:
-        fail(op, f"expected output_size of {nd} ints, got {len(output_size)} values "
-             f"{output_size}")
-    for i in range(nd):
-        if output_size[i] <= 0:
-            fail(op, f"expected positive output sizes, got {output_size}")
-        if x.shape[2 + i] <= 0:
-            fail(op, f"expected non-empty spatial dimensions, got input of shape "
-                 f"{list(x.shape)}")
+    output_size = check_output_size(op, nd, x, output_size)
     cl_fmt = torch.channels_last_3d if nd == 3 else torch.channels_last
     cl = nd >= 2 and suggest_memory_format(x) == cl_fmt
     return torch.empty(list(x.shape[:2]) + output_size, dtype=x.dtype, device=x.device,

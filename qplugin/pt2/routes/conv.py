@@ -2,20 +2,10 @@
 transposed default overloads, and conv2d_add[_relu], whose qaccum gets its own qparams) ->
 `.plain`; the deprecated default conv2d/conv3d overloads get none. Output qparams: the explicit
 (output_scale, output_zero_point), uint8 codes."""
-from .._route import Route, given
+from .._route import given, to_plain
 
-_OUT = given("output_scale", "output_zero_point")
-
-ROUTES = [
-    Route("conv1d", "conv1d.plain", _OUT),
-    Route("conv1d_relu", "conv1d_relu.plain", _OUT),
-    Route("conv2d.new", "conv2d.plain", _OUT),
-    Route("conv2d_relu.new", "conv2d_relu.plain", _OUT),
-    Route("conv3d.new", "conv3d.plain", _OUT),
-    Route("conv3d_relu.new", "conv3d_relu.plain", _OUT),
-    Route("conv_transpose1d", "conv_transpose1d.plain", _OUT),
-    Route("conv_transpose2d", "conv_transpose2d.plain", _OUT),
-    Route("conv_transpose3d", "conv_transpose3d.plain", _OUT),
-    Route("conv2d_add", "conv2d_add.plain", _OUT),
-    Route("conv2d_add_relu", "conv2d_add_relu.plain", _OUT),
-]
+ROUTES = to_plain(
+    ("conv1d", "conv1d_relu", "conv2d.new", "conv2d_relu.new", "conv3d.new", "conv3d_relu.new",
+     "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv2d_add",
+     "conv2d_add_relu"),
+    given("output_scale", "output_zero_point"))

@@ -9,6 +9,16 @@ from ...modules.batchnorm import BatchNorm2d, BatchNorm3d
 __all__ = ["BNReLU2d", "BNReLU3d"]
 
 
+def _check_bn_relu(cls, bn_relu):
+    """from_reference: `bn_relu` must be torch.ao.nn.intrinsic's BNReLU{2,3}d (cls's)."""
+    from qplugin._ao import classes
+    name = cls._FLOAT_MODULE  # "BNReLU2d" / "BNReLU3d"
+    if type(bn_relu) not in classes(f"intrinsic.{name}"):
+        raise TypeError(f"{cls._QPLUGIN_NAME}.from_reference: expected a"
+                        f" torch.ao.nn.intrinsic.{name}, got"
+                        f" {type(bn_relu).__module__}.{type(bn_relu).__qualname__}")
+
+
 class BNReLU2d(BatchNorm2d):
     r"""Fused BatchNorm2d and ReLU: the ReLU is applied in the requantization (outputs below the
     zero point clamp to it). Same interface as :class:`qplugin.nn.BatchNorm2d`; from_float takes a
@@ -16,9 +26,6 @@ class BNReLU2d(BatchNorm2d):
 
     _FLOAT_MODULE = "BNReLU2d"  # a marker: from_float takes the fused BNReLU2d classes
     _QPLUGIN_NAME = "qplugin.nn.intrinsic.BNReLU2d"
-
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
-        super().__init__(num_features, eps=eps, momentum=momentum, device=device, dtype=dtype)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         # As PyTorch's BNReLU2d, a wrong rank is a ValueError raised here.
@@ -29,17 +36,10 @@ class BNReLU2d(BatchNorm2d):
                                                    self.running_mean, self.running_var, self.eps,
                                                    float(self.scale), int(self.zero_point))
 
-    def _get_name(self):
-        return "QuantizedBNReLU2d"
-
     @classmethod
     def from_reference(cls, bn_relu, output_scale, output_zero_point):
         """From a fused float torch.ao.nn.intrinsic.BNReLU2d and the output qparams."""
-        from qplugin._ao import classes
-        if type(bn_relu) not in classes("intrinsic.BNReLU2d"):
-            raise TypeError("qplugin.nn.intrinsic.BNReLU2d.from_reference: expected a"
-                            " torch.ao.nn.intrinsic.BNReLU2d, got"
-                            f" {type(bn_relu).__module__}.{type(bn_relu).__qualname__}")
+        _check_bn_relu(cls, bn_relu)
         return super().from_reference(bn_relu[0], output_scale, output_zero_point)
 
 
@@ -50,9 +50,6 @@ class BNReLU3d(BatchNorm3d):
     _FLOAT_MODULE = "BNReLU3d"  # a marker: from_float takes the fused BNReLU3d classes
     _QPLUGIN_NAME = "qplugin.nn.intrinsic.BNReLU3d"
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None) -> None:
-        super().__init__(num_features, eps=eps, momentum=momentum, device=device, dtype=dtype)
-
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         if input.dim() != 5:
             raise ValueError("qplugin.nn.intrinsic.BNReLU3d: expected a 5-D (N, C, D, H, W)"
@@ -61,15 +58,8 @@ class BNReLU3d(BatchNorm3d):
                                                    self.running_mean, self.running_var, self.eps,
                                                    float(self.scale), int(self.zero_point))
 
-    def _get_name(self):
-        return "QuantizedBNReLU3d"
-
     @classmethod
     def from_reference(cls, bn_relu, output_scale, output_zero_point):
         """From a fused float torch.ao.nn.intrinsic.BNReLU3d and the output qparams."""
-        from qplugin._ao import classes
-        if type(bn_relu) not in classes("intrinsic.BNReLU3d"):
-            raise TypeError("qplugin.nn.intrinsic.BNReLU3d.from_reference: expected a"
-                            " torch.ao.nn.intrinsic.BNReLU3d, got"
-                            f" {type(bn_relu).__module__}.{type(bn_relu).__qualname__}")
+        _check_bn_relu(cls, bn_relu)
         return super().from_reference(bn_relu[0], output_scale, output_zero_point)

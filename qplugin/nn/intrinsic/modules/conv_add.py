@@ -6,13 +6,20 @@ Changes with: qplugin/nn/modules/conv.py, csrc/ops/quantized_cpu/conv_kernel.cpp
 """
 import torch
 
-from qplugin.nn.modules.conv import Conv2d, _pad_quantized, _reverse_repeat_padding
+from qplugin.nn.modules.conv import Conv2d, _conv_input
 from qplugin.nn.modules.utils import _packed_op_call
 
 __all__ = ["ConvAdd2d", "ConvAddReLU2d"]
 
 
 class _ConvAddMixin:
+    @classmethod
+    def _from_float_types(cls, t):
+        # torch.ao-only pattern (qplugin has no float ConvAdd2d): empty without torch.ao
+        from qplugin._ao import torch_ao
+        nni = torch_ao("nn.intrinsic")
+        return (getattr(nni, cls._NAME),) if nni is not None else ()
+
     @classmethod
     def from_reference(cls, ref_qconv, output_scale, output_zero_point):
         return super().from_reference(ref_qconv[0], output_scale, output_zero_point)
@@ -27,20 +34,9 @@ class ConvAdd2d(_ConvAddMixin, Conv2d):
 
     _NAME = "ConvAdd2d"
 
-    @classmethod
-    def _from_float_types(cls, t):
-        # torch.ao-only pattern (qplugin has no float ConvAdd2d): empty without torch.ao
-        from qplugin._ao import torch_ao
-        nni = torch_ao("nn.intrinsic")
-        return (nni.ConvAdd2d,) if nni is not None else ()
-
     def forward(self, input, extra_input):  # type: ignore[override]
-        if len(input.shape) != 4:
-            raise ValueError("qplugin.nn.intrinsic.ConvAdd2d: expected a 4-D input, got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.intrinsic.ConvAdd2d", input, 4, "",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv2d_add(input, extra_input, self._packed_params,
                                                 self.scale, self.zero_point)
@@ -57,20 +53,9 @@ class ConvAddReLU2d(_ConvAddMixin, Conv2d):
 
     _NAME = "ConvAddReLU2d"
 
-    @classmethod
-    def _from_float_types(cls, t):
-        # torch.ao-only pattern (qplugin has no float ConvAdd2d): empty without torch.ao
-        from qplugin._ao import torch_ao
-        nni = torch_ao("nn.intrinsic")
-        return (nni.ConvAddReLU2d,) if nni is not None else ()
-
     def forward(self, input, extra_input):  # type: ignore[override]
-        if len(input.shape) != 4:
-            raise ValueError("qplugin.nn.intrinsic.ConvAddReLU2d: expected a 4-D input, got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.intrinsic.ConvAddReLU2d", input, 4, "",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv2d_add_relu(input, extra_input, self._packed_params,
                                                      self.scale, self.zero_point)

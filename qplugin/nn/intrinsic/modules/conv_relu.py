@@ -4,7 +4,7 @@ Changes with: qplugin/nn/modules/conv.py.
 """
 import torch
 
-from qplugin.nn.modules.conv import Conv1d, Conv2d, Conv3d, _pad_quantized, _reverse_repeat_padding
+from qplugin.nn.modules.conv import Conv1d, Conv2d, Conv3d, _conv_input
 from qplugin.nn.modules.utils import _packed_op_call
 
 __all__ = ["ConvReLU1d", "ConvReLU2d", "ConvReLU3d"]
@@ -27,12 +27,8 @@ class ConvReLU1d(_ConvReLUMixin, Conv1d):
     _NAME = "ConvReLU1d"
 
     def forward(self, input):
-        if len(input.shape) != 3:
-            raise ValueError("qplugin.nn.intrinsic.ConvReLU1d: expected a 3-D input, got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.intrinsic.ConvReLU1d", input, 3, "",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv1d_relu(input, self._packed_params, self.scale,
                                                  self.zero_point)
@@ -44,12 +40,8 @@ class ConvReLU2d(_ConvReLUMixin, Conv2d):
     _NAME = "ConvReLU2d"
 
     def forward(self, input):
-        if len(input.shape) != 4:
-            raise ValueError("qplugin.nn.intrinsic.ConvReLU2d: expected a 4-D input, got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.intrinsic.ConvReLU2d", input, 4, "",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv2d_relu(input, self._packed_params, self.scale,
                                                  self.zero_point)
@@ -61,12 +53,8 @@ class ConvReLU3d(_ConvReLUMixin, Conv3d):
     _NAME = "ConvReLU3d"
 
     def forward(self, input):
-        if len(input.shape) != 5:
-            raise ValueError("qplugin.nn.intrinsic.ConvReLU3d: expected a 5-D input, got "
-                             f"{len(input.shape)}-D")
-        if self.padding_mode != "zeros":
-            input = _pad_quantized(input, _reverse_repeat_padding(list(self.padding)),
-                                   self.padding_mode)
+        input = _conv_input("qplugin.nn.intrinsic.ConvReLU3d", input, 5, "",
+                            list(self.padding), self.padding_mode)
         if torch.jit.is_scripting():
             return torch.ops.qplugin.conv3d_relu(input, self._packed_params, self.scale,
                                                  self.zero_point)
