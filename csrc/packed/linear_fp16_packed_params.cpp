@@ -92,7 +92,10 @@ void LinearPackedParamsFp16::gemm_into(const float* a, int64_t M, bool relu, flo
       1, (int64_t{1} << 18) / std::max<int64_t>(1, std::min(M, kRows) * kCols * K));
   at::parallel_for(0, items, grain, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      const int64_t n0 = (i % col_blocks) * kCols, m0 = (i / col_blocks) * kRows;
+      // Row chunks fastest: consecutive items reuse one column block of B (K x 128 bytes) from
+      // L2 while A streams, so B (up to tens of MB) is read once, not once per row chunk, and two
+      // threads split B between them.
+      const int64_t n0 = (i / row_chunks) * kCols, m0 = (i % row_chunks) * kRows;
       gemm(a + m0 * K, K, std::min(kRows, M - m0), K, wp + n0 * K, std::min(kCols, N - n0),
            bias ? bias + n0 : nullptr, relu, c + m0 * ldc + n0, ldc);
     }
