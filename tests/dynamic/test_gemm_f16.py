@@ -152,3 +152,17 @@ def test_gemm_f16_layouts(isa):
     x_before = x.clone()
     ops.linear_relu_dynamic_fp16(x, p)
     assert torch.equal(x, x_before)
+
+
+def test_gemm_f16_k0_and_n0(isa):
+    # in_features = 0: every output is its bias (an empty sum), exactly; out_features = 0: an empty
+    # output. (torch.ops.quantized.linear_dynamic_fp16 returns uninitialized memory for K = 0 on
+    # torch 2.13, so the oracle here is the definition.)
+    b = torch.randn(5)
+    y = ops.linear_dynamic_fp16(torch.randn(3, 0), ops.linear_prepack_fp16(torch.randn(5, 0), b))
+    assert torch.equal(y, b.expand(3, 5))
+    p0 = ops.linear_prepack_fp16(torch.randn(5, 0), None)
+    y0 = ops.linear_dynamic_fp16(torch.randn(3, 0), p0)
+    assert torch.equal(y0, torch.zeros(3, 5))
+    assert ops.linear_dynamic_fp16(torch.randn(3, 4),
+                                   ops.linear_prepack_fp16(torch.randn(0, 4), None)).shape == (3, 0)
