@@ -14,6 +14,7 @@ import torch.ao.nn.quantized as nnq  # noqa: E402
 import qplugin  # noqa: E402,F401
 from qplugin import nn as qnn  # noqa: E402
 from qplugin.nn import intrinsic as qnni  # noqa: E402
+from qplugin._tables import activation as activation_table  # noqa: E402
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -22,7 +23,8 @@ pytestmark = [
 ]
 
 # qplugin extensions with no torch.ao.nn.quantized module: named "Quantized<Name>" like the rest.
-_EXTENSIONS = {"SiLU", "GELU", "Tanh", "Mish", "Softplus"}
+# Read from the op table (a new extension row needs no edit here).
+_EXTENSIONS = {r.module for r in activation_table.ROWS if r.extension and r.module}
 # Modules PyTorch quantizes with the float module itself (torch.nn.X works on quantized input;
 # its name is the class name): qplugin's are named like them.
 _FLOAT_NAMED = {"AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
