@@ -23,23 +23,14 @@ import os
 import sys
 import warnings
 
-_ISA_ARG = None
-for _i, _a in enumerate(sys.argv):
-    if _a == "--isa" and _i + 1 < len(sys.argv):
-        _ISA_ARG = sys.argv[_i + 1]
-    elif _a.startswith("--isa="):
-        _ISA_ARG = _a.split("=", 1)[1]
-if _ISA_ARG and _ISA_ARG != "auto":
-    os.environ["QPLUGIN_CPU_ISA"] = _ISA_ARG
-    if _ISA_ARG == "avx2":
-        os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
-        os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
-        os.environ.setdefault("FBGEMM_ENABLE_INSTRUCTIONS", "AVX2")
-
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _ROOT)
 sys.path.insert(0, os.path.join(_ROOT, "tools"))
 sys.path.insert(0, os.path.join(_ROOT, "tests", "models"))
+
+from _isa_env import apply_isa_from_argv  # noqa: E402
+
+apply_isa_from_argv()  # before torch and qplugin load
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402

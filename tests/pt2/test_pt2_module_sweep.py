@@ -28,6 +28,8 @@ from qplugin import nn as qnn
 from qplugin.nn import dynamic as qnnd
 from qplugin.nn import intrinsic as qnni
 from _graph_checks import qplugin_targets
+from _reference import table_args
+from qplugin._tables import activation as activation_table
 
 Q = qplugin.quantization
 PACKAGES = (qnn, qnni, qnnd)
@@ -501,6 +503,12 @@ CASES = {
         qnnd.ConvTranspose3d, lambda: nn.ConvTranspose3d(2, 3, 2, stride=2), (1, 2, 3, 3, 3))},
 }
 
+# A generated module of the activation table without a hand-written case above gets the default
+# one (a new table row needs no edit here).
+for _row in activation_table.ROWS:
+    if _row.generated and _row.module:
+        CASES.setdefault(f"qplugin.nn.{_row.module}", {"": static(_row.torch_module, (2, 3, 4, 4))})
+
 # Exported classes that are covered by another class's cases.
 ALIASES = {
     # The float-side module users put in their float model; convert turns it into QFunctional,
@@ -751,6 +759,14 @@ FUNCTIONAL_CASES = {
     "softplus": (lambda x: QF.softplus(x, _S, _Z, beta=1.5), (2, 3, 4, 4)),
     "softmax": (lambda x: QF.softmax(x, 1, _S, _Z), (2, 3, 4, 4)),
 }
+
+# A generated functional form of the activation table without a case above: its row's first
+# test case (a new table row needs no edit here).
+for _row in activation_table.ROWS:
+    if _row.functional == "generated" and _row.name not in FUNCTIONAL_CASES:
+        FUNCTIONAL_CASES[_row.name] = (
+            lambda x, _f=getattr(QF, _row.name), _a=table_args(_row.cases[0], (_S, _Z)):
+                _f(x, *_a), (2, 3, 4, 4))
 
 # Functional forms that legitimately have no PT2 form.
 FUNCTIONAL_SKIP = {
