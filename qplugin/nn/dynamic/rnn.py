@@ -100,111 +100,78 @@ class _CellParamsBase(torch.nn.Module):
         self.set(*unpacked)
 
 
-class PackedParameter(_CellParamsBase):
-    """int8: torch.classes.qplugin.LinearPackedParams for w_ih and w_hh."""
-
-    _DTYPE = torch.qint8
-
-    def set(self, w_ih, b_ih, w_hh, b_hh):
-        self.ih = torch.ops.qplugin.linear_prepack(w_ih, b_ih)
-        self.hh = torch.ops.qplugin.linear_prepack(w_hh, b_hh)
-
-    def unpacked(self):
-        w_ih, b_ih = torch.ops.qplugin.linear_unpack(self.ih)
-        w_hh, b_hh = torch.ops.qplugin.linear_unpack(self.hh)
-        return w_ih, b_ih, w_hh, b_hh
-
-    @torch.jit.export
-    def lin(self, x: Tensor, which: int) -> Tensor:
-        if which == 0:
-            return torch.ops.qplugin.linear_dynamic(x, self.ih, True)
-        return torch.ops.qplugin.linear_dynamic(x, self.hh, True)
-
-    # The cells (batched [B, I] / [B, H]; the modules unsqueeze unbatched input). The bias
-    # arguments are not read (the biases live in the packed weights, as PyTorch's): an empty
-    # tensor fills them.
-    @torch.jit.export
-    def lstm_cell(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
-        nb = x.new_empty(0)
-        return torch.ops.qplugin.quantized_lstm_cell_dynamic(x, [h, c], self.ih, self.hh, nb, nb)
-
-    @torch.jit.export
-    def gru_cell(self, x: Tensor, h: Tensor) -> Tensor:
-        nb = x.new_empty(0)
-        return torch.ops.qplugin.quantized_gru_cell_dynamic(x, h, self.ih, self.hh, nb, nb)
-
-    @torch.jit.export
-    def rnn_cell(self, x: Tensor, h: Tensor, relu: bool) -> Tensor:
-        nb = x.new_empty(0)
-        if relu:
-            return torch.ops.qplugin.quantized_rnn_relu_cell_dynamic(x, h, self.ih, self.hh, nb,
-                                                                     nb)
-        return torch.ops.qplugin.quantized_rnn_tanh_cell_dynamic(x, h, self.ih, self.hh, nb, nb)
-
-    @torch.jit.export
-    def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor, c0: Tensor,
-            reverse: bool) -> Tuple[Tensor, Tensor, Tensor]:
-        if lstm:
-            return torch.ops.qplugin.quantized_lstm_layer_dynamic(x, batch_sizes, h0, c0, self.ih,
-                                                                  self.hh, reverse, True)
-        o, h = torch.ops.qplugin.quantized_gru_layer_dynamic(x, batch_sizes, h0, self.ih,
-                                                             self.hh, reverse, True)
-        return o, h, h
+def _linear_dynamic_reduce_range(x: Tensor,
+                                 w: torch.classes.qplugin.LinearPackedParams) -> Tensor:
+    return torch.ops.qplugin.linear_dynamic(x, w, True)
 
 
-class PackedParameterFp16(_CellParamsBase):
-    """float16: torch.classes.qplugin.LinearPackedParamsFp16 for w_ih and w_hh (layers:
-    quantized_{lstm,gru}_layer_dynamic_fp16)."""
+def _cell_params_class(name, doc, dtype, suffix, linear, prepack_input):
+    """The holder class of one packed type (`suffix`: "" int8, "_fp16" float16): its methods
+    call that type's ops, which are closure variables here (TorchScript resolves them as it
+    resolves globals), so each class still sees one op per call."""
+    ops = torch.ops.qplugin
+    prepack, unpack = getattr(ops, "linear_prepack" + suffix), getattr(ops, "linear_unpack" + suffix)
+    lstm_cell, gru_cell = (getattr(ops, f"quantized_{k}_cell_dynamic{suffix}") for k in ("lstm", "gru"))
+    relu_cell, tanh_cell = (getattr(ops, f"quantized_rnn_{k}_cell_dynamic{suffix}")
+                            for k in ("relu", "tanh"))
+    lstm_layer, gru_layer = (getattr(ops, f"quantized_{k}_layer_dynamic{suffix}")
+                             for k in ("lstm", "gru"))
 
-    _DTYPE = torch.float16
+    class _Params(_CellParamsBase):
+        _DTYPE = dtype
 
-    def set(self, w_ih, b_ih, w_hh, b_hh):
-        self.ih = torch.ops.qplugin.linear_prepack_fp16(w_ih.float(), b_ih)
-        self.hh = torch.ops.qplugin.linear_prepack_fp16(w_hh.float(), b_hh)
+        def set(self, w_ih, b_ih, w_hh, b_hh):
+            self.ih = prepack(prepack_input(w_ih), b_ih)
+            self.hh = prepack(prepack_input(w_hh), b_hh)
 
-    def unpacked(self):
-        w_ih, b_ih = torch.ops.qplugin.linear_unpack_fp16(self.ih)
-        w_hh, b_hh = torch.ops.qplugin.linear_unpack_fp16(self.hh)
-        return w_ih, b_ih, w_hh, b_hh
+        def unpacked(self):
+            return unpack(self.ih) + unpack(self.hh)
 
-    @torch.jit.export
-    def lin(self, x: Tensor, which: int) -> Tensor:
-        if which == 0:
-            return torch.ops.qplugin.linear_dynamic_fp16(x, self.ih)
-        return torch.ops.qplugin.linear_dynamic_fp16(x, self.hh)
+        @torch.jit.export
+        def lin(self, x: Tensor, which: int) -> Tensor:
+            return linear(x, self.ih if which == 0 else self.hh)
 
-    # The cells: torch.ops.qplugin.quantized_*_cell_dynamic_fp16 (fp32 products of the fp16
-    # weights, then PyTorch's cell math in C++). The bias arguments are not read, as the int8
-    # cells'.
-    @torch.jit.export
-    def lstm_cell(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
-        nb = x.new_empty(0)
-        return torch.ops.qplugin.quantized_lstm_cell_dynamic_fp16(x, [h, c], self.ih, self.hh,
-                                                                  nb, nb)
+        # The cells (batched [B, I] / [B, H]; the modules unsqueeze unbatched input). The bias
+        # arguments are not read (the biases live in the packed weights, as PyTorch's): an
+        # empty tensor fills them.
+        @torch.jit.export
+        def lstm_cell(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
+            nb = x.new_empty(0)
+            return lstm_cell(x, [h, c], self.ih, self.hh, nb, nb)
 
-    @torch.jit.export
-    def gru_cell(self, x: Tensor, h: Tensor) -> Tensor:
-        nb = x.new_empty(0)
-        return torch.ops.qplugin.quantized_gru_cell_dynamic_fp16(x, h, self.ih, self.hh, nb, nb)
+        @torch.jit.export
+        def gru_cell(self, x: Tensor, h: Tensor) -> Tensor:
+            nb = x.new_empty(0)
+            return gru_cell(x, h, self.ih, self.hh, nb, nb)
 
-    @torch.jit.export
-    def rnn_cell(self, x: Tensor, h: Tensor, relu: bool) -> Tensor:
-        nb = x.new_empty(0)
-        if relu:
-            return torch.ops.qplugin.quantized_rnn_relu_cell_dynamic_fp16(x, h, self.ih, self.hh,
-                                                                          nb, nb)
-        return torch.ops.qplugin.quantized_rnn_tanh_cell_dynamic_fp16(x, h, self.ih, self.hh,
-                                                                      nb, nb)
+        @torch.jit.export
+        def rnn_cell(self, x: Tensor, h: Tensor, relu: bool) -> Tensor:
+            nb = x.new_empty(0)
+            if relu:
+                return relu_cell(x, h, self.ih, self.hh, nb, nb)
+            return tanh_cell(x, h, self.ih, self.hh, nb, nb)
 
-    @torch.jit.export
-    def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor, c0: Tensor,
-            reverse: bool) -> Tuple[Tensor, Tensor, Tensor]:
-        if lstm:
-            return torch.ops.qplugin.quantized_lstm_layer_dynamic_fp16(x, batch_sizes, h0, c0,
-                                                                       self.ih, self.hh, reverse)
-        o, h = torch.ops.qplugin.quantized_gru_layer_dynamic_fp16(x, batch_sizes, h0, self.ih,
-                                                                  self.hh, reverse)
-        return o, h, h
+        # The layers (int8: reduce_range=True, the int8 ops' default).
+        @torch.jit.export
+        def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor,
+                c0: Tensor, reverse: bool) -> Tuple[Tensor, Tensor, Tensor]:
+            if lstm:
+                return lstm_layer(x, batch_sizes, h0, c0, self.ih, self.hh, reverse)
+            o, h = gru_layer(x, batch_sizes, h0, self.ih, self.hh, reverse)
+            return o, h, h
+
+    _Params.__name__ = _Params.__qualname__ = name
+    _Params.__doc__ = doc
+    return _Params
+
+
+PackedParameter = _cell_params_class(
+    "PackedParameter", "int8: torch.classes.qplugin.LinearPackedParams for w_ih and w_hh.",
+    torch.qint8, "", _linear_dynamic_reduce_range, lambda w: w)
+PackedParameterFp16 = _cell_params_class(
+    "PackedParameterFp16", "float16: torch.classes.qplugin.LinearPackedParamsFp16 for w_ih and"
+    " w_hh (fp32 products of the fp16 weights, then PyTorch's cell math in C++).",
+    torch.float16, "_fp16", torch.ops.qplugin.linear_dynamic_fp16, lambda w: w.float())
 
 
 def _cell_params(dtype, w_ih, b_ih, w_hh, b_hh):
