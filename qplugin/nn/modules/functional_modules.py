@@ -93,6 +93,15 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
                scale=1.0, zero_point=0)
     """
 
+    # State-dict layout:
+    #
+    #   version 1 (qplugin 0.1)
+    #   |--- scale       : 0-d float64 tensor
+    #   |--- zero_point  : 0-d int64 tensor
+    #
+    #   torch.ao.nn.quantized.QFunctional writes the same keys (scale as a 0-d float32 tensor);
+    #   such dicts load too (any one-element scale/zero_point), and a dict without them keeps the
+    #   current values.
     _version = 1
     _FLOAT_MODULE = None  # from_float takes FloatFunctional (qplugin's, or torch.ao's)
     scale: Tensor
@@ -110,19 +119,6 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
 
     def extra_repr(self):
         return f"scale={float(self.scale)}, zero_point={int(self.zero_point)}"
-
-    # State-dict layout:
-    #
-    #   version 1 (qplugin 0.1)
-    #   |--- scale       : 0-d float64 tensor
-    #   |--- zero_point  : 0-d int64 tensor
-    #
-    #   torch.ao.nn.quantized.QFunctional writes the same keys (scale as a 0-d float32 tensor);
-    #   such dicts load too (any one-element scale/zero_point), and a dict without them keeps the
-    #   current values.
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-
 
     def forward(self, x):
         raise RuntimeError("qplugin.nn.QFunctional: expected a call of one of its operations"

@@ -189,7 +189,8 @@ class _QParamsMixin:
                 error_msgs.append(f"While loading {key!r}: {e}")
                 state_dict[key] = current.detach().clone()
 
-    # Every subclass's state-dict loading (its layout is drawn above its _save_to_state_dict):
+    # Every subclass's state-dict loading (its layout is drawn above its _save_to_state_dict,
+    # or above its _version where it writes nothing beyond torch.nn's own saving):
     # the qparams first (any one-element scale/zero_point, or none), then torch.nn's loading.
     def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, local_metadata,
                               strict: bool, missing_keys: List[str], unexpected_keys: List[str],
@@ -219,6 +220,15 @@ def _observe_qint8_weight(where: str, wpp, weight, use_precomputed_fake_quant: b
     if wpp.dtype != torch.qint8:
         raise ValueError(f"{where}: expected a weight observer of dtype torch.qint8, got "
                          f"{wpp.dtype}")
+
+
+class _QuantizedName:
+    """`_get_name` (the name in reprs) of the modules PyTorch names "Quantized" + the float
+    class's name (QuantizedLayerNorm, QuantizedSoftmax, ...): read from `_FLOAT_MODULE`, so a
+    user subclass keeps its parent's name, as with PyTorch's written-out names."""
+
+    def _get_name(self):
+        return "Quantized" + self._FLOAT_MODULE.__name__
 
 
 class _FromFloat:
