@@ -26,17 +26,14 @@ from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
 from qplugin.nn.modules.linear import _quantize_weight
+from qplugin.nn.modules.utils import _dynamic_weight_observer
 
 __all__ = ["LSTM", "GRU", "LSTMCell", "GRUCell", "RNNCell", "PackedParameter",
            "PackedParameterFp16"]
 
 
 def _weight_observer(mod, where):
-    if getattr(mod, "qconfig", None) is not None and mod.qconfig.weight is not None:
-        obs = mod.qconfig.weight
-    else:
-        from qplugin.quantization import default_dynamic_qconfig
-        obs = default_dynamic_qconfig.weight
+    obs = _dynamic_weight_observer(getattr(mod, "qconfig", None))
     dtype = obs().dtype
     if dtype not in (torch.qint8, torch.float16):
         raise ValueError(f"qplugin.nn.dynamic.{where}.from_float: expected a weight observer of "

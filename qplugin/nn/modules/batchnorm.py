@@ -133,9 +133,17 @@ class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
 
     @classmethod
     def from_reference(cls, bn, output_scale, output_zero_point):
-        """From a float torch.nn.BatchNorm{2,3}d (the reference lowering path) and the output
-        qparams (floats or one-element tensors)."""
+        """From a float torch.nn.BatchNorm{2,3}d (the reference lowering path; for the BNReLU
+        subclasses a fused float torch.ao.nn.intrinsic.BNReLU{2,3}d) and the output qparams
+        (floats or one-element tensors)."""
         owner = f"{cls._QPLUGIN_NAME}.from_reference"
+        if cls._FLOAT_MODULE is not cls._float_bn_module():
+            name = cls._nni_bn_relu_module()
+            from qplugin._ao import classes
+            if type(bn) not in classes(f"intrinsic.{name}"):
+                raise TypeError(f"{owner}: expected a torch.ao.nn.intrinsic.{name}, got"
+                                f" {type(bn).__module__}.{type(bn).__qualname__}")
+            bn = bn[0]
         _check_float_module(owner, bn, (cls._float_bn_module(),))
         cls._check_running_stats(owner, bn)
         like = bn.weight if bn.weight is not None else bn.running_mean

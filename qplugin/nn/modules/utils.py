@@ -222,6 +222,15 @@ def _observe_qint8_weight(where: str, wpp, weight, use_precomputed_fake_quant: b
                          f"{wpp.dtype}")
 
 
+def _dynamic_weight_observer(qconfig):
+    """The weight observer factory of a dynamic module's qconfig; without one (no qconfig, or no
+    weight in it), the default dynamic qconfig's, as torch.ao."""
+    if qconfig is None or qconfig.weight is None:
+        from qplugin.quantization import default_dynamic_qconfig
+        qconfig = default_dynamic_qconfig
+    return qconfig.weight
+
+
 class _QuantizedName:
     """`_get_name` (the name in reprs) of the modules PyTorch names "Quantized" + the float
     class's name (QuantizedLayerNorm, QuantizedSoftmax, ...): read from `_FLOAT_MODULE`, so a

@@ -1,6 +1,6 @@
 """Fused BatchNorm + ReLU (≙ torch.ao.nn.intrinsic.quantized.BNReLU2d/3d) on
-torch.ops.qplugin.batch_norm{2,3}d_relu. State, from_float and state-dict layout are those of
-qplugin.nn.BatchNorm2d/3d (qplugin/nn/modules/batchnorm.py).
+torch.ops.qplugin.batch_norm{2,3}d_relu. State, from_float, from_reference and state-dict layout
+are those of qplugin.nn.BatchNorm2d/3d (qplugin/nn/modules/batchnorm.py).
 """
 import torch
 
@@ -9,24 +9,7 @@ from ...modules.batchnorm import BatchNorm2d, BatchNorm3d
 __all__ = ["BNReLU2d", "BNReLU3d"]
 
 
-class _BNReLUMixin:
-    """What BNReLU2d and BNReLU3d share besides forward (which stays per dimension: each calls
-    its own op, so TorchScript compiles it)."""
-
-    @classmethod
-    def from_reference(cls, bn_relu, output_scale, output_zero_point):
-        """From a fused float torch.ao.nn.intrinsic.BNReLU{2,3}d (cls's) and the output
-        qparams."""
-        from qplugin._ao import classes
-        name = cls._FLOAT_MODULE  # "BNReLU2d" / "BNReLU3d"
-        if type(bn_relu) not in classes(f"intrinsic.{name}"):
-            raise TypeError(f"{cls._QPLUGIN_NAME}.from_reference: expected a"
-                            f" torch.ao.nn.intrinsic.{name}, got"
-                            f" {type(bn_relu).__module__}.{type(bn_relu).__qualname__}")
-        return super().from_reference(bn_relu[0], output_scale, output_zero_point)
-
-
-class BNReLU2d(_BNReLUMixin, BatchNorm2d):
+class BNReLU2d(BatchNorm2d):
     r"""Fused BatchNorm2d and ReLU: the ReLU is applied in the requantization (outputs below the
     zero point clamp to it). Same interface as :class:`qplugin.nn.BatchNorm2d`; from_float takes a
     fused, observed ``BNReLU2d`` (qplugin.quantization.fused's or torch.ao.nn.intrinsic's)."""
@@ -44,7 +27,7 @@ class BNReLU2d(_BNReLUMixin, BatchNorm2d):
                                                    float(self.scale), int(self.zero_point))
 
 
-class BNReLU3d(_BNReLUMixin, BatchNorm3d):
+class BNReLU3d(BatchNorm3d):
     r"""Fused BatchNorm3d and ReLU. Same interface as :class:`qplugin.nn.BatchNorm3d`;
     from_float takes a fused, observed :class:`torch.ao.nn.intrinsic.BNReLU3d`."""
 
