@@ -51,13 +51,7 @@ def _dynamic_from_float(cls, mod, use_precomputed_fake_quant, transposed):
                          f"convs have no float16 form, as in torch.ao), got {wpp.dtype}")
     qweight = _quantize_conv_weight(mod.weight.float(), wpp, 1 if transposed else 0)
     bias = None if mod.bias is None else mod.bias.detach().float()
-    if transposed:
-        q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                mod.output_padding, mod.groups, mod.bias is not None, mod.dilation,
-                mod.padding_mode)
-    else:
-        q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                mod.dilation, mod.groups, mod.bias is not None, mod.padding_mode)
+    q = cls._like(mod)
     q.set_weight_bias(qweight, bias)
     app = getattr(mod, "activation_post_process", None)
     if app is not None and getattr(app, "dtype", torch.float) != torch.float:

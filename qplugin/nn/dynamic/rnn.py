@@ -47,6 +47,25 @@ def _quantize(w, obs_factory):
     return _quantize_weight(w.detach().float(), obs)
 
 
+def _weights(dtype, obs_factory, w_ih, w_hh):
+    """from_float: the float weights as the holder of `dtype` takes them (qint8: quantized, each
+    with its own observer; float16: float32 holding the values, packed as float16)."""
+    if dtype == torch.qint8:
+        return _quantize(w_ih, obs_factory), _quantize(w_hh, obs_factory)
+    return w_ih.detach().float(), w_hh.detach().float()
+
+
+def _check_float(cls, mod):
+    """from_float: `mod` is exactly cls's float class (parametrized ok) and carries a qconfig."""
+    from torch.nn.utils.parametrize import type_before_parametrizations
+    if type_before_parametrizations(mod) is not cls._FLOAT_MODULE:
+        raise TypeError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected "
+                        f"torch.nn.{cls._FLOAT_MODULE.__name__}, got {type(mod).__name__}")
+    if not hasattr(mod, "qconfig"):
+        raise ValueError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected a module "
+                         "with a qconfig (qplugin.quantization.quantize_dynamic sets it)")
+
+
 class _CellParamsBase(torch.nn.Module):
     """One layer and direction (or one cell): w_ih / w_hh packed with their biases. One Python
     class per packed type (int8: PackedParameter, float16: PackedParameterFp16), so that
@@ -346,13 +365,7 @@ class _RNNBase(torch.nn.Module):
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
-        from torch.nn.utils.parametrize import type_before_parametrizations
-        if type_before_parametrizations(mod) is not cls._FLOAT_MODULE:
-            raise TypeError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected "
-                            f"torch.nn.{cls._FLOAT_MODULE.__name__}, got {type(mod).__name__}")
-        if not hasattr(mod, "qconfig"):
-            raise ValueError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected a module "
-                             "with a qconfig (qplugin.quantization.quantize_dynamic sets it)")
+        _check_float(cls, mod)
         if getattr(mod, "proj_size", 0):
             raise NotImplementedError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: proj_size "
                                       "is not supported (as torch.ao's dynamic LSTM)")
@@ -370,10 +383,7 @@ class _RNNBase(torch.nn.Module):
                 w_hh = getattr(mod, f"weight_hh_l{layer}{sfx}")
                 b_ih = getattr(mod, f"bias_ih_l{layer}{sfx}").detach().float()
                 b_hh = getattr(mod, f"bias_hh_l{layer}{sfx}").detach().float()
-                if dtype == torch.qint8:
-                    w_ih, w_hh = _quantize(w_ih, obs), _quantize(w_hh, obs)
-                else:
-                    w_ih, w_hh = w_ih.detach().float(), w_hh.detach().float()
+                w_ih, w_hh = _weights(dtype, obs, w_ih, w_hh)
                 q.set_layer_weights(layer * D + d, w_ih, b_ih, w_hh, b_hh)
         return q
 
@@ -542,22 +552,13 @@ class _CellBase(torch.nn.Module):
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
-        from torch.nn.utils.parametrize import type_before_parametrizations
-        if type_before_parametrizations(mod) is not cls._FLOAT_MODULE:
-            raise TypeError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected "
-                            f"torch.nn.{cls._FLOAT_MODULE.__name__}, got {type(mod).__name__}")
-        if not hasattr(mod, "qconfig"):
-            raise ValueError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected a module "
-                             "with a qconfig (qplugin.quantization.quantize_dynamic sets it)")
+        _check_float(cls, mod)
         obs, dtype = _weight_observer(mod, cls.__name__)
         kw = {"nonlinearity": mod.nonlinearity} if cls is RNNCell else {}
         q = cls(mod.input_size, mod.hidden_size, bias=mod.bias, dtype=dtype, **kw)
         b_ih = mod.bias_ih.detach().float() if mod.bias else None
         b_hh = mod.bias_hh.detach().float() if mod.bias else None
-        if dtype == torch.qint8:
-            w_ih, w_hh = _quantize(mod.weight_ih, obs), _quantize(mod.weight_hh, obs)
-        else:
-            w_ih, w_hh = mod.weight_ih.detach().float(), mod.weight_hh.detach().float()
+        w_ih, w_hh = _weights(dtype, obs, mod.weight_ih, mod.weight_hh)
         q.set_weights(w_ih, b_ih, w_hh, b_hh)
         return q
 
