@@ -222,6 +222,27 @@ def _observe_qint8_weight(where: str, wpp, weight, use_precomputed_fake_quant: b
                          f"{wpp.dtype}")
 
 
+class _PackedHolder(torch.nn.Module):
+    """A child module holding one packed-weights object (a torchbind class) for its owner
+    (qplugin.nn.Linear's and the dynamic linears' LinearPackedParams, EmbeddingPackedParams):
+    an identity forward (the owner calls the op), a state dict of `dtype` and the unpacked
+    weights under `_STATE_KEY` (the owner's layout comment draws it), and the unpacked weights'
+    repr. Subclasses set `_STATE_KEY` and `_unpacked()` and load the state themselves."""
+
+    _STATE_KEY = "_packed_params"
+
+    def forward(self, x):
+        return x
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "dtype"] = self.dtype
+        destination[prefix + self._STATE_KEY] = self._unpacked()
+
+    def __repr__(self):
+        return self._unpacked().__repr__()
+
+
 def _dynamic_weight_observer(qconfig):
     """The weight observer factory of a dynamic module's qconfig; without one (no qconfig, or no
     weight in it), the default dynamic qconfig's, as torch.ao."""
