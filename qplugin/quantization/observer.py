@@ -81,6 +81,26 @@ def _check_static(owner: str, is_dynamic: bool, qscheme=None, allowed=None, name
                                   " supported")
 
 
+def _save_shaped(module, destination, prefix, names) -> None:
+    """_save_to_state_dict's side of _adopt_saved_shapes: the buffers `names` written again after
+    torch.nn's own saving, as torch.ao writes them (the buffer itself, whatever keep_vars)."""
+    for name in names:
+        destination[prefix + name] = getattr(module, name)
+
+
+def _adopt_saved_shapes(state_dict, prefix, names, strict, missing_keys, adopt) -> None:
+    """_load_from_state_dict of buffers whose shape the checkpoint decides (per-channel ranges
+    and qparams, observer ranges): `adopt(name, saved)` makes the buffer fit each saved tensor
+    present (resized or replaced) before torch.nn copies the values in; an absent one is
+    reported missing when strict."""
+    for name in names:
+        key = prefix + name
+        if key in state_dict:
+            adopt(name, state_dict[key])
+        elif strict:
+            missing_keys.append(key)
+
+
 def _check_no_nan(owner: str, lo: torch.Tensor, hi: torch.Tensor) -> None:
     # aminmax propagates NaN; torch.ao would go on to NaN scales (or fail converting them).
     if bool(torch.isnan(lo).any()) or bool(torch.isnan(hi).any()):
@@ -441,13 +461,10 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         version = local_metadata.get("version", None)
         names = ("min_vals", "max_vals") if version is not None and version < 3 else (
             "min_val", "max_val")
-        for name, buf in zip(names, ("min_val", "max_val")):
-            key = prefix + name
-            if key in state_dict:
-                # the buffers start empty: resize to the saved per-channel shape
-                getattr(self, buf).resize_(state_dict[key].shape)
-            elif strict:
-                missing_keys.append(key)
+        bufs = dict(zip(names, ("min_val", "max_val")))
+        # the buffers start empty: resize to the saved per-channel shape
+        _adopt_saved_shapes(state_dict, prefix, names, strict, missing_keys,
+                            lambda name, saved: getattr(self, bufs[name]).resize_(saved.shape))
         if names[0] != "min_val":
             for old, new in zip(names, ("min_val", "max_val")):
                 if prefix + old in state_dict:
@@ -685,8 +702,7 @@ class HistogramObserver(UniformQuantizationObserverBase):
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "min_val"] = self.min_val
-        destination[prefix + "max_val"] = self.max_val
+        _save_shaped(self, destination, prefix, ("min_val", "max_val"))
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -696,12 +712,8 @@ class HistogramObserver(UniformQuantizationObserverBase):
                 if prefix + name in state_dict and \
                         state_dict[prefix + name].shape == torch.Size([0]):
                     state_dict[prefix + name] = torch.tensor(fill)
-        for name in ("min_val", "max_val"):
-            key = prefix + name
-            if key in state_dict:
-                setattr(self, name, state_dict[key])
-            elif strict:
-                missing_keys.append(key)
+        _adopt_saved_shapes(state_dict, prefix, ("min_val", "max_val"), strict, missing_keys,
+                            lambda name, saved: setattr(self, name, saved))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 
