@@ -211,6 +211,22 @@ class UniformQuantizationObserverBase(ObserverBase):
                                                     self.has_customized_qrange, dtype,
                                                     reduce_range)
 
+    def _register_min_max(self, factory_kwargs, per_channel: bool) -> None:
+        """The running range buffers min_val / max_val (factory_kwargs as given to the
+        constructor): empty per channel (the first input sizes them), else +inf / -inf."""
+        factory_kwargs = torch.nn.factory_kwargs(factory_kwargs)
+        for name, fill in (("min_val", float("inf")), ("max_val", float("-inf"))):
+            self.register_buffer(name, torch.tensor([] if per_channel else fill,
+                                                    **factory_kwargs))
+
+    def _check_symmetric_reduce_range(self) -> None:
+        """MinMax and per-channel observers (as torch.ao's): no reduce_range for symmetric
+        quint8."""
+        if self.qscheme in (torch.per_tensor_symmetric, torch.per_channel_symmetric) and \
+                self.reduce_range and self.dtype == torch.quint8:
+            raise NotImplementedError("qplugin.quantization: cannot reduce range for symmetric"
+                                      " quantization for quint8")
+
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         version = local_metadata.get("version", None)
@@ -310,12 +326,8 @@ class MinMaxObserver(UniformQuantizationObserverBase):
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max, factory_kwargs=factory_kwargs,
                          eps=eps, is_dynamic=is_dynamic, **kwargs)
-        factory_kwargs = torch.nn.factory_kwargs(factory_kwargs)
-        self.register_buffer("min_val", torch.tensor(float("inf"), **factory_kwargs))
-        self.register_buffer("max_val", torch.tensor(float("-inf"), **factory_kwargs))
-        if qscheme == torch.per_tensor_symmetric and reduce_range and dtype == torch.quint8:
-            raise NotImplementedError("qplugin.quantization: cannot reduce range for symmetric"
-                                      " quantization for quint8")
+        self._register_min_max(factory_kwargs, per_channel=False)
+        self._check_symmetric_reduce_range()
 
     def forward(self, x_orig):
         if x_orig.numel() == 0:
@@ -400,13 +412,9 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max, factory_kwargs=factory_kwargs,
                          eps=eps, is_dynamic=is_dynamic, **kwargs)
-        factory_kwargs = torch.nn.factory_kwargs(factory_kwargs)
         self.ch_axis = ch_axis
-        self.register_buffer("min_val", torch.tensor([], **factory_kwargs))
-        self.register_buffer("max_val", torch.tensor([], **factory_kwargs))
-        if qscheme == torch.per_channel_symmetric and reduce_range and dtype == torch.quint8:
-            raise NotImplementedError("qplugin.quantization: cannot reduce range for symmetric"
-                                      " quantization for quint8")
+        self._register_min_max(factory_kwargs, per_channel=True)
+        self._check_symmetric_reduce_range()
 
     def forward(self, x_orig):
         return self._forward(x_orig, "PerChannelMinMaxObserver")
@@ -518,11 +526,10 @@ class HistogramObserver(UniformQuantizationObserverBase):
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max, factory_kwargs=factory_kwargs,
                          eps=eps, is_dynamic=is_dynamic, **kwargs)
-        factory_kwargs = torch.nn.factory_kwargs(factory_kwargs)
         self.bins = bins
-        self.register_buffer("histogram", torch.zeros(self.bins, **factory_kwargs))
-        self.register_buffer("min_val", torch.tensor(float("inf"), **factory_kwargs))
-        self.register_buffer("max_val", torch.tensor(float("-inf"), **factory_kwargs))
+        self.register_buffer("histogram", torch.zeros(self.bins,
+                                                      **torch.nn.factory_kwargs(factory_kwargs)))
+        self._register_min_max(factory_kwargs, per_channel=False)
         self.dst_nbins = 2 ** torch.iinfo(self.dtype).bits
         self.upsample_rate = 16  # reduces the error of upscaling the histogram
 
