@@ -2,7 +2,8 @@
 source TorchScript can read: the text is registered in linecache under a file name that names
 the table row and this generator, so inspect.getsource, torch.jit.script and tracebacks see the
 literal code (the technique torch.fx uses for its generated modules). Used by
-qplugin/nn/_functional_activation.py and qplugin/nn/modules/activation.py.
+qplugin/nn/_functional_activation.py, qplugin/nn/modules/activation.py and
+qplugin/nn/modules/functional_modules.py (QFunctional's operations).
 """
 import linecache
 from typing import Any, Callable, Dict

@@ -14,7 +14,8 @@ from torch.nn import Module
 
 from .observer import (
     FixedQParamsObserver, HistogramObserver, MovingAverageMinMaxObserver,
-    MovingAveragePerChannelMinMaxObserver, _QParamsModule, _with_args, _with_callable_args,
+    MovingAveragePerChannelMinMaxObserver, _QParamsModule, _adopt_saved_shapes, _save_shaped,
+    _with_args, _with_callable_args,
     default_fixed_qparams_range_0to1_observer, default_fixed_qparams_range_neg1to1_observer)
 
 __all__ = [
@@ -152,18 +153,13 @@ class FakeQuantize(FakeQuantizeBase):
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "scale"] = self.scale
-        destination[prefix + "zero_point"] = self.zero_point
+        _save_shaped(self, destination, prefix, ("scale", "zero_point"))
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         # scale / zero_point may be per-channel in the checkpoint: resize before copying.
-        for name in ("scale", "zero_point"):
-            key = prefix + name
-            if key in state_dict:
-                getattr(self, name).resize_(state_dict[key].shape)
-            elif strict:
-                missing_keys.append(key)
+        _adopt_saved_shapes(state_dict, prefix, ("scale", "zero_point"), strict, missing_keys,
+                            lambda name, saved: getattr(self, name).resize_(saved.shape))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 

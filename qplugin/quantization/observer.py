@@ -81,6 +81,26 @@ def _check_static(owner: str, is_dynamic: bool, qscheme=None, allowed=None, name
                                   " supported")
 
 
+def _save_shaped(module, destination, prefix, names) -> None:
+    """_save_to_state_dict's side of _adopt_saved_shapes: the buffers `names` written again after
+    torch.nn's own saving, as torch.ao writes them (the buffer itself, whatever keep_vars)."""
+    for name in names:
+        destination[prefix + name] = getattr(module, name)
+
+
+def _adopt_saved_shapes(state_dict, prefix, names, strict, missing_keys, adopt) -> None:
+    """_load_from_state_dict of buffers whose shape the checkpoint decides (per-channel ranges
+    and qparams, observer ranges): `adopt(name, saved)` makes the buffer fit each saved tensor
+    present (resized or replaced) before torch.nn copies the values in; an absent one is
+    reported missing when strict."""
+    for name in names:
+        key = prefix + name
+        if key in state_dict:
+            adopt(name, state_dict[key])
+        elif strict:
+            missing_keys.append(key)
+
+
 def _check_no_nan(owner: str, lo: torch.Tensor, hi: torch.Tensor) -> None:
     # aminmax propagates NaN; torch.ao would go on to NaN scales (or fail converting them).
     if bool(torch.isnan(lo).any()) or bool(torch.isnan(hi).any()):
@@ -191,6 +211,22 @@ class UniformQuantizationObserverBase(ObserverBase):
                                                     self.has_customized_qrange, dtype,
                                                     reduce_range)
 
+    def _register_min_max(self, factory_kwargs, per_channel: bool) -> None:
+        """The running range buffers min_val / max_val (factory_kwargs as given to the
+        constructor): empty per channel (the first input sizes them), else +inf / -inf."""
+        factory_kwargs = torch.nn.factory_kwargs(factory_kwargs)
+        for name, fill in (("min_val", float("inf")), ("max_val", float("-inf"))):
+            self.register_buffer(name, torch.tensor([] if per_channel else fill,
+                                                    **factory_kwargs))
+
+    def _check_symmetric_reduce_range(self) -> None:
+        """MinMax and per-channel observers (as torch.ao's): no reduce_range for symmetric
+        quint8."""
+        if self.qscheme in (torch.per_tensor_symmetric, torch.per_channel_symmetric) and \
+                self.reduce_range and self.dtype == torch.quint8:
+            raise NotImplementedError("qplugin.quantization: cannot reduce range for symmetric"
+                                      " quantization for quint8")
+
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         version = local_metadata.get("version", None)
@@ -290,12 +326,8 @@ class MinMaxObserver(UniformQuantizationObserverBase):
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max, factory_kwargs=factory_kwargs,
                          eps=eps, is_dynamic=is_dynamic, **kwargs)
-        factory_kwargs = torch.nn.factory_kwargs(factory_kwargs)
-        self.register_buffer("min_val", torch.tensor(float("inf"), **factory_kwargs))
-        self.register_buffer("max_val", torch.tensor(float("-inf"), **factory_kwargs))
-        if qscheme == torch.per_tensor_symmetric and reduce_range and dtype == torch.quint8:
-            raise NotImplementedError("qplugin.quantization: cannot reduce range for symmetric"
-                                      " quantization for quint8")
+        self._register_min_max(factory_kwargs, per_channel=False)
+        self._check_symmetric_reduce_range()
 
     def forward(self, x_orig):
         if x_orig.numel() == 0:
@@ -380,13 +412,9 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max, factory_kwargs=factory_kwargs,
                          eps=eps, is_dynamic=is_dynamic, **kwargs)
-        factory_kwargs = torch.nn.factory_kwargs(factory_kwargs)
         self.ch_axis = ch_axis
-        self.register_buffer("min_val", torch.tensor([], **factory_kwargs))
-        self.register_buffer("max_val", torch.tensor([], **factory_kwargs))
-        if qscheme == torch.per_channel_symmetric and reduce_range and dtype == torch.quint8:
-            raise NotImplementedError("qplugin.quantization: cannot reduce range for symmetric"
-                                      " quantization for quint8")
+        self._register_min_max(factory_kwargs, per_channel=True)
+        self._check_symmetric_reduce_range()
 
     def forward(self, x_orig):
         return self._forward(x_orig, "PerChannelMinMaxObserver")
@@ -441,13 +469,10 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         version = local_metadata.get("version", None)
         names = ("min_vals", "max_vals") if version is not None and version < 3 else (
             "min_val", "max_val")
-        for name, buf in zip(names, ("min_val", "max_val")):
-            key = prefix + name
-            if key in state_dict:
-                # the buffers start empty: resize to the saved per-channel shape
-                getattr(self, buf).resize_(state_dict[key].shape)
-            elif strict:
-                missing_keys.append(key)
+        bufs = dict(zip(names, ("min_val", "max_val")))
+        # the buffers start empty: resize to the saved per-channel shape
+        _adopt_saved_shapes(state_dict, prefix, names, strict, missing_keys,
+                            lambda name, saved: getattr(self, bufs[name]).resize_(saved.shape))
         if names[0] != "min_val":
             for old, new in zip(names, ("min_val", "max_val")):
                 if prefix + old in state_dict:
@@ -501,11 +526,10 @@ class HistogramObserver(UniformQuantizationObserverBase):
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max, factory_kwargs=factory_kwargs,
                          eps=eps, is_dynamic=is_dynamic, **kwargs)
-        factory_kwargs = torch.nn.factory_kwargs(factory_kwargs)
         self.bins = bins
-        self.register_buffer("histogram", torch.zeros(self.bins, **factory_kwargs))
-        self.register_buffer("min_val", torch.tensor(float("inf"), **factory_kwargs))
-        self.register_buffer("max_val", torch.tensor(float("-inf"), **factory_kwargs))
+        self.register_buffer("histogram", torch.zeros(self.bins,
+                                                      **torch.nn.factory_kwargs(factory_kwargs)))
+        self._register_min_max(factory_kwargs, per_channel=False)
         self.dst_nbins = 2 ** torch.iinfo(self.dtype).bits
         self.upsample_rate = 16  # reduces the error of upscaling the histogram
 
@@ -685,8 +709,7 @@ class HistogramObserver(UniformQuantizationObserverBase):
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "min_val"] = self.min_val
-        destination[prefix + "max_val"] = self.max_val
+        _save_shaped(self, destination, prefix, ("min_val", "max_val"))
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -696,12 +719,8 @@ class HistogramObserver(UniformQuantizationObserverBase):
                 if prefix + name in state_dict and \
                         state_dict[prefix + name].shape == torch.Size([0]):
                     state_dict[prefix + name] = torch.tensor(fill)
-        for name in ("min_val", "max_val"):
-            key = prefix + name
-            if key in state_dict:
-                setattr(self, name, state_dict[key])
-            elif strict:
-                missing_keys.append(key)
+        _adopt_saved_shapes(state_dict, prefix, ("min_val", "max_val"), strict, missing_keys,
+                            lambda name, saved: setattr(self, name, saved))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 

@@ -6,6 +6,7 @@ save/load, deepcopy and torch.save.
 """
 import copy
 import io
+from collections import OrderedDict
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -129,31 +130,20 @@ def test_pytorch_state_dicts_load():
     assert s.scale.item() == 0.01 and s.output_scale == 0.01 and s.output_zero_point == 4
 
 
-class _Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.quant = tq.QuantStub()
-        self.lrelu = nn.LeakyReLU(0.1)
-        self.silu = nn.SiLU()
-        self.gelu = nn.GELU(approximate="tanh")
-        self.mish = nn.Mish()
-        self.softplus = nn.Softplus(beta=2.0, threshold=4.0)
-        self.tanh = nn.Tanh()
-        self.sigmoid = nn.Sigmoid()
-        self.drop = nn.Dropout(0.2)
-        self.softmax = nn.Softmax(dim=1)
-        self.dequant = tq.DeQuantStub()
-
-    def forward(self, x):
-        x = self.quant(x)
-        x = self.softplus(self.mish(self.gelu(self.silu(self.lrelu(x)))))
-        x = self.softmax(self.drop(self.sigmoid(self.tanh(x))))
-        return self.dequant(x)
+def _net():
+    """QuantStub -> every activation of the family -> DeQuantStub, as one Sequential (named
+    children, so the converted modules are reachable by name)."""
+    return nn.Sequential(OrderedDict([
+        ("quant", tq.QuantStub()), ("lrelu", nn.LeakyReLU(0.1)), ("silu", nn.SiLU()),
+        ("gelu", nn.GELU(approximate="tanh")), ("mish", nn.Mish()),
+        ("softplus", nn.Softplus(beta=2.0, threshold=4.0)), ("tanh", nn.Tanh()),
+        ("sigmoid", nn.Sigmoid()), ("drop", nn.Dropout(0.2)), ("softmax", nn.Softmax(dim=1)),
+        ("dequant", tq.DeQuantStub())]))
 
 
 def test_from_float_through_prepare_and_convert():
     torch.manual_seed(0)
-    net = _Net().eval()
+    net = _net().eval()
     net.qconfig = tq.default_qconfig
     p = tq.prepare(net, allow_list=ALLOW)
     xs = [torch.randn(2, 6, 5, 5) * 2 for _ in range(3)]

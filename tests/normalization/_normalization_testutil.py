@@ -19,6 +19,10 @@ warnings.filterwarnings("ignore", message=".*quantized tensor.*deprecated.*")
 
 ISAS = ("scalar", "avx2", "avx512vnni")
 
+# The folder's warning filter (torch.ao's quantized ops and modules warn that they are
+# deprecated): each test file imports it as its own `pytestmark`.
+pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated")
+
 
 def qtensor(shape, dtype=torch.quint8, scale=0.05, zero_point=128, seed=0, mean=None, std=30.0,
             channels_last=False):

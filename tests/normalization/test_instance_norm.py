@@ -8,10 +8,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _normalization_testutil import (  # noqa: F401  (one_thread: an autouse fixture)
-    affine_params, assert_bad_input, assert_q, isas_to_compare, exact, one_thread, qtensor)
-
-pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated")
+from _normalization_testutil import (  # noqa: F401  (one_thread: autouse fixture; pytestmark)
+    affine_params, assert_bad_input, assert_q, isas_to_compare, exact, one_thread, pytestmark,
+    qtensor)
 
 OP = torch.ops.qplugin.instance_norm
 REF = torch.ops.quantized.instance_norm

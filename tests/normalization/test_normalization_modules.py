@@ -19,11 +19,10 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.ao.quantization import DeQuantStub, QuantStub  # noqa: E402
 
-from _normalization_testutil import assert_q, exact, one_thread, qtensor  # noqa: E402,F401
+from _normalization_testutil import (assert_q, exact, one_thread, pytestmark,  # noqa: E402,F401
+                                     qtensor)
 from qplugin.nn import _functional_normalization as qF  # noqa: E402
 from qplugin.nn.modules import normalization as qnn  # noqa: E402
-
-pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated")
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                        "normalization", "normalization_modules_v1.pt")

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from qplugin.nn.modules import conv as _conv
 from qplugin.nn.modules.conv import _quantize_conv_weight, _reverse_repeat_padding
+from qplugin.nn.modules.utils import _dynamic_weight_observer
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -42,11 +43,7 @@ def _dynamic_from_float(cls, mod, use_precomputed_fake_quant, transposed):
         if not hasattr(mod, "qconfig"):
             raise ValueError(f"{where}: expected a module with a qconfig (e.g. "
                              "qplugin.quantization.default_dynamic_qconfig)")
-        qconfig = mod.qconfig
-        if qconfig is None or qconfig.weight is None:
-            from qplugin.quantization import default_dynamic_qconfig
-            qconfig = default_dynamic_qconfig
-        wpp = qconfig.weight()
+        wpp = _dynamic_weight_observer(mod.qconfig)()
     if not use_precomputed_fake_quant:
         wpp(mod.weight)
     if wpp.dtype != torch.qint8:
@@ -54,13 +51,7 @@ def _dynamic_from_float(cls, mod, use_precomputed_fake_quant, transposed):
                          f"convs have no float16 form, as in torch.ao), got {wpp.dtype}")
     qweight = _quantize_conv_weight(mod.weight.float(), wpp, 1 if transposed else 0)
     bias = None if mod.bias is None else mod.bias.detach().float()
-    if transposed:
-        q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                mod.output_padding, mod.groups, mod.bias is not None, mod.dilation,
-                mod.padding_mode)
-    else:
-        q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                mod.dilation, mod.groups, mod.bias is not None, mod.padding_mode)
+    q = cls._like(mod)
     q.set_weight_bias(qweight, bias)
     app = getattr(mod, "activation_post_process", None)
     if app is not None and getattr(app, "dtype", torch.float) != torch.float:
@@ -110,8 +101,6 @@ class Conv1d(_DynamicConv, _conv.Conv1d):
     r"""Dynamically quantized 1-d conv (≙ torch.ao.nn.quantized.dynamic.Conv1d): float
     (N, C, L) in and out; ``reduce_range`` (constructor) is accepted and ignored, as torch.ao."""
 
-    _FLOAT_MODULE = torch.nn.Conv1d
-
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None,
                  reduce_range=True):
@@ -128,8 +117,6 @@ class Conv2d(_DynamicConv, _conv.Conv2d):
     r"""Dynamically quantized 2-d conv (≙ torch.ao.nn.quantized.dynamic.Conv2d): float
     (N, C, H, W) in, float out (channels-last, as torch.ao's)."""
 
-    _FLOAT_MODULE = torch.nn.Conv2d
-
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         input = _checked_padded("Conv2d", input, 4, "(N, C, H, W)", list(self.padding),
                                 self.padding_mode)
@@ -139,8 +126,6 @@ class Conv2d(_DynamicConv, _conv.Conv2d):
 class Conv3d(_DynamicConv, _conv.Conv3d):
     r"""Dynamically quantized 3-d conv (≙ torch.ao.nn.quantized.dynamic.Conv3d): float
     (N, C, D, H, W) in, float out (channels-last-3d, as torch.ao's)."""
-
-    _FLOAT_MODULE = torch.nn.Conv3d
 
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         input = _checked_padded("Conv3d", input, 5, "(N, C, D, H, W)", list(self.padding),
@@ -152,8 +137,6 @@ class ConvTranspose1d(_DynamicConvTranspose, _conv.ConvTranspose1d):
     r"""Dynamically quantized transposed 1-d conv (≙ torch.ao.nn.quantized.dynamic
     .ConvTranspose1d): float (N, C, L) in and out; per-channel weights along axis 1."""
 
-    _FLOAT_MODULE = torch.nn.ConvTranspose1d
-
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         _check_rank("ConvTranspose1d", input, 3, "(N, C, L)")
         return torch.ops.qplugin.conv_transpose1d_dynamic(input, self._packed_params,
@@ -164,8 +147,6 @@ class ConvTranspose2d(_DynamicConvTranspose, _conv.ConvTranspose2d):
     r"""Dynamically quantized transposed 2-d conv (≙ torch.ao.nn.quantized.dynamic
     .ConvTranspose2d): float (N, C, H, W) in, float out (channels-last)."""
 
-    _FLOAT_MODULE = torch.nn.ConvTranspose2d
-
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         _check_rank("ConvTranspose2d", input, 4, "(N, C, H, W)")
         return torch.ops.qplugin.conv_transpose2d_dynamic(input, self._packed_params,
@@ -175,8 +156,6 @@ class ConvTranspose2d(_DynamicConvTranspose, _conv.ConvTranspose2d):
 class ConvTranspose3d(_DynamicConvTranspose, _conv.ConvTranspose3d):
     r"""Dynamically quantized transposed 3-d conv (≙ torch.ao.nn.quantized.dynamic
     .ConvTranspose3d): float (N, C, T, H, W) in, float out (channels-last-3d)."""
-
-    _FLOAT_MODULE = torch.nn.ConvTranspose3d
 
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         _check_rank("ConvTranspose3d", input, 5, "(N, C, T, H, W)")

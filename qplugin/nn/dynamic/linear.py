@@ -16,6 +16,7 @@ import torch
 from qplugin.nn.modules.linear import LinearPackedParams as _StaticLinearPackedParams
 from qplugin.nn.modules.linear import (_PackedLinear, _PackedParamsBase,
                                         _hide_packed_params_repr, _quantize_weight)
+from qplugin.nn.modules.utils import _dynamic_weight_observer
 
 __all__ = ["LinearPackedParams", "LinearPackedParamsFp16", "Linear", "LinearReLU"]
 
@@ -175,11 +176,7 @@ class Linear(_PackedLinear, torch.nn.Module):
         qconfig = mod.qconfig
         if isinstance(mod, torch.nn.Sequential):  # fused LinearReLU: the Linear inside
             mod = mod[0]
-        if qconfig is not None and qconfig.weight is not None:
-            weight_observer = qconfig.weight()
-        else:
-            from qplugin.quantization import default_dynamic_qconfig
-            weight_observer = default_dynamic_qconfig.weight()
+        weight_observer = _dynamic_weight_observer(qconfig)()
         dtype = weight_observer.dtype
         if dtype not in _DTYPES:
             raise ValueError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected a weight "

@@ -26,17 +26,14 @@ from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
 from qplugin.nn.modules.linear import _quantize_weight
+from qplugin.nn.modules.utils import _dynamic_weight_observer
 
 __all__ = ["LSTM", "GRU", "LSTMCell", "GRUCell", "RNNCell", "PackedParameter",
            "PackedParameterFp16"]
 
 
 def _weight_observer(mod, where):
-    if getattr(mod, "qconfig", None) is not None and mod.qconfig.weight is not None:
-        obs = mod.qconfig.weight
-    else:
-        from qplugin.quantization import default_dynamic_qconfig
-        obs = default_dynamic_qconfig.weight
+    obs = _dynamic_weight_observer(getattr(mod, "qconfig", None))
     dtype = obs().dtype
     if dtype not in (torch.qint8, torch.float16):
         raise ValueError(f"qplugin.nn.dynamic.{where}.from_float: expected a weight observer of "
@@ -48,6 +45,25 @@ def _quantize(w, obs_factory):
     obs = obs_factory()
     obs(w)
     return _quantize_weight(w.detach().float(), obs)
+
+
+def _weights(dtype, obs_factory, w_ih, w_hh):
+    """from_float: the float weights as the holder of `dtype` takes them (qint8: quantized, each
+    with its own observer; float16: float32 holding the values, packed as float16)."""
+    if dtype == torch.qint8:
+        return _quantize(w_ih, obs_factory), _quantize(w_hh, obs_factory)
+    return w_ih.detach().float(), w_hh.detach().float()
+
+
+def _check_float(cls, mod):
+    """from_float: `mod` is exactly cls's float class (parametrized ok) and carries a qconfig."""
+    from torch.nn.utils.parametrize import type_before_parametrizations
+    if type_before_parametrizations(mod) is not cls._FLOAT_MODULE:
+        raise TypeError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected "
+                        f"torch.nn.{cls._FLOAT_MODULE.__name__}, got {type(mod).__name__}")
+    if not hasattr(mod, "qconfig"):
+        raise ValueError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected a module "
+                         "with a qconfig (qplugin.quantization.quantize_dynamic sets it)")
 
 
 class _CellParamsBase(torch.nn.Module):
@@ -100,111 +116,78 @@ class _CellParamsBase(torch.nn.Module):
         self.set(*unpacked)
 
 
-class PackedParameter(_CellParamsBase):
-    """int8: torch.classes.qplugin.LinearPackedParams for w_ih and w_hh."""
-
-    _DTYPE = torch.qint8
-
-    def set(self, w_ih, b_ih, w_hh, b_hh):
-        self.ih = torch.ops.qplugin.linear_prepack(w_ih, b_ih)
-        self.hh = torch.ops.qplugin.linear_prepack(w_hh, b_hh)
-
-    def unpacked(self):
-        w_ih, b_ih = torch.ops.qplugin.linear_unpack(self.ih)
-        w_hh, b_hh = torch.ops.qplugin.linear_unpack(self.hh)
-        return w_ih, b_ih, w_hh, b_hh
-
-    @torch.jit.export
-    def lin(self, x: Tensor, which: int) -> Tensor:
-        if which == 0:
-            return torch.ops.qplugin.linear_dynamic(x, self.ih, True)
-        return torch.ops.qplugin.linear_dynamic(x, self.hh, True)
-
-    # The cells (batched [B, I] / [B, H]; the modules unsqueeze unbatched input). The bias
-    # arguments are not read (the biases live in the packed weights, as PyTorch's): an empty
-    # tensor fills them.
-    @torch.jit.export
-    def lstm_cell(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
-        nb = x.new_empty(0)
-        return torch.ops.qplugin.quantized_lstm_cell_dynamic(x, [h, c], self.ih, self.hh, nb, nb)
-
-    @torch.jit.export
-    def gru_cell(self, x: Tensor, h: Tensor) -> Tensor:
-        nb = x.new_empty(0)
-        return torch.ops.qplugin.quantized_gru_cell_dynamic(x, h, self.ih, self.hh, nb, nb)
-
-    @torch.jit.export
-    def rnn_cell(self, x: Tensor, h: Tensor, relu: bool) -> Tensor:
-        nb = x.new_empty(0)
-        if relu:
-            return torch.ops.qplugin.quantized_rnn_relu_cell_dynamic(x, h, self.ih, self.hh, nb,
-                                                                     nb)
-        return torch.ops.qplugin.quantized_rnn_tanh_cell_dynamic(x, h, self.ih, self.hh, nb, nb)
-
-    @torch.jit.export
-    def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor, c0: Tensor,
-            reverse: bool) -> Tuple[Tensor, Tensor, Tensor]:
-        if lstm:
-            return torch.ops.qplugin.quantized_lstm_layer_dynamic(x, batch_sizes, h0, c0, self.ih,
-                                                                  self.hh, reverse, True)
-        o, h = torch.ops.qplugin.quantized_gru_layer_dynamic(x, batch_sizes, h0, self.ih,
-                                                             self.hh, reverse, True)
-        return o, h, h
+def _linear_dynamic_reduce_range(x: Tensor,
+                                 w: torch.classes.qplugin.LinearPackedParams) -> Tensor:
+    return torch.ops.qplugin.linear_dynamic(x, w, True)
 
 
-class PackedParameterFp16(_CellParamsBase):
-    """float16: torch.classes.qplugin.LinearPackedParamsFp16 for w_ih and w_hh (layers:
-    quantized_{lstm,gru}_layer_dynamic_fp16)."""
+def _cell_params_class(name, doc, dtype, suffix, linear, prepack_input):
+    """The holder class of one packed type (`suffix`: "" int8, "_fp16" float16): its methods
+    call that type's ops, which are closure variables here (TorchScript resolves them as it
+    resolves globals), so each class still sees one op per call."""
+    ops = torch.ops.qplugin
+    prepack, unpack = getattr(ops, "linear_prepack" + suffix), getattr(ops, "linear_unpack" + suffix)
+    lstm_cell, gru_cell = (getattr(ops, f"quantized_{k}_cell_dynamic{suffix}") for k in ("lstm", "gru"))
+    relu_cell, tanh_cell = (getattr(ops, f"quantized_rnn_{k}_cell_dynamic{suffix}")
+                            for k in ("relu", "tanh"))
+    lstm_layer, gru_layer = (getattr(ops, f"quantized_{k}_layer_dynamic{suffix}")
+                             for k in ("lstm", "gru"))
 
-    _DTYPE = torch.float16
+    class _Params(_CellParamsBase):
+        _DTYPE = dtype
 
-    def set(self, w_ih, b_ih, w_hh, b_hh):
-        self.ih = torch.ops.qplugin.linear_prepack_fp16(w_ih.float(), b_ih)
-        self.hh = torch.ops.qplugin.linear_prepack_fp16(w_hh.float(), b_hh)
+        def set(self, w_ih, b_ih, w_hh, b_hh):
+            self.ih = prepack(prepack_input(w_ih), b_ih)
+            self.hh = prepack(prepack_input(w_hh), b_hh)
 
-    def unpacked(self):
-        w_ih, b_ih = torch.ops.qplugin.linear_unpack_fp16(self.ih)
-        w_hh, b_hh = torch.ops.qplugin.linear_unpack_fp16(self.hh)
-        return w_ih, b_ih, w_hh, b_hh
+        def unpacked(self):
+            return unpack(self.ih) + unpack(self.hh)
 
-    @torch.jit.export
-    def lin(self, x: Tensor, which: int) -> Tensor:
-        if which == 0:
-            return torch.ops.qplugin.linear_dynamic_fp16(x, self.ih)
-        return torch.ops.qplugin.linear_dynamic_fp16(x, self.hh)
+        @torch.jit.export
+        def lin(self, x: Tensor, which: int) -> Tensor:
+            return linear(x, self.ih if which == 0 else self.hh)
 
-    # The cells: torch.ops.qplugin.quantized_*_cell_dynamic_fp16 (fp32 products of the fp16
-    # weights, then PyTorch's cell math in C++). The bias arguments are not read, as the int8
-    # cells'.
-    @torch.jit.export
-    def lstm_cell(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
-        nb = x.new_empty(0)
-        return torch.ops.qplugin.quantized_lstm_cell_dynamic_fp16(x, [h, c], self.ih, self.hh,
-                                                                  nb, nb)
+        # The cells (batched [B, I] / [B, H]; the modules unsqueeze unbatched input). The bias
+        # arguments are not read (the biases live in the packed weights, as PyTorch's): an
+        # empty tensor fills them.
+        @torch.jit.export
+        def lstm_cell(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
+            nb = x.new_empty(0)
+            return lstm_cell(x, [h, c], self.ih, self.hh, nb, nb)
 
-    @torch.jit.export
-    def gru_cell(self, x: Tensor, h: Tensor) -> Tensor:
-        nb = x.new_empty(0)
-        return torch.ops.qplugin.quantized_gru_cell_dynamic_fp16(x, h, self.ih, self.hh, nb, nb)
+        @torch.jit.export
+        def gru_cell(self, x: Tensor, h: Tensor) -> Tensor:
+            nb = x.new_empty(0)
+            return gru_cell(x, h, self.ih, self.hh, nb, nb)
 
-    @torch.jit.export
-    def rnn_cell(self, x: Tensor, h: Tensor, relu: bool) -> Tensor:
-        nb = x.new_empty(0)
-        if relu:
-            return torch.ops.qplugin.quantized_rnn_relu_cell_dynamic_fp16(x, h, self.ih, self.hh,
-                                                                          nb, nb)
-        return torch.ops.qplugin.quantized_rnn_tanh_cell_dynamic_fp16(x, h, self.ih, self.hh,
-                                                                      nb, nb)
+        @torch.jit.export
+        def rnn_cell(self, x: Tensor, h: Tensor, relu: bool) -> Tensor:
+            nb = x.new_empty(0)
+            if relu:
+                return relu_cell(x, h, self.ih, self.hh, nb, nb)
+            return tanh_cell(x, h, self.ih, self.hh, nb, nb)
 
-    @torch.jit.export
-    def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor, c0: Tensor,
-            reverse: bool) -> Tuple[Tensor, Tensor, Tensor]:
-        if lstm:
-            return torch.ops.qplugin.quantized_lstm_layer_dynamic_fp16(x, batch_sizes, h0, c0,
-                                                                       self.ih, self.hh, reverse)
-        o, h = torch.ops.qplugin.quantized_gru_layer_dynamic_fp16(x, batch_sizes, h0, self.ih,
-                                                                  self.hh, reverse)
-        return o, h, h
+        # The layers (int8: reduce_range=True, the int8 ops' default).
+        @torch.jit.export
+        def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor,
+                c0: Tensor, reverse: bool) -> Tuple[Tensor, Tensor, Tensor]:
+            if lstm:
+                return lstm_layer(x, batch_sizes, h0, c0, self.ih, self.hh, reverse)
+            o, h = gru_layer(x, batch_sizes, h0, self.ih, self.hh, reverse)
+            return o, h, h
+
+    _Params.__name__ = _Params.__qualname__ = name
+    _Params.__doc__ = doc
+    return _Params
+
+
+PackedParameter = _cell_params_class(
+    "PackedParameter", "int8: torch.classes.qplugin.LinearPackedParams for w_ih and w_hh.",
+    torch.qint8, "", _linear_dynamic_reduce_range, lambda w: w)
+PackedParameterFp16 = _cell_params_class(
+    "PackedParameterFp16", "float16: torch.classes.qplugin.LinearPackedParamsFp16 for w_ih and"
+    " w_hh (fp32 products of the fp16 weights, then PyTorch's cell math in C++).",
+    torch.float16, "_fp16", torch.ops.qplugin.linear_dynamic_fp16, lambda w: w.float())
 
 
 def _cell_params(dtype, w_ih, b_ih, w_hh, b_hh):
@@ -382,13 +365,7 @@ class _RNNBase(torch.nn.Module):
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
-        from torch.nn.utils.parametrize import type_before_parametrizations
-        if type_before_parametrizations(mod) is not cls._FLOAT_MODULE:
-            raise TypeError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected "
-                            f"torch.nn.{cls._FLOAT_MODULE.__name__}, got {type(mod).__name__}")
-        if not hasattr(mod, "qconfig"):
-            raise ValueError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected a module "
-                             "with a qconfig (qplugin.quantization.quantize_dynamic sets it)")
+        _check_float(cls, mod)
         if getattr(mod, "proj_size", 0):
             raise NotImplementedError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: proj_size "
                                       "is not supported (as torch.ao's dynamic LSTM)")
@@ -406,10 +383,7 @@ class _RNNBase(torch.nn.Module):
                 w_hh = getattr(mod, f"weight_hh_l{layer}{sfx}")
                 b_ih = getattr(mod, f"bias_ih_l{layer}{sfx}").detach().float()
                 b_hh = getattr(mod, f"bias_hh_l{layer}{sfx}").detach().float()
-                if dtype == torch.qint8:
-                    w_ih, w_hh = _quantize(w_ih, obs), _quantize(w_hh, obs)
-                else:
-                    w_ih, w_hh = w_ih.detach().float(), w_hh.detach().float()
+                w_ih, w_hh = _weights(dtype, obs, w_ih, w_hh)
                 q.set_layer_weights(layer * D + d, w_ih, b_ih, w_hh, b_hh)
         return q
 
@@ -578,22 +552,13 @@ class _CellBase(torch.nn.Module):
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
-        from torch.nn.utils.parametrize import type_before_parametrizations
-        if type_before_parametrizations(mod) is not cls._FLOAT_MODULE:
-            raise TypeError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected "
-                            f"torch.nn.{cls._FLOAT_MODULE.__name__}, got {type(mod).__name__}")
-        if not hasattr(mod, "qconfig"):
-            raise ValueError(f"qplugin.nn.dynamic.{cls.__name__}.from_float: expected a module "
-                             "with a qconfig (qplugin.quantization.quantize_dynamic sets it)")
+        _check_float(cls, mod)
         obs, dtype = _weight_observer(mod, cls.__name__)
         kw = {"nonlinearity": mod.nonlinearity} if cls is RNNCell else {}
         q = cls(mod.input_size, mod.hidden_size, bias=mod.bias, dtype=dtype, **kw)
         b_ih = mod.bias_ih.detach().float() if mod.bias else None
         b_hh = mod.bias_hh.detach().float() if mod.bias else None
-        if dtype == torch.qint8:
-            w_ih, w_hh = _quantize(mod.weight_ih, obs), _quantize(mod.weight_hh, obs)
-        else:
-            w_ih, w_hh = mod.weight_ih.detach().float(), mod.weight_hh.detach().float()
+        w_ih, w_hh = _weights(dtype, obs, mod.weight_ih, mod.weight_hh)
         q.set_weights(w_ih, b_ih, w_hh, b_hh)
         return q
 

@@ -24,18 +24,31 @@ from .utils import (
     _check_zero_point,
     _observer_qparams,
     _QParamsMixin,
+    _QuantizedName,
     _scale_buffer,
 )
 
 __all__: List[str] = [row.module for row in _table.ROWS if row.module] + ["Dropout"]
 
 
-class _OutputQParams(_QParamsMixin):
+class _OutputQParams(_QuantizedName, _QParamsMixin):
     """Buffers `scale` and `zero_point` (int64), the output qparams; versioned state-dict loading
     through _QParamsMixin. `scale` is float64 (the float given is kept exactly, as PyTorch's
     attributes keep it) unless the module takes factory device/dtype arguments (Hardswish: the
     factory dtype, float32 by default, as torch.ao's buffer)."""
 
+    # State-dict layout (every module of this file with output qparams):
+    #
+    #   version 1 (qplugin 0.1)
+    #   |--- scale       : 0-d float64 tensor (Hardswish: the factory dtype, float32 by default)
+    #   |--- zero_point  : 0-d int64 tensor
+    #
+    #   PyTorch's LeakyReLU and Hardswish write the same keys (float32 scale): loadable. PyTorch's
+    #   ELU, Sigmoid and Softmax keep their qparams as attributes (empty state dict): loading such
+    #   a dict keeps the constructor's values. Loading accepts one-element scale/zero_point of any
+    #   shape and dtype (PyTorch's Hardswish zero_point takes the factory dtype, so it may be
+    #   floating). Constructor options (alpha, negative_slope, dim, approximate, ...) are not
+    #   state, as in torch.nn.
     _version = 1
     scale: torch.Tensor
     zero_point: torch.Tensor
@@ -50,21 +63,6 @@ class _OutputQParams(_QParamsMixin):
 
     def _qparams_repr(self) -> str:
         return f"scale={float(self.scale)}, zero_point={int(self.zero_point)}"
-
-    # State-dict layout (every module of this file with output qparams):
-    #
-    #   version 1 (qplugin 0.1)
-    #   |--- scale       : 0-d float64 tensor (Hardswish: the factory dtype, float32 by default)
-    #   |--- zero_point  : 0-d int64 tensor
-    #
-    #   PyTorch's LeakyReLU and Hardswish write the same keys (float32 scale): loadable. PyTorch's
-    #   ELU, Sigmoid and Softmax keep their qparams as attributes (empty state dict): loading such
-    #   a dict keeps the constructor's values. Loading accepts one-element scale/zero_point of any
-    #   shape and dtype (PyTorch's Hardswish zero_point takes the factory dtype, so it may be
-    #   floating). Constructor options (alpha, negative_slope, dim, approximate, ...) are not
-    #   state, as in torch.nn.
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
 
     @classmethod
     def _observed(cls, mod):
@@ -187,7 +185,7 @@ del _row
 # differently (LeakyReLU, Sigmoid, Softmax).
 
 
-class ReLU6(torch.nn.ReLU):
+class ReLU6(_QuantizedName, torch.nn.ReLU):
     r"""Applies :math:`\text{ReLU6}(x) = \min(\max(x_0, x), q(6))` element-wise, where
     :math:`x_0` is the input's zero point and :math:`q(6)` the quantized representation of 6.
 
@@ -212,9 +210,6 @@ class ReLU6(torch.nn.ReLU):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         return torch.ops.qplugin.relu6(input, self.inplace)
-
-    def _get_name(self):
-        return "QuantizedReLU6"
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -248,9 +243,6 @@ class LeakyReLU(_OutputQParams, torch.nn.LeakyReLU):
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         return torch.ops.qplugin.leaky_relu(input, self.negative_slope, self.inplace,
                                             float(self.scale), int(self.zero_point))
-
-    def _get_name(self):
-        return "QuantizedLeakyReLU"
 
     def extra_repr(self):
         return f"{self._qparams_repr()}, negative_slope={self.negative_slope}" + (
@@ -325,9 +317,6 @@ class Softmax(_OutputQParams, torch.nn.Softmax):
             dim = torch.nn.functional._get_softmax_dim("softmax", input.dim(), stacklevel)
         return torch.ops.qplugin.softmax(input, dim, float(self.scale), int(self.zero_point))
 
-    def _get_name(self):
-        return "QuantizedSoftmax"
-
     def extra_repr(self):
         return f"dim={self.dim}, {self._qparams_repr()}"
 
@@ -337,7 +326,7 @@ class Softmax(_OutputQParams, torch.nn.Softmax):
         return cls(mod.dim, scale, zero_point)
 
 
-class Dropout(torch.nn.Dropout):
+class Dropout(_QuantizedName, torch.nn.Dropout):
     r"""Quantized :class:`~torch.nn.Dropout` (≙ :class:`torch.ao.nn.quantized.Dropout`): the
     identity (inference), keeping the input's qparams."""
 
@@ -346,9 +335,6 @@ class Dropout(torch.nn.Dropout):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         return input
-
-    def _get_name(self):
-        return "QuantizedDropout"
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):

@@ -16,15 +16,34 @@ from .utils import (
 
 __all__ = ["BatchNorm2d", "BatchNorm3d"]
 
+# The input shape in messages, by rank.
+_INPUT_SHAPES = {4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
+
 
 class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
-    # Set by subclasses: the observed float class from_float takes, the float batch norm
-    # from_reference takes, the fused BN+ReLU class (named in the error when it is given to the
-    # plain BN), and the user-facing name used in messages.
+    # Set by subclasses: the spatial rank (2 or 3), the observed float class from_float takes,
+    # and the user-facing name used in messages. The rank gives the float batch norm
+    # from_reference takes (_float_bn_module) and the fused BN+ReLU class (_nni_bn_relu_module,
+    # named in the error when it is given to the plain BN).
+    _DIM = 2
     _FLOAT_MODULE: Any = None
-    _FLOAT_BN_MODULE: Any = None
-    _NNI_BN_RELU_MODULE: Any = None
     _QPLUGIN_NAME = "qplugin.nn._BatchNorm"
+
+    # State-dict layout (same keys as torch.ao.nn.quantized.BatchNorm2d/3d):
+    #
+    #   version 1 (qplugin 0.1)
+    #   |--- weight               : [C] float (factory dtype)
+    #   |--- bias                 : [C] float
+    #   |--- running_mean         : [C] float
+    #   |--- running_var          : [C] float
+    #   |--- num_batches_tracked  : 0-d int64 (unused in inference; kept for torch.nn compat)
+    #   |--- scale                : 0-d float (factory dtype)
+    #   |--- zero_point           : 0-d int64
+    #
+    #   torch.ao.nn.quantized.BatchNorm2d/3d (metadata version 2, from torch.nn's _BatchNorm):
+    #   the same keys; after PyTorch's from_float, scale/zero_point are [1]-shaped (the observer's
+    #   tensors) and zero_point may be int32 -- loading accepts any one-element scale/zero_point
+    #   and a dict without them (the constructor's values are kept).
     _version = 1
     scale: torch.Tensor
     zero_point: torch.Tensor
@@ -48,27 +67,22 @@ class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
         self.register_buffer("scale", torch.tensor(1.0, **factory_kwargs))
         self.register_buffer("zero_point", torch.tensor(0, device=device, dtype=torch.long))
 
-    # State-dict layout (same keys as torch.ao.nn.quantized.BatchNorm2d/3d):
-    #
-    #   version 1 (qplugin 0.1)
-    #   |--- weight               : [C] float (factory dtype)
-    #   |--- bias                 : [C] float
-    #   |--- running_mean         : [C] float
-    #   |--- running_var          : [C] float
-    #   |--- num_batches_tracked  : 0-d int64 (unused in inference; kept for torch.nn compat)
-    #   |--- scale                : 0-d float (factory dtype)
-    #   |--- zero_point           : 0-d int64
-    #
-    #   torch.ao.nn.quantized.BatchNorm2d/3d (metadata version 2, from torch.nn's _BatchNorm):
-    #   the same keys; after PyTorch's from_float, scale/zero_point are [1]-shaped (the observer's
-    #   tensors) and zero_point may be int32 -- loading accepts any one-element scale/zero_point
-    #   and a dict without them (the constructor's values are kept).
     def _get_name(self):
         return "Quantized" + self._QPLUGIN_NAME.rsplit(".", 1)[1]
 
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
+    def _check_input_dim(self, input):
+        rank = self._DIM + 2
+        if input.dim() != rank:
+            raise ValueError(f"{self._QPLUGIN_NAME}: expected a {rank}-D {_INPUT_SHAPES[rank]}"
+                             f" input, got {input.dim()}-D")
 
+    @classmethod
+    def _float_bn_module(cls):
+        return getattr(torch.nn, f"BatchNorm{cls._DIM}d")
+
+    @classmethod
+    def _nni_bn_relu_module(cls):
+        return f"BNReLU{cls._DIM}d"
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -80,18 +94,18 @@ class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
         # The fused BNReLU classes: qplugin's float one and torch.ao's when importable
         # (qplugin/_ao.py), looked up here (qplugin.quantization imports qplugin.nn).
         from qplugin._ao import classes
-        bn_relu = classes(f"intrinsic.{cls._NNI_BN_RELU_MODULE}")
-        if cls._FLOAT_MODULE is cls._FLOAT_BN_MODULE:
+        bn_relu = classes(f"intrinsic.{cls._nni_bn_relu_module()}")
+        if cls._FLOAT_MODULE is cls._float_bn_module():
             # PyTorch's BatchNorm2d.from_float takes a fused BNReLU2d too and silently drops the
             # ReLU; qplugin refuses, naming the fused module class to use.
             float_classes = (cls._FLOAT_MODULE,)
             hint = {c: "a fused BatchNorm + ReLU converts to"
-                    f" qplugin.nn.intrinsic.{cls._NNI_BN_RELU_MODULE}" for c in bn_relu}
+                    f" qplugin.nn.intrinsic.{cls._nni_bn_relu_module()}" for c in bn_relu}
         else:
             # ... and PyTorch's BNReLU2d.from_float takes a plain BatchNorm2d, adding a ReLU.
             float_classes = bn_relu
-            name = cls._FLOAT_BN_MODULE.__name__
-            hint = {cls._FLOAT_BN_MODULE: f"a plain {name} converts to qplugin.nn.{name}; fuse"
+            name = cls._float_bn_module().__name__
+            hint = {cls._float_bn_module(): f"a plain {name} converts to qplugin.nn.{name}; fuse"
                     " it with its ReLU first (qplugin.quantization.fuse_modules)"}
         _check_float_module(owner, mod, float_classes, hint)
         scale, zero_point = _observer_qparams(owner, mod)
@@ -119,10 +133,18 @@ class _BatchNorm(_QParamsMixin, torch.nn.modules.batchnorm._BatchNorm):
 
     @classmethod
     def from_reference(cls, bn, output_scale, output_zero_point):
-        """From a float torch.nn.BatchNorm{2,3}d (the reference lowering path) and the output
-        qparams (floats or one-element tensors)."""
+        """From a float torch.nn.BatchNorm{2,3}d (the reference lowering path; for the BNReLU
+        subclasses a fused float torch.ao.nn.intrinsic.BNReLU{2,3}d) and the output qparams
+        (floats or one-element tensors)."""
         owner = f"{cls._QPLUGIN_NAME}.from_reference"
-        _check_float_module(owner, bn, (cls._FLOAT_BN_MODULE,))
+        if cls._FLOAT_MODULE is not cls._float_bn_module():
+            name = cls._nni_bn_relu_module()
+            from qplugin._ao import classes
+            if type(bn) not in classes(f"intrinsic.{name}"):
+                raise TypeError(f"{owner}: expected a torch.ao.nn.intrinsic.{name}, got"
+                                f" {type(bn).__module__}.{type(bn).__qualname__}")
+            bn = bn[0]
+        _check_float_module(owner, bn, (cls._float_bn_module(),))
         cls._check_running_stats(owner, bn)
         like = bn.weight if bn.weight is not None else bn.running_mean
         qbn = cls(bn.num_features, bn.eps, bn.momentum, device=like.device, dtype=like.dtype)
@@ -144,15 +166,9 @@ class BatchNorm2d(_BatchNorm):
         device, dtype: factory arguments of the floating parameters and buffers
     """
 
+    _DIM = 2
     _FLOAT_MODULE = torch.nn.BatchNorm2d
-    _FLOAT_BN_MODULE = torch.nn.BatchNorm2d
-    _NNI_BN_RELU_MODULE = "BNReLU2d"
     _QPLUGIN_NAME = "qplugin.nn.BatchNorm2d"
-
-    def _check_input_dim(self, input):
-        if input.dim() != 4:
-            raise ValueError(f"qplugin.nn.BatchNorm2d: expected a 4-D (N, C, H, W) input, got"
-                             f" {input.dim()}-D")
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         # The op checks the input (quantized, 4-D, C channels); no Python-side check, as PyTorch's.
@@ -171,15 +187,9 @@ class BatchNorm3d(_BatchNorm):
         device, dtype: factory arguments of the floating parameters and buffers
     """
 
+    _DIM = 3
     _FLOAT_MODULE = torch.nn.BatchNorm3d
-    _FLOAT_BN_MODULE = torch.nn.BatchNorm3d
-    _NNI_BN_RELU_MODULE = "BNReLU3d"
     _QPLUGIN_NAME = "qplugin.nn.BatchNorm3d"
-
-    def _check_input_dim(self, input):
-        if input.dim() != 5:
-            raise ValueError(f"qplugin.nn.BatchNorm3d: expected a 5-D (N, C, D, H, W) input, got"
-                             f" {input.dim()}-D")
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         return torch.ops.qplugin.batch_norm3d(input, self.weight, self.bias, self.running_mean,

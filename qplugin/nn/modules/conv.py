@@ -43,6 +43,18 @@ def _pad_quantized(x: torch.Tensor, pad: List[int], mode: str) -> torch.Tensor:
     return torch._make_per_tensor_quantized_tensor(codes, x.q_scale(), x.q_zero_point())
 
 
+def _packed_padding(padding: List[int], padding_mode: str) -> List[int]:
+    """The padding packed into the weights: the module's for 'zeros'; none for the other modes
+    (forward pads the input itself, _pad_quantized)."""
+    if padding_mode == "zeros":
+        return padding
+    return [0 for _ in padding]
+
+
+# The tuple form of a per-dimension argument, by the number of spatial dimensions.
+_NTUPLE = {1: _single, 2: _pair, 3: _triple}
+
+
 def _check_conv_rank(where: str, input: torch.Tensor, rank: int, shape: str) -> None:
     if len(input.shape) != rank:
         raise ValueError(f"{where}: expected a {rank}-D input{shape}, got {len(input.shape)}-D")
@@ -96,6 +108,22 @@ class _ConvNd(torch.nn.Module):
     _version = 3
     _DIM = 2
     _NAME = "Conv2d"
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        t = _NTUPLE[self._DIM]
+        if not (self._DIM == 1 and isinstance(padding, str)):  # Conv1d keeps a string padding
+            padding = t(padding)
+        self._init(in_channels, out_channels, t(kernel_size), t(stride), padding, t(dilation),
+                   False, t(0), groups, bias, padding_mode)
+
+    @classmethod
+    def _like(cls, mod):
+        """An empty module (weights to be set) with the configuration of `mod`: a float, QAT or
+        reference conv of the same kind."""
+        return cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
+                   mod.dilation, mod.groups, mod.bias is not None, mod.padding_mode)
 
     def _init(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
               transposed, output_padding, groups, bias, padding_mode, dtype=None):
@@ -287,8 +315,7 @@ class _ConvNd(torch.nn.Module):
         _observe_qint8_weight(f"qplugin.nn.{cls.__name__}.from_float", wpp, mod.weight,
                               use_precomputed_fake_quant)
         qweight = _quantize_conv_weight(mod.weight.float(), wpp, 0)
-        q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                mod.dilation, mod.groups, mod.bias is not None, mod.padding_mode)
+        q = cls._like(mod)
         q.set_weight_bias(qweight, None if mod.bias is None else mod.bias.detach().float())
         act_scale, act_zp = app.calculate_qparams()
         q.scale = float(act_scale)
@@ -301,10 +328,9 @@ class _ConvNd(torch.nn.Module):
 
     @classmethod
     def from_reference(cls, ref_qconv, output_scale, output_zero_point):
-        """From a reference quantized conv (``torch.ao.nn.quantized.reference.Conv*d``)."""
-        q = cls(ref_qconv.in_channels, ref_qconv.out_channels, ref_qconv.kernel_size,
-                ref_qconv.stride, ref_qconv.padding, ref_qconv.dilation, ref_qconv.groups,
-                ref_qconv.bias is not None, ref_qconv.padding_mode)
+        """From a reference quantized conv (``torch.ao.nn.quantized.reference.Conv*d`` /
+        ``ConvTranspose*d``)."""
+        q = cls._like(ref_qconv)
         q.set_weight_bias(ref_qconv.get_quantized_weight(),
                           None if ref_qconv.bias is None else ref_qconv.bias.detach().float())
         q.scale = float(output_scale)
@@ -321,20 +347,10 @@ class Conv1d(_ConvNd):
     _NAME = "Conv1d"
     _FLOAT_MODULE = torch.nn.Conv1d
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__()
-        padding = padding if isinstance(padding, str) else _single(padding)
-        self._init(in_channels, out_channels, _single(kernel_size), _single(stride), padding,
-                   _single(dilation), False, _single(0), groups, bias, padding_mode)
-
     def set_weight_bias(self, w: torch.Tensor, b: Optional[torch.Tensor]) -> None:
-        if self.padding_mode == "zeros":
-            self._packed_params = torch.ops.qplugin.conv1d_prepack(
-                w, b, self.stride, self.padding, self.dilation, self.groups)
-        else:
-            self._packed_params = torch.ops.qplugin.conv1d_prepack(
-                w, b, self.stride, _single(0), self.dilation, self.groups)
+        self._packed_params = torch.ops.qplugin.conv1d_prepack(
+            w, b, self.stride, _packed_padding(list(self.padding), self.padding_mode),
+            self.dilation, self.groups)
 
     def _weight_bias(self):
         return torch.ops.qplugin.conv1d_unpack(self._packed_params)
@@ -356,22 +372,10 @@ class Conv2d(_ConvNd):
     _NAME = "Conv2d"
     _FLOAT_MODULE = torch.nn.Conv2d
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__()
-        self._init(in_channels, out_channels, _pair(kernel_size), _pair(stride), _pair(padding),
-                   _pair(dilation), False, _pair(0), groups, bias, padding_mode)
-
     def set_weight_bias(self, w: torch.Tensor, b: Optional[torch.Tensor]) -> None:
-        if self.padding_mode == "zeros":
-            self._packed_params = torch.ops.qplugin.conv2d_prepack(
-                w, b, self.stride, self.padding, self.dilation, self.groups)
-        else:
-            self._packed_params = torch.ops.qplugin.conv2d_prepack(
-                w, b, self.stride, _pair(0), self.dilation, self.groups)
-
-    def _weight_bias(self):
-        return self._packed_params.unpack()
+        self._packed_params = torch.ops.qplugin.conv2d_prepack(
+            w, b, self.stride, _packed_padding(list(self.padding), self.padding_mode),
+            self.dilation, self.groups)
 
     def forward(self, input):
         input = _conv_input("qplugin.nn.Conv2d", input, 4, " (N, C, H, W)",
@@ -390,23 +394,10 @@ class Conv3d(_ConvNd):
     _NAME = "Conv3d"
     _FLOAT_MODULE = torch.nn.Conv3d
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__()
-        self._init(in_channels, out_channels, _triple(kernel_size), _triple(stride),
-                   _triple(padding), _triple(dilation), False, _triple(0), groups, bias,
-                   padding_mode)
-
     def set_weight_bias(self, w: torch.Tensor, b: Optional[torch.Tensor]) -> None:
-        if self.padding_mode == "zeros":
-            self._packed_params = torch.ops.qplugin.conv3d_prepack(
-                w, b, self.stride, self.padding, self.dilation, self.groups)
-        else:
-            self._packed_params = torch.ops.qplugin.conv3d_prepack(
-                w, b, self.stride, _triple(0), self.dilation, self.groups)
-
-    def _weight_bias(self):
-        return self._packed_params.unpack()
+        self._packed_params = torch.ops.qplugin.conv3d_prepack(
+            w, b, self.stride, _packed_padding(list(self.padding), self.padding_mode),
+            self.dilation, self.groups)
 
     def forward(self, input):
         input = _conv_input("qplugin.nn.Conv3d", input, 5, " (N, C, D, H, W)",
@@ -418,6 +409,23 @@ class Conv3d(_ConvNd):
 
 
 class _ConvTransposeNd(_ConvNd):
+    """What ConvTranspose1d/2d/3d share; each writes out set_weight_bias, _weight_bias and
+    forward (not built by a factory) so that TorchScript sees literal op names."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super(_ConvNd, self).__init__()  # torch.nn.Module's: _ConvNd's takes a conv's arguments
+        t = _NTUPLE[self._DIM]
+        self._init(in_channels, out_channels, t(kernel_size), t(stride), t(padding),
+                   t(dilation), True, t(output_padding), groups, bias, padding_mode)
+
+    @classmethod
+    def _like(cls, mod):
+        return cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
+                   mod.output_padding, mod.groups, mod.bias is not None, mod.dilation,
+                   mod.padding_mode)
+
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         """From an observed ``nn.ConvTranspose{1,2,3}d``. Per-channel weight observers must use
@@ -431,49 +439,23 @@ class _ConvTransposeNd(_ConvNd):
             raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected an observed module "
                              "with a qconfig (prepare and calibrate first)")
         wpp = mod.qconfig.weight()
-        wpp(mod.weight)
-        if wpp.dtype != torch.qint8:
-            raise ValueError(f"qplugin.nn.{cls.__name__}.from_float: expected a weight observer "
-                             f"of dtype torch.qint8, got {wpp.dtype}")
+        _observe_qint8_weight(f"qplugin.nn.{cls.__name__}.from_float", wpp, mod.weight, False)
         qweight = _quantize_conv_weight(mod.weight.float(), wpp, 1)
-        q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                mod.output_padding, mod.groups, mod.bias is not None, mod.dilation,
-                mod.padding_mode)
+        q = cls._like(mod)
         q.set_weight_bias(qweight, None if mod.bias is None else mod.bias.detach().float())
         s, z = mod.activation_post_process.calculate_qparams()
         q.scale = float(s)
         q.zero_point = int(z)
         return q
 
-    @classmethod
-    def from_reference(cls, ref_qconvt, output_scale, output_zero_point):
-        q = cls(ref_qconvt.in_channels, ref_qconvt.out_channels, ref_qconvt.kernel_size,
-                ref_qconvt.stride, ref_qconvt.padding, ref_qconvt.output_padding,
-                ref_qconvt.groups, ref_qconvt.bias is not None, ref_qconvt.dilation,
-                ref_qconvt.padding_mode)
-        q.set_weight_bias(ref_qconvt.get_quantized_weight(),
-                          None if ref_qconvt.bias is None else ref_qconvt.bias.detach().float())
-        q.scale = float(output_scale)
-        q.zero_point = _check_zero_point(f"qplugin.nn.{cls.__name__}.from_reference",
-                                         output_zero_point, "output_zero_point")
-        return q
-
 
 class ConvTranspose1d(_ConvTransposeNd):
     r"""Quantized transposed 1-d conv (≙ torch.ao.nn.quantized.ConvTranspose1d); per-tensor and
-    per-channel (axis 1) weights, exact integer arithmetic. Written out per dimension (not built
-    by a factory) so that TorchScript sees literal op names."""
+    per-channel (axis 1) weights, exact integer arithmetic."""
 
     _DIM = 1
     _NAME = "ConvTranspose1d"
     _FLOAT_MODULE = torch.nn.ConvTranspose1d
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                 device=None, dtype=None):
-        super().__init__()
-        self._init(in_channels, out_channels, _single(kernel_size), _single(stride), _single(padding),
-                   _single(dilation), True, _single(output_padding), groups, bias, padding_mode)
 
     def set_weight_bias(self, w: torch.Tensor, b: Optional[torch.Tensor]) -> None:
         self._packed_params = torch.ops.qplugin.conv_transpose1d_prepack(
@@ -493,19 +475,11 @@ class ConvTranspose1d(_ConvTransposeNd):
 
 class ConvTranspose2d(_ConvTransposeNd):
     r"""Quantized transposed 2-d conv (≙ torch.ao.nn.quantized.ConvTranspose2d); per-tensor and
-    per-channel (axis 1) weights, exact integer arithmetic. Written out per dimension (not built
-    by a factory) so that TorchScript sees literal op names."""
+    per-channel (axis 1) weights, exact integer arithmetic."""
 
     _DIM = 2
     _NAME = "ConvTranspose2d"
     _FLOAT_MODULE = torch.nn.ConvTranspose2d
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                 device=None, dtype=None):
-        super().__init__()
-        self._init(in_channels, out_channels, _pair(kernel_size), _pair(stride), _pair(padding),
-                   _pair(dilation), True, _pair(output_padding), groups, bias, padding_mode)
 
     def set_weight_bias(self, w: torch.Tensor, b: Optional[torch.Tensor]) -> None:
         self._packed_params = torch.ops.qplugin.conv_transpose2d_prepack(
@@ -525,19 +499,11 @@ class ConvTranspose2d(_ConvTransposeNd):
 
 class ConvTranspose3d(_ConvTransposeNd):
     r"""Quantized transposed 3-d conv (≙ torch.ao.nn.quantized.ConvTranspose3d); per-tensor and
-    per-channel (axis 1) weights, exact integer arithmetic. Written out per dimension (not built
-    by a factory) so that TorchScript sees literal op names."""
+    per-channel (axis 1) weights, exact integer arithmetic."""
 
     _DIM = 3
     _NAME = "ConvTranspose3d"
     _FLOAT_MODULE = torch.nn.ConvTranspose3d
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                 device=None, dtype=None):
-        super().__init__()
-        self._init(in_channels, out_channels, _triple(kernel_size), _triple(stride), _triple(padding),
-                   _triple(dilation), True, _triple(output_padding), groups, bias, padding_mode)
 
     def set_weight_bias(self, w: torch.Tensor, b: Optional[torch.Tensor]) -> None:
         self._packed_params = torch.ops.qplugin.conv_transpose3d_prepack(

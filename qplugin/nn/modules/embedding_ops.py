@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from .linear import _hide_packed_params_repr
+from .utils import _PackedHolder
 
 __all__ = ["EmbeddingPackedParams", "Embedding", "EmbeddingBag"]
 
@@ -50,10 +51,11 @@ def _quantize_weight(cls_name, float_wt, observer):
                                       observer.ch_axis, observer.dtype)
 
 
-class EmbeddingPackedParams(torch.nn.Module):
+class EmbeddingPackedParams(_PackedHolder):
     """Holds a torch.classes.qplugin.EmbeddingPackedParams (the fused row-wise table)."""
 
     _version = 1
+    _STATE_KEY = "_packed_weight"
 
     def __init__(self, num_embeddings, embedding_dim, dtype=torch.quint8):
         super().__init__()
@@ -69,19 +71,14 @@ class EmbeddingPackedParams(torch.nn.Module):
     def _weight(self):
         return torch.ops.qplugin.embedding_bag_unpack(self._packed_weight)
 
-    def forward(self, x):
-        return x
+    def _unpacked(self):
+        return self._weight()
 
-    # State-dict layout (torch.ao's):
+    # State-dict layout (torch.ao's; written by _PackedHolder._save_to_state_dict):
     # Version 1
     #   self
     #   |--- _packed_weight : Tensor (the quint8 / quint4x2 weight, unpacked)
     #   |--- dtype : torch.dtype
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "dtype"] = self.dtype
-        destination[prefix + "_packed_weight"] = self._weight()
-
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         dtype = state_dict.pop(prefix + "dtype")
@@ -90,9 +87,6 @@ class EmbeddingPackedParams(torch.nn.Module):
         self.set_weight(state_dict.pop(prefix + "_packed_weight"))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
                                       unexpected_keys, error_msgs)
-
-    def __repr__(self):
-        return self._weight().__repr__()
 
 
 class Embedding(torch.nn.Module):

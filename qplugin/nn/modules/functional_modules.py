@@ -9,6 +9,7 @@ from typing import Any, Dict, List
 import torch
 from torch import Tensor
 
+from ..._codegen import compile_function
 from .utils import _check_float_module, _observer_qparams, _QParamsMixin, _scale_buffer
 
 __all__ = ["FloatFunctional", "QFunctional"]
@@ -93,6 +94,15 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
                scale=1.0, zero_point=0)
     """
 
+    # State-dict layout:
+    #
+    #   version 1 (qplugin 0.1)
+    #   |--- scale       : 0-d float64 tensor
+    #   |--- zero_point  : 0-d int64 tensor
+    #
+    #   torch.ao.nn.quantized.QFunctional writes the same keys (scale as a 0-d float32 tensor);
+    #   such dicts load too (any one-element scale/zero_point), and a dict without them keeps the
+    #   current values.
     _version = 1
     _FLOAT_MODULE = None  # from_float takes FloatFunctional (qplugin's, or torch.ao's)
     scale: Tensor
@@ -111,58 +121,10 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
     def extra_repr(self):
         return f"scale={float(self.scale)}, zero_point={int(self.zero_point)}"
 
-    # State-dict layout:
-    #
-    #   version 1 (qplugin 0.1)
-    #   |--- scale       : 0-d float64 tensor
-    #   |--- zero_point  : 0-d int64 tensor
-    #
-    #   torch.ao.nn.quantized.QFunctional writes the same keys (scale as a 0-d float32 tensor);
-    #   such dicts load too (any one-element scale/zero_point), and a dict without them keeps the
-    #   current values.
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-
-
     def forward(self, x):
         raise RuntimeError("qplugin.nn.QFunctional: expected a call of one of its operations"
                            " (add, add_relu, mul, cat, add_scalar, mul_scalar, matmul), got a"
                            " call of the module itself; it has no forward")
-
-    def add(self, x: Tensor, y: Tensor) -> Tensor:
-        r"""``torch.ops.qplugin.add(x, y, scale, zero_point)`` (broadcasting)."""
-        r = torch.ops.qplugin.add(x, y, float(self.scale), int(self.zero_point))
-        r = self.activation_post_process(r)
-        return r
-
-    def add_scalar(self, x: Tensor, y: float) -> Tensor:
-        r"""``torch.ops.qplugin.add_scalar(x, y)``: output qparams derived from x's (not
-        observed, as PyTorch's)."""
-        r = torch.ops.qplugin.add_scalar(x, y)
-        return r
-
-    def mul(self, x: Tensor, y: Tensor) -> Tensor:
-        r"""``torch.ops.qplugin.mul(x, y, scale, zero_point)`` (broadcasting)."""
-        r = torch.ops.qplugin.mul(x, y, float(self.scale), int(self.zero_point))
-        r = self.activation_post_process(r)
-        return r
-
-    def mul_scalar(self, x: Tensor, y: float) -> Tensor:
-        r"""``torch.ops.qplugin.mul_scalar(x, y)``: output qparams derived from x's."""
-        r = torch.ops.qplugin.mul_scalar(x, y)
-        return r
-
-    def cat(self, x: List[Tensor], dim: int = 0) -> Tensor:
-        r"""``torch.ops.qplugin.cat(x, dim, scale, zero_point)``."""
-        r = torch.ops.qplugin.cat(x, dim, float(self.scale), int(self.zero_point))
-        r = self.activation_post_process(r)
-        return r
-
-    def add_relu(self, x: Tensor, y: Tensor) -> Tensor:
-        r"""``torch.ops.qplugin.add_relu(x, y, scale, zero_point)``."""
-        r = torch.ops.qplugin.add_relu(x, y, float(self.scale), int(self.zero_point))
-        r = self.activation_post_process(r)
-        return r
 
     def matmul(self, x: Tensor, y: Tensor) -> Tensor:
         r"""``torch.ops.qplugin.matmul(x, y, scale, zero_point)``: quantized ``torch.matmul``
@@ -172,9 +134,8 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
         if not (x.is_quantized and y.is_quantized):
             raise ValueError("qplugin.nn.QFunctional.matmul: expected quantized inputs, got"
                              " non-quantized ones")
-        r = torch.ops.qplugin.matmul(x, y, float(self.scale), int(self.zero_point))
-        r = self.activation_post_process(r)
-        return r
+        return self.activation_post_process(
+            torch.ops.qplugin.matmul(x, y, float(self.scale), int(self.zero_point)))
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -188,3 +149,45 @@ class QFunctional(_QParamsMixin, torch.nn.Module):
         new_mod.scale = scale
         new_mod.zero_point = zero_point
         return new_mod
+
+
+# QFunctional's operations besides matmul, one row each: (name, parameters, the op's arguments
+# before the output qparams, whether it requantizes to the module's qparams (then the output
+# goes through activation_post_process), docstring). Each becomes a method whose body is literal
+# TorchScript source (qplugin/_codegen.py), as if written out:
+#   return self.activation_post_process(torch.ops.qplugin.<name>(<args>, scale, zero_point))
+# or, for the scalar forms (output qparams derived from x's, not observed, as PyTorch's):
+#   return torch.ops.qplugin.<name>(<args>)
+_OPERATIONS = (
+    ("add", "x: Tensor, y: Tensor", "x, y", True,
+     "``torch.ops.qplugin.add(x, y, scale, zero_point)`` (broadcasting)."),
+    ("add_scalar", "x: Tensor, y: float", "x, y", False,
+     "``torch.ops.qplugin.add_scalar(x, y)``: output qparams derived from x's (not\n"
+     "    observed, as PyTorch's)."),
+    ("mul", "x: Tensor, y: Tensor", "x, y", True,
+     "``torch.ops.qplugin.mul(x, y, scale, zero_point)`` (broadcasting)."),
+    ("mul_scalar", "x: Tensor, y: float", "x, y", False,
+     "``torch.ops.qplugin.mul_scalar(x, y)``: output qparams derived from x's."),
+    ("cat", "x: List[Tensor], dim: int = 0", "x, dim", True,
+     "``torch.ops.qplugin.cat(x, dim, scale, zero_point)``."),
+    ("add_relu", "x: Tensor, y: Tensor", "x, y", True,
+     "``torch.ops.qplugin.add_relu(x, y, scale, zero_point)``."),
+)
+
+
+def _operation(name: str, params: str, args: str, observed: bool, doc: str):
+    call = f"torch.ops.qplugin.{name}({args}"
+    body = (f"self.activation_post_process(\n        {call}, float(self.scale),"
+            f" int(self.zero_point)))" if observed else f"{call})")
+    fn = compile_function(f"def {name}(self, {params}) -> Tensor:\n"
+                          f"    r\"\"\"{doc}\"\"\"\n"
+                          f"    return {body}\n", name,
+                          f"qplugin/nn/modules/functional_modules.py _OPERATIONS row {name}",
+                          {"torch": torch, "Tensor": Tensor, "List": List}, __name__)
+    fn.__qualname__ = f"QFunctional.{name}"
+    return fn
+
+
+for _row in _OPERATIONS:
+    setattr(QFunctional, _row[0], _operation(*_row))
+del _row

@@ -8,7 +8,7 @@ load in both directions; only the packed object inside differs (qplugin's, repac
 import torch
 
 from qplugin.nn.modules.utils import (_check_zero_point, _observe_qint8_weight,
-                                      _observed_output, _packed_op_call)
+                                      _observed_output, _packed_op_call, _PackedHolder)
 
 __all__ = ["LinearPackedParams", "Linear"]
 
@@ -68,7 +68,7 @@ def _hide_packed_params_repr(module, params_cls):
     return main_str + ")"
 
 
-class _PackedParamsBase(torch.nn.Module):
+class _PackedParamsBase(_PackedHolder):
     """State-dict handling of the packed-weight holders (this static Linear's and the dynamic
     ones in qplugin.nn.dynamic: one Python class per packed type, so that TorchScript sees one op
     per class). Subclasses set _DTYPE, _OWNER (for messages), set_weight_bias and _weight_bias."""
@@ -81,8 +81,8 @@ class _PackedParamsBase(torch.nn.Module):
         super().__init__()
         self.dtype = self._DTYPE
 
-    def forward(self, x):
-        return x
+    def _unpacked(self):
+        return self._weight_bias()
 
     # State-dict layout (the same as torch.ao.nn.quantized.modules.linear.LinearPackedParams'):
     #
@@ -92,12 +92,8 @@ class _PackedParamsBase(torch.nn.Module):
     #   |--- bias : Tensor              |--- bias : Tensor              |      (Tensor, Tensor?)
     #                                   |--- dtype : torch.dtype        |      = (weight, bias)
     #                                                                   |--- dtype : torch.dtype
-    # (weight: qint8, or float32 for the float16 holder)
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "dtype"] = self.dtype
-        destination[prefix + "_packed_params"] = self._weight_bias()
-
+    # (weight: qint8, or float32 for the float16 holder; written by
+    # _PackedHolder._save_to_state_dict)
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         version = local_metadata.get("version", None)
@@ -115,9 +111,6 @@ class _PackedParamsBase(torch.nn.Module):
         self.set_weight_bias(weight, bias)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
                                       unexpected_keys, error_msgs)
-
-    def __repr__(self):
-        return self._weight_bias().__repr__()
 
 
 class LinearPackedParams(_PackedParamsBase):

@@ -20,7 +20,7 @@ from typing import Optional
 
 import torch
 
-from qplugin.nn.modules.utils import _check_zero_point
+from qplugin.nn.modules.utils import _check_zero_point, _QuantizedName
 
 __all__ = [
     "LayerNorm",
@@ -78,8 +78,9 @@ def _qparams_repr(mod) -> str:
     return f"scale={float(mod.scale)}, zero_point={int(mod.zero_point)}"
 
 
-class _VersionedStateDict:
-    """State-dict hooks shared by the classes here (Python only; TorchScript never calls them)."""
+class _VersionedStateDict(_QuantizedName):
+    """State-dict hooks and the repr name shared by the classes here (Python only; TorchScript
+    never calls them)."""
 
     # State-dict layout of each version (keys under the module's prefix). The metadata "version"
     # is the class's _version: LayerNorm and GroupNorm 1; InstanceNorm*d 2, continuing
@@ -94,9 +95,6 @@ class _VersionedStateDict:
     #                                                         track_running_stats=True only)
     #
     # This is torch.ao.nn.quantized's layout, so its checkpoints load unchanged.
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         version = local_metadata.get("version", None)
@@ -140,9 +138,6 @@ class LayerNorm(_VersionedStateDict, torch.nn.LayerNorm):
                                             self.bias, self.eps, float(self.scale),
                                             int(self.zero_point))
 
-    def _get_name(self):
-        return "QuantizedLayerNorm"
-
     def extra_repr(self):
         return f"{super().extra_repr()}, {_qparams_repr(self)}"
 
@@ -185,9 +180,6 @@ class GroupNorm(_VersionedStateDict, torch.nn.GroupNorm):
         return torch.ops.qplugin.group_norm(input, self.num_groups, self.weight, self.bias,
                                             self.eps, float(self.scale), int(self.zero_point))
 
-    def _get_name(self):
-        return "QuantizedGroupNorm"
-
     def extra_repr(self):
         return f"{super().extra_repr()}, {_qparams_repr(self)}"
 
@@ -204,7 +196,12 @@ class GroupNorm(_VersionedStateDict, torch.nn.GroupNorm):
 
 
 class _InstanceNormBase(_VersionedStateDict):
-    """Shared body of InstanceNorm1d/2d/3d (mixed into the float classes below)."""
+    """Shared body of InstanceNorm1d/2d/3d (mixed into the float classes below).
+
+    Additional args (of the three classes):
+        * **scale** - quantization scale of the output, type: double.
+        * **zero_point** - quantization zero point of the output, type: long.
+    """
 
     _version = 2
 
@@ -224,9 +221,6 @@ class _InstanceNormBase(_VersionedStateDict):
                 raise ValueError(f"qplugin.nn.{who}: expected {arg} of shape [{num_features}] "
                                  f"(num_features), got {list(t.shape)}")
         _register_qparams(self, who, scale, zero_point, device)
-
-    def _get_name(self):
-        return f"Quantized{type(self).__name__}"
 
     def _forward_nd(self, input: torch.Tensor, who: str, n: int, dims: str) -> torch.Tensor:
         """forward of InstanceNorm{n}d: an unbatched ({dims}) or batched (N, {dims}) input
@@ -277,11 +271,7 @@ class _InstanceNormBase(_VersionedStateDict):
 class InstanceNorm1d(_InstanceNormBase, torch.nn.InstanceNorm1d):
     r"""Quantized :class:`~torch.nn.InstanceNorm1d` (≙ torch.ao.nn.quantized.InstanceNorm1d).
     Input (N, C, L) or unbatched (C, L).
-
-    Additional args:
-        * **scale** - quantization scale of the output, type: double.
-        * **zero_point** - quantization zero point of the output, type: long.
-    """
+    Additional args: ``scale``, ``zero_point`` (see :class:`_InstanceNormBase`)."""
 
     _FLOAT_MODULE = torch.nn.InstanceNorm1d
 
@@ -292,11 +282,7 @@ class InstanceNorm1d(_InstanceNormBase, torch.nn.InstanceNorm1d):
 class InstanceNorm2d(_InstanceNormBase, torch.nn.InstanceNorm2d):
     r"""Quantized :class:`~torch.nn.InstanceNorm2d` (≙ torch.ao.nn.quantized.InstanceNorm2d).
     Input (N, C, H, W) or unbatched (C, H, W); channels-last input gives channels-last output.
-
-    Additional args:
-        * **scale** - quantization scale of the output, type: double.
-        * **zero_point** - quantization zero point of the output, type: long.
-    """
+    Additional args: ``scale``, ``zero_point`` (see :class:`_InstanceNormBase`)."""
 
     _FLOAT_MODULE = torch.nn.InstanceNorm2d
 
@@ -307,11 +293,7 @@ class InstanceNorm2d(_InstanceNormBase, torch.nn.InstanceNorm2d):
 class InstanceNorm3d(_InstanceNormBase, torch.nn.InstanceNorm3d):
     r"""Quantized :class:`~torch.nn.InstanceNorm3d` (≙ torch.ao.nn.quantized.InstanceNorm3d).
     Input (N, C, D, H, W) or unbatched (C, D, H, W); channels_last_3d input keeps its layout.
-
-    Additional args:
-        * **scale** - quantization scale of the output, type: double.
-        * **zero_point** - quantization zero point of the output, type: long.
-    """
+    Additional args: ``scale``, ``zero_point`` (see :class:`_InstanceNormBase`)."""
 
     _FLOAT_MODULE = torch.nn.InstanceNorm3d
 

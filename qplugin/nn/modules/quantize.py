@@ -38,6 +38,14 @@ class Quantize(_QParamsMixin, torch.nn.Module):
     [1]-shaped buffers as there, ``dtype`` is a constructor argument (not in the state dict).
     """
 
+    # State-dict layout (same keys and shapes as torch.ao.nn.quantized.Quantize):
+    #
+    #   version 1 (qplugin 0.1)
+    #   |--- scale       : [1] float32 tensor (factory_kwargs dtype)
+    #   |--- zero_point  : [1] int64 tensor
+    #
+    # dtype is not state. Loading accepts one-element scale/zero_point of any shape and a dict
+    # without them (the constructor's values are kept).
     _version = 1
     _FLOAT_MODULE = None  # from_float takes any observed module (QuantStub: qplugin's or torch.ao's)
     scale: torch.Tensor
@@ -93,18 +101,6 @@ class Quantize(_QParamsMixin, torch.nn.Module):
 
     def extra_repr(self):
         return f"scale={self.scale}, zero_point={self.zero_point}, dtype={self.dtype}"
-
-    # State-dict layout (same keys and shapes as torch.ao.nn.quantized.Quantize):
-    #
-    #   version 1 (qplugin 0.1)
-    #   |--- scale       : [1] float32 tensor (factory_kwargs dtype)
-    #   |--- zero_point  : [1] int64 tensor
-    #
-    # dtype is not state. Loading accepts one-element scale/zero_point of any shape and a dict
-    # without them (the constructor's values are kept).
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):

@@ -189,7 +189,8 @@ class _QParamsMixin:
                 error_msgs.append(f"While loading {key!r}: {e}")
                 state_dict[key] = current.detach().clone()
 
-    # Every subclass's state-dict loading (its layout is drawn above its _save_to_state_dict):
+    # Every subclass's state-dict loading (its layout is drawn above its _save_to_state_dict,
+    # or above its _version where it writes nothing beyond torch.nn's own saving):
     # the qparams first (any one-element scale/zero_point, or none), then torch.nn's loading.
     def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, local_metadata,
                               strict: bool, missing_keys: List[str], unexpected_keys: List[str],
@@ -219,6 +220,45 @@ def _observe_qint8_weight(where: str, wpp, weight, use_precomputed_fake_quant: b
     if wpp.dtype != torch.qint8:
         raise ValueError(f"{where}: expected a weight observer of dtype torch.qint8, got "
                          f"{wpp.dtype}")
+
+
+class _PackedHolder(torch.nn.Module):
+    """A child module holding one packed-weights object (a torchbind class) for its owner
+    (qplugin.nn.Linear's and the dynamic linears' LinearPackedParams, EmbeddingPackedParams):
+    an identity forward (the owner calls the op), a state dict of `dtype` and the unpacked
+    weights under `_STATE_KEY` (the owner's layout comment draws it), and the unpacked weights'
+    repr. Subclasses set `_STATE_KEY` and `_unpacked()` and load the state themselves."""
+
+    _STATE_KEY = "_packed_params"
+
+    def forward(self, x):
+        return x
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "dtype"] = self.dtype
+        destination[prefix + self._STATE_KEY] = self._unpacked()
+
+    def __repr__(self):
+        return self._unpacked().__repr__()
+
+
+def _dynamic_weight_observer(qconfig):
+    """The weight observer factory of a dynamic module's qconfig; without one (no qconfig, or no
+    weight in it), the default dynamic qconfig's, as torch.ao."""
+    if qconfig is None or qconfig.weight is None:
+        from qplugin.quantization import default_dynamic_qconfig
+        qconfig = default_dynamic_qconfig
+    return qconfig.weight
+
+
+class _QuantizedName:
+    """`_get_name` (the name in reprs) of the modules PyTorch names "Quantized" + the float
+    class's name (QuantizedLayerNorm, QuantizedSoftmax, ...): read from `_FLOAT_MODULE`, so a
+    user subclass keeps its parent's name, as with PyTorch's written-out names."""
+
+    def _get_name(self):
+        return "Quantized" + self._FLOAT_MODULE.__name__
 
 
 class _FromFloat:

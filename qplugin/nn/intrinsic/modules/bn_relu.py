@@ -1,22 +1,12 @@
 """Fused BatchNorm + ReLU (≙ torch.ao.nn.intrinsic.quantized.BNReLU2d/3d) on
-torch.ops.qplugin.batch_norm{2,3}d_relu. State, from_float and state-dict layout are those of
-qplugin.nn.BatchNorm2d/3d (qplugin/nn/modules/batchnorm.py).
+torch.ops.qplugin.batch_norm{2,3}d_relu. State, from_float, from_reference and state-dict layout
+are those of qplugin.nn.BatchNorm2d/3d (qplugin/nn/modules/batchnorm.py).
 """
 import torch
 
 from ...modules.batchnorm import BatchNorm2d, BatchNorm3d
 
 __all__ = ["BNReLU2d", "BNReLU3d"]
-
-
-def _check_bn_relu(cls, bn_relu):
-    """from_reference: `bn_relu` must be torch.ao.nn.intrinsic's BNReLU{2,3}d (cls's)."""
-    from qplugin._ao import classes
-    name = cls._FLOAT_MODULE  # "BNReLU2d" / "BNReLU3d"
-    if type(bn_relu) not in classes(f"intrinsic.{name}"):
-        raise TypeError(f"{cls._QPLUGIN_NAME}.from_reference: expected a"
-                        f" torch.ao.nn.intrinsic.{name}, got"
-                        f" {type(bn_relu).__module__}.{type(bn_relu).__qualname__}")
 
 
 class BNReLU2d(BatchNorm2d):
@@ -36,12 +26,6 @@ class BNReLU2d(BatchNorm2d):
                                                    self.running_mean, self.running_var, self.eps,
                                                    float(self.scale), int(self.zero_point))
 
-    @classmethod
-    def from_reference(cls, bn_relu, output_scale, output_zero_point):
-        """From a fused float torch.ao.nn.intrinsic.BNReLU2d and the output qparams."""
-        _check_bn_relu(cls, bn_relu)
-        return super().from_reference(bn_relu[0], output_scale, output_zero_point)
-
 
 class BNReLU3d(BatchNorm3d):
     r"""Fused BatchNorm3d and ReLU. Same interface as :class:`qplugin.nn.BatchNorm3d`;
@@ -57,9 +41,3 @@ class BNReLU3d(BatchNorm3d):
         return torch.ops.qplugin.batch_norm3d_relu(input, self.weight, self.bias,
                                                    self.running_mean, self.running_var, self.eps,
                                                    float(self.scale), int(self.zero_point))
-
-    @classmethod
-    def from_reference(cls, bn_relu, output_scale, output_zero_point):
-        """From a fused float torch.ao.nn.intrinsic.BNReLU3d and the output qparams."""
-        _check_bn_relu(cls, bn_relu)
-        return super().from_reference(bn_relu[0], output_scale, output_zero_point)

@@ -11,17 +11,47 @@ from qplugin.nn.modules.utils import _packed_op_call
 __all__ = ["LinearLeakyReLU", "LinearReLU", "LinearTanh"]
 
 
-class LinearReLU(Linear):
+class _FusedLinear(Linear):
+    """What the fused linears share besides forward (written out per class: each calls its own
+    op, so TorchScript compiles it): the constructor (``bias``, where qplugin.nn.Linear has
+    ``bias_``), the repr name, the float classes from_float takes and from_reference through the
+    reference Linear inside the fused module. Subclasses set _NAME, the fused class's name."""
+
+    _FLOAT_MODULE = None  # unused: _float_module_types gives the fused classes
+    _NAME = "LinearReLU"
+
+    def __init__(self, in_features, out_features, bias=True, dtype=torch.qint8):
+        super().__init__(in_features, out_features, bias, dtype)
+
+    def _get_name(self):
+        return "Quantized" + self._NAME
+
+    @classmethod
+    def _float_module_types(cls):
+        # LinearReLU: qplugin's float class, and torch.ao's when importable (qplugin/_ao.py);
+        # LinearLeakyReLU / LinearTanh are torch.ao-only patterns (qplugin has no float class):
+        # without torch.ao, from_float accepts nothing and raises TypeError naming no class.
+        # Looked up at from_float time (qplugin.quantization imports qplugin.nn).
+        from qplugin._ao import classes, torch_ao
+        if cls._NAME == "LinearReLU":
+            return classes("intrinsic.LinearReLU")
+        nni = torch_ao("nn.intrinsic")
+        return () if nni is None else (getattr(nni, cls._NAME),)
+
+    @classmethod
+    def from_reference(cls, ref_mod, output_scale, output_zero_point):
+        """From a reference fused module (``ref[0]`` is the reference quantized Linear)."""
+        return super().from_reference(ref_mod[0], output_scale, output_zero_point)
+
+
+class LinearReLU(_FusedLinear):
     r"""A Linear fused with ReLU: quint8 in and out, output clamped below at its zero point.
 
     Same interface as :class:`qplugin.nn.Linear`; ``from_float`` takes a (prepared) fused
     ``torch.ao.nn.intrinsic.LinearReLU`` or its QAT form.
     """
 
-    _FLOAT_MODULE = None  # unused: _float_module_types (below) gives LinearReLU classes
-
-    def __init__(self, in_features, out_features, bias=True, dtype=torch.qint8):
-        super().__init__(in_features, out_features, bias, dtype)
+    _NAME = "LinearReLU"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.jit.is_scripting():
@@ -30,30 +60,8 @@ class LinearReLU(Linear):
         return _packed_op_call(torch.ops.qplugin.linear_relu.default,
                                (x, self._packed_params._packed_params, self.scale, self.zero_point))
 
-    def _get_name(self):
-        return "QuantizedLinearReLU"
 
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        return super().from_float(mod, use_precomputed_fake_quant)
-
-    @classmethod
-    def from_reference(cls, ref_linear_relu, output_scale, output_zero_point):
-        """From a reference fused module (``ref[0]`` is the reference quantized Linear)."""
-        return super().from_reference(ref_linear_relu[0], output_scale, output_zero_point)
-
-
-def _float_module():
-    # qplugin's float LinearReLU, and torch.ao's when importable (qplugin/_ao.py); looked up at
-    # from_float time (qplugin.quantization imports qplugin.nn, so not at import time).
-    from qplugin._ao import classes
-    return classes("intrinsic.LinearReLU")
-
-
-LinearReLU._float_module_types = classmethod(lambda cls: _float_module())
-
-
-class LinearLeakyReLU(Linear):
+class LinearLeakyReLU(_FusedLinear):
     r"""A Linear fused with LeakyReLU (≙ torch.ao.nn.intrinsic.quantized.LinearLeakyReLU, which
     runs on PyTorch's onednn engine only): ``y = quant(leaky_relu(x @ W^T + b, negative_slope))``
     on the real-valued result (torch.ops.qplugin.linear_leaky_relu).
@@ -63,7 +71,7 @@ class LinearLeakyReLU(Linear):
     ``torch.ao.nn.intrinsic.LinearLeakyReLU``.
     """
 
-    _FLOAT_MODULE = None  # unused: _float_module_types (below) gives LinearLeakyReLU classes
+    _NAME = "LinearLeakyReLU"
 
     def __init__(self, in_features, out_features, negative_slope, bias=True, dtype=torch.qint8):
         super().__init__(in_features, out_features, bias, dtype)
@@ -78,19 +86,12 @@ class LinearLeakyReLU(Linear):
                                (x, self._packed_params._packed_params, self.scale,
                                 self.zero_point, self.negative_slope))
 
-    def _get_name(self):
-        return "QuantizedLinearLeakyReLU"
-
     def extra_repr(self):
         return super().extra_repr() + f", negative_slope={self.negative_slope}"
 
     @classmethod
     def _new_from_float(cls, fused, in_features, out_features):
         return cls(in_features, out_features, fused[1].negative_slope, dtype=torch.qint8)
-
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        return super().from_float(mod, use_precomputed_fake_quant)
 
     @classmethod
     def from_reference(cls, ref_mod, output_scale, output_zero_point):
@@ -105,7 +106,7 @@ class LinearLeakyReLU(Linear):
         return q
 
 
-class LinearTanh(Linear):
+class LinearTanh(_FusedLinear):
     r"""A Linear fused with Tanh (≙ torch.ao.nn.intrinsic.quantized.LinearTanh, onednn-only in
     PyTorch): ``y = quant(tanh(x @ W^T + b))`` on the real-valued result
     (torch.ops.qplugin.linear_tanh).
@@ -114,10 +115,7 @@ class LinearTanh(Linear):
     ``torch.ao.nn.intrinsic.LinearTanh``.
     """
 
-    _FLOAT_MODULE = None  # unused: _float_module_types (below) gives LinearTanh classes
-
-    def __init__(self, in_features, out_features, bias=True, dtype=torch.qint8):
-        super().__init__(in_features, out_features, bias, dtype)
+    _NAME = "LinearTanh"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.jit.is_scripting():
@@ -125,33 +123,3 @@ class LinearTanh(Linear):
                                                  self.zero_point)
         return _packed_op_call(torch.ops.qplugin.linear_tanh.default,
                                (x, self._packed_params._packed_params, self.scale, self.zero_point))
-
-    def _get_name(self):
-        return "QuantizedLinearTanh"
-
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        return super().from_float(mod, use_precomputed_fake_quant)
-
-    @classmethod
-    def from_reference(cls, ref_mod, output_scale, output_zero_point):
-        """From a reference fused module (``ref[0]`` is the reference quantized Linear)."""
-        return super().from_reference(ref_mod[0], output_scale, output_zero_point)
-
-
-def _float_modules():
-    # torch.ao-only patterns (qplugin has no float LinearLeakyReLU / LinearTanh): without
-    # torch.ao, from_float accepts nothing and raises TypeError naming no class.
-    from qplugin._ao import torch_ao
-    nni = torch_ao("nn.intrinsic")
-    if nni is None:
-        return (), ()
-    return nni.LinearLeakyReLU, nni.LinearTanh
-
-
-LinearLeakyReLU._float_module_types = classmethod(lambda cls: _as_tuple(_float_modules()[0]))
-LinearTanh._float_module_types = classmethod(lambda cls: _as_tuple(_float_modules()[1]))
-
-
-def _as_tuple(c):
-    return c if isinstance(c, tuple) else (c,)
