@@ -8,7 +8,7 @@ load both ways. Extension: padding_mode 'reflect', 'replicate' and 'circular' (P
 convs only take 'zeros' and 'reflect'): the padding copies quantized values, so it is exact.
 """
 import copy
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +16,7 @@ from torch.nn.modules.utils import _pair, _single, _triple
 
 from qplugin.nn.modules.linear import _hide_packed_params_repr
 from qplugin.nn.modules.utils import (_check_zero_point, _observe_qint8_weight,
-                                      _observed_output, _packed_op_call)
+                                      _observed_output, _packed_forward)
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -68,6 +68,21 @@ def _conv_input(where: str, input: torch.Tensor, rank: int, shape: str, padding:
     if padding_mode != "zeros":
         input = _pad_quantized(input, _reverse_repeat_padding(padding), padding_mode)
     return input
+
+
+def _conv_forward(op: str, overload: str, where: str, rank: int, shape: str,
+                  transposed: bool = False, inputs: Tuple[str, ...] = ("input",)):
+    """forward of a conv module (and its fused forms): the rank check (and padding for a
+    padding_mode other than 'zeros'; transposed convs have only 'zeros'), then
+    torch.ops.qplugin.<op> on the packed weight and the output qparams (utils._packed_forward)."""
+    if transposed:
+        prologue = f'_check_conv_rank("{where}", input, {rank}, "{shape}")'
+    else:
+        prologue = (f'input = _conv_input("{where}", input, {rank}, "{shape}", '
+                    'list(self.padding), self.padding_mode)')
+    return _packed_forward(op, overload, inputs=inputs, prologue=prologue, where=where,
+                           namespace={"_conv_input": _conv_input,
+                                      "_check_conv_rank": _check_conv_rank})
 
 
 def _quantize_conv_weight(float_wt, observer, axis):
@@ -355,13 +370,7 @@ class Conv1d(_ConvNd):
     def _weight_bias(self):
         return torch.ops.qplugin.conv1d_unpack(self._packed_params)
 
-    def forward(self, input):
-        input = _conv_input("qplugin.nn.Conv1d", input, 3, " (N, C, L)",
-                            list(self.padding), self.padding_mode)
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv1d(input, self._packed_params, self.scale, self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv1d.default,
-                               (input, self._packed_params, self.scale, self.zero_point))
+    forward = _conv_forward("conv1d", "default", "qplugin.nn.Conv1d", 3, " (N, C, L)")
 
 
 class Conv2d(_ConvNd):
@@ -377,13 +386,7 @@ class Conv2d(_ConvNd):
             w, b, self.stride, _packed_padding(list(self.padding), self.padding_mode),
             self.dilation, self.groups)
 
-    def forward(self, input):
-        input = _conv_input("qplugin.nn.Conv2d", input, 4, " (N, C, H, W)",
-                            list(self.padding), self.padding_mode)
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv2d(input, self._packed_params, self.scale, self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv2d.new,
-                               (input, self._packed_params, self.scale, self.zero_point))
+    forward = _conv_forward("conv2d", "new", "qplugin.nn.Conv2d", 4, " (N, C, H, W)")
 
 
 class Conv3d(_ConvNd):
@@ -399,13 +402,7 @@ class Conv3d(_ConvNd):
             w, b, self.stride, _packed_padding(list(self.padding), self.padding_mode),
             self.dilation, self.groups)
 
-    def forward(self, input):
-        input = _conv_input("qplugin.nn.Conv3d", input, 5, " (N, C, D, H, W)",
-                            list(self.padding), self.padding_mode)
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv3d(input, self._packed_params, self.scale, self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv3d.new,
-                               (input, self._packed_params, self.scale, self.zero_point))
+    forward = _conv_forward("conv3d", "new", "qplugin.nn.Conv3d", 5, " (N, C, D, H, W)")
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -464,13 +461,8 @@ class ConvTranspose1d(_ConvTransposeNd):
     def _weight_bias(self):
         return torch.ops.qplugin.conv_transpose1d_unpack(self._packed_params)
 
-    def forward(self, input):
-        _check_conv_rank("qplugin.nn.ConvTranspose1d", input, 3, "")
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv_transpose1d(input, self._packed_params, self.scale,
-                                                       self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv_transpose1d.default,
-                               (input, self._packed_params, self.scale, self.zero_point))
+    forward = _conv_forward("conv_transpose1d", "default", "qplugin.nn.ConvTranspose1d", 3, "",
+                            transposed=True)
 
 
 class ConvTranspose2d(_ConvTransposeNd):
@@ -488,13 +480,8 @@ class ConvTranspose2d(_ConvTransposeNd):
     def _weight_bias(self):
         return torch.ops.qplugin.conv_transpose2d_unpack(self._packed_params)
 
-    def forward(self, input):
-        _check_conv_rank("qplugin.nn.ConvTranspose2d", input, 4, "")
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv_transpose2d(input, self._packed_params, self.scale,
-                                                       self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv_transpose2d.default,
-                               (input, self._packed_params, self.scale, self.zero_point))
+    forward = _conv_forward("conv_transpose2d", "default", "qplugin.nn.ConvTranspose2d", 4, "",
+                            transposed=True)
 
 
 class ConvTranspose3d(_ConvTransposeNd):
@@ -512,10 +499,5 @@ class ConvTranspose3d(_ConvTransposeNd):
     def _weight_bias(self):
         return torch.ops.qplugin.conv_transpose3d_unpack(self._packed_params)
 
-    def forward(self, input):
-        _check_conv_rank("qplugin.nn.ConvTranspose3d", input, 5, "")
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv_transpose3d(input, self._packed_params, self.scale,
-                                                       self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv_transpose3d.default,
-                               (input, self._packed_params, self.scale, self.zero_point))
+    forward = _conv_forward("conv_transpose3d", "default", "qplugin.nn.ConvTranspose3d", 5, "",
+                            transposed=True)

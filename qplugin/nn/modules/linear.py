@@ -5,12 +5,21 @@ qplugin/nn/intrinsic/linear_relu.py (the fused form), tests/linear/test_linear_m
 The state-dict layout is the same as torch.ao.nn.quantized.Linear's (version 3), so checkpoints
 load in both directions; only the packed object inside differs (qplugin's, repacked on load).
 """
+from typing import Tuple
+
 import torch
 
 from qplugin.nn.modules.utils import (_check_zero_point, _observe_qint8_weight,
-                                      _observed_output, _packed_op_call, _PackedHolder)
+                                      _observed_output, _packed_forward, _PackedHolder)
 
 __all__ = ["LinearPackedParams", "Linear"]
+
+
+def _linear_forward(op: str, where: str, extra: Tuple[str, ...] = ()):
+    """forward(self, x) of Linear and its fused forms: torch.ops.qplugin.<op> on the packed
+    weight and the output qparams (utils._packed_forward)."""
+    return _packed_forward(op, "default", weight="self._packed_params._packed_params",
+                           inputs=("x",), annotated=True, extra=extra, where=where)
 
 
 def _quantize_weight(float_wt, observer):
@@ -216,12 +225,7 @@ class Linear(_PackedLinear, torch.nn.Module):
     def __repr__(self):
         return _hide_packed_params_repr(self, LinearPackedParams)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.linear(x, self._packed_params._packed_params, self.scale,
-                                            self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.linear.default,
-                               (x, self._packed_params._packed_params, self.scale, self.zero_point))
+    forward = _linear_forward("linear", "qplugin.nn.Linear")
 
     # State-dict layout (the same as torch.ao.nn.quantized.Linear's, so checkpoints load both
     # ways; the packed weights never leave the process: they are unpacked here and repacked

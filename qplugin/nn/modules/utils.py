@@ -4,7 +4,7 @@ carries output qparams. Changes with: every file in qplugin/nn/modules and qplug
 """
 import math
 import numbers
-from typing import Any, Dict, List, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
 import torch
 from torch.nn.utils.parametrize import type_before_parametrizations
@@ -297,3 +297,27 @@ def _packed_op_call(op, args: Tuple[Any, ...]):
         if isinstance(args[0], qtensor):
             return route(op, args, {})
     return op(*args)
+
+
+def _packed_forward(op: str, overload: str, *, weight: str = "self._packed_params",
+                    inputs: Tuple[str, ...] = ("input",), annotated: bool = False,
+                    prologue: str = "", extra: Tuple[str, ...] = (),
+                    namespace: Optional[Dict[str, Any]] = None, where: str) -> Callable:
+    """The forward of a module over a packed-params op (linear, conv and their fused forms):
+    `torch.ops.qplugin.<op>(*inputs, weight, self.scale, self.zero_point, *extra)` written out
+    literally for TorchScript, and outside it the op's `<overload>` through _packed_op_call (the
+    PT2 route). The source is generated (qplugin/_codegen.py) from these arguments, one line of
+    `prologue` (e.g. the conv's input check) first; `where` names the class for the file name."""
+    from ..._codegen import compile_function
+    params = ", ".join(inputs)
+    sig = (f"self, {', '.join(f'{n}: torch.Tensor' for n in inputs)}) -> torch.Tensor"
+           if annotated else f"self, {params})")
+    args = ", ".join((*inputs, weight, "self.scale", "self.zero_point", *extra))
+    source = (f"def forward({sig}:\n"
+              + (f"    {prologue}\n" if prologue else "")
+              + "    if torch.jit.is_scripting():\n"
+              f"        return torch.ops.qplugin.{op}({args})\n"
+              f"    return _packed_op_call(torch.ops.qplugin.{op}.{overload}, ({args},))\n")
+    scope = {"torch": torch, "_packed_op_call": _packed_op_call, **(namespace or {})}
+    return compile_function(source, "forward", f"{where}'s packed-op forward", scope,
+                            "qplugin.nn.modules.utils")

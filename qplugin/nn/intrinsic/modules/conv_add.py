@@ -6,8 +6,7 @@ Changes with: qplugin/nn/modules/conv.py, csrc/ops/quantized_cpu/conv_kernel.cpp
 """
 import torch
 
-from qplugin.nn.modules.conv import Conv2d, _conv_input
-from qplugin.nn.modules.utils import _packed_op_call
+from qplugin.nn.modules.conv import Conv2d, _conv_forward
 
 __all__ = ["ConvAdd2d", "ConvAddReLU2d"]
 
@@ -34,15 +33,8 @@ class ConvAdd2d(_ConvAddMixin, Conv2d):
 
     _NAME = "ConvAdd2d"
 
-    def forward(self, input, extra_input):  # type: ignore[override]
-        input = _conv_input("qplugin.nn.intrinsic.ConvAdd2d", input, 4, "",
-                            list(self.padding), self.padding_mode)
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv2d_add(input, extra_input, self._packed_params,
-                                                self.scale, self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv2d_add.default,
-                               (input, extra_input, self._packed_params, self.scale,
-                                self.zero_point))
+    forward = _conv_forward("conv2d_add", "default", "qplugin.nn.intrinsic.ConvAdd2d", 4, "", 
+                            inputs=("input", "extra_input"))
 
 
 class ConvAddReLU2d(_ConvAddMixin, Conv2d):
@@ -53,12 +45,5 @@ class ConvAddReLU2d(_ConvAddMixin, Conv2d):
 
     _NAME = "ConvAddReLU2d"
 
-    def forward(self, input, extra_input):  # type: ignore[override]
-        input = _conv_input("qplugin.nn.intrinsic.ConvAddReLU2d", input, 4, "",
-                            list(self.padding), self.padding_mode)
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv2d_add_relu(input, extra_input, self._packed_params,
-                                                     self.scale, self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv2d_add_relu.default,
-                               (input, extra_input, self._packed_params, self.scale,
-                                self.zero_point))
+    forward = _conv_forward("conv2d_add_relu", "default", "qplugin.nn.intrinsic.ConvAddReLU2d", 4, "", 
+                            inputs=("input", "extra_input"))

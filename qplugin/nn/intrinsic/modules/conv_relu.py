@@ -4,8 +4,7 @@ Changes with: qplugin/nn/modules/conv.py.
 """
 import torch
 
-from qplugin.nn.modules.conv import Conv1d, Conv2d, Conv3d, _conv_input
-from qplugin.nn.modules.utils import _packed_op_call
+from qplugin.nn.modules.conv import Conv1d, Conv2d, Conv3d, _conv_forward
 
 __all__ = ["ConvReLU1d", "ConvReLU2d", "ConvReLU3d"]
 
@@ -26,37 +25,16 @@ class _ConvReLUMixin:
 class ConvReLU1d(_ConvReLUMixin, Conv1d):
     _NAME = "ConvReLU1d"
 
-    def forward(self, input):
-        input = _conv_input("qplugin.nn.intrinsic.ConvReLU1d", input, 3, "",
-                            list(self.padding), self.padding_mode)
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv1d_relu(input, self._packed_params, self.scale,
-                                                 self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv1d_relu.default,
-                               (input, self._packed_params, self.scale, self.zero_point))
+    forward = _conv_forward("conv1d_relu", "default", "qplugin.nn.intrinsic.ConvReLU1d", 3, "")
 
 
 class ConvReLU2d(_ConvReLUMixin, Conv2d):
     _NAME = "ConvReLU2d"
 
-    def forward(self, input):
-        input = _conv_input("qplugin.nn.intrinsic.ConvReLU2d", input, 4, "",
-                            list(self.padding), self.padding_mode)
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv2d_relu(input, self._packed_params, self.scale,
-                                                 self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv2d_relu.new,
-                               (input, self._packed_params, self.scale, self.zero_point))
+    forward = _conv_forward("conv2d_relu", "new", "qplugin.nn.intrinsic.ConvReLU2d", 4, "")
 
 
 class ConvReLU3d(_ConvReLUMixin, Conv3d):
     _NAME = "ConvReLU3d"
 
-    def forward(self, input):
-        input = _conv_input("qplugin.nn.intrinsic.ConvReLU3d", input, 5, "",
-                            list(self.padding), self.padding_mode)
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.conv3d_relu(input, self._packed_params, self.scale,
-                                                 self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.conv3d_relu.new,
-                               (input, self._packed_params, self.scale, self.zero_point))
+    forward = _conv_forward("conv3d_relu", "new", "qplugin.nn.intrinsic.ConvReLU3d", 5, "")

@@ -5,8 +5,7 @@ Changes with: qplugin/nn/modules/linear.py.
 """
 import torch
 
-from qplugin.nn.modules.linear import Linear
-from qplugin.nn.modules.utils import _packed_op_call
+from qplugin.nn.modules.linear import Linear, _linear_forward
 
 __all__ = ["LinearLeakyReLU", "LinearReLU", "LinearTanh"]
 
@@ -53,12 +52,7 @@ class LinearReLU(_FusedLinear):
 
     _NAME = "LinearReLU"
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.linear_relu(x, self._packed_params._packed_params, self.scale,
-                                                 self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.linear_relu.default,
-                               (x, self._packed_params._packed_params, self.scale, self.zero_point))
+    forward = _linear_forward("linear_relu", "qplugin.nn.intrinsic.LinearReLU")
 
 
 class LinearLeakyReLU(_FusedLinear):
@@ -77,14 +71,8 @@ class LinearLeakyReLU(_FusedLinear):
         super().__init__(in_features, out_features, bias, dtype)
         self.negative_slope = float(negative_slope)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.linear_leaky_relu(x, self._packed_params._packed_params,
-                                                       self.scale, self.zero_point,
-                                                       self.negative_slope)
-        return _packed_op_call(torch.ops.qplugin.linear_leaky_relu.default,
-                               (x, self._packed_params._packed_params, self.scale,
-                                self.zero_point, self.negative_slope))
+    forward = _linear_forward("linear_leaky_relu", "qplugin.nn.intrinsic.LinearLeakyReLU",
+                              extra=("self.negative_slope",))
 
     def extra_repr(self):
         return super().extra_repr() + f", negative_slope={self.negative_slope}"
@@ -117,9 +105,4 @@ class LinearTanh(_FusedLinear):
 
     _NAME = "LinearTanh"
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            return torch.ops.qplugin.linear_tanh(x, self._packed_params._packed_params, self.scale,
-                                                 self.zero_point)
-        return _packed_op_call(torch.ops.qplugin.linear_tanh.default,
-                               (x, self._packed_params._packed_params, self.scale, self.zero_point))
+    forward = _linear_forward("linear_tanh", "qplugin.nn.intrinsic.LinearTanh")
