@@ -15,7 +15,6 @@
 #include <immintrin.h>
 #endif
 
-#include "common/inline.h"
 #include "kernels/embedding/embedding.h"
 
 namespace qplugin {
@@ -225,23 +224,6 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
       *b = half_to_float(hb);
     }
   };
-  // The rows of entries [s0, s1) in order, prefetching ahead and skipping pruned ones:
-  // f(row, scale, bias), scale and bias times the entry's weight when w is given.
-  auto each_row = [&](int64_t s0, int64_t s1, const float* w, auto&& f) QPLUGIN_LAMBDA_INLINE {
-    for (int64_t i = s0; i < s1; ++i) {
-      prefetch(i + kPrefetch);
-      const int64_t r = row_of(i);
-      if (r < 0) continue;
-      const uint8_t* row = table + r * rb;
-      float sc, bi;
-      scale_bias(row, &sc, &bi);
-      if (w != nullptr) {
-        sc = w[i] * sc;
-        bi = w[i] * bi;
-      }
-      f(row, sc, bi);
-    }
-  };
   // Warm-up: every line of the first kPrefetch rows.
   for (int64_t i = a.offsets[b0]; i < a.offsets[b0] + kPrefetch && i < pend; ++i) {
     const int64_t r = row_of(i);
@@ -264,14 +246,20 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
     int64_t s1 = a.offsets[bag + 1];
     if (a.mode == BagMode::kMax) {
       bool first = true;
-      each_row(s0, s1, /*w=*/nullptr, [&](const uint8_t* row, float sc, float bi) {
+      for (int64_t i = s0; i < s1; ++i) {
+        prefetch(i + kPrefetch);
+        const int64_t r = row_of(i);
+        if (r < 0) continue;
+        const uint8_t* row = table + r * rb;
+        float sc, bi;
+        scale_bias(row, &sc, &bi);
         if (first) {
           row_set<Bits, Ops>(o, row, dim, sc, bi);
           first = false;
         } else {
           row_max<Bits, Ops>(o, row, dim, sc, bi);
         }
-      });
+      }
       if (first) std::memset(o, 0, static_cast<size_t>(dim) * sizeof(float));
       continue;
     }
@@ -284,18 +272,38 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
       // acc = fma(a, q, acc) from 0, rows in order, so the same bytes).
       if (dim <= Ops::kRegCols) {
         typename Ops::template RegAcc<Bits> acc(dim);
-        each_row(s0, s1, w, [&](const uint8_t* row, float sc, float bi) {
+        for (int64_t i = s0; i < s1; ++i) {
+          prefetch(i + kPrefetch);
+          const int64_t r = row_of(i);
+          if (r < 0) continue;
           ++count;
+          const uint8_t* row = table + r * rb;
+          float sc, bi;
+          scale_bias(row, &sc, &bi);
+          if (w != nullptr) {
+            sc = w[i] * sc;
+            bi = w[i] * bi;
+          }
           acc.add(row, sc);
           bsum += bi;
-        });
+        }
         acc.store(o);
         init = false;
         s1 = s0;  // done: skip the batch loop below
       }
     }
-    each_row(s0, s1, w, [&](const uint8_t* row, float sc, float bi) {
+    for (int64_t i = s0; i < s1; ++i) {
+      prefetch(i + kPrefetch);
+      const int64_t r = row_of(i);
+      if (r < 0) continue;
       ++count;
+      const uint8_t* row = table + r * rb;
+      float sc, bi;
+      scale_bias(row, &sc, &bi);
+      if (w != nullptr) {
+        sc = w[i] * sc;
+        bi = w[i] * bi;
+      }
       rows[nb] = row;
       mult[nb] = sc;
       ++nb;
@@ -305,7 +313,7 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
         init = false;
         nb = 0;
       }
-    });
+    }
     if (nb > 0 || init) sum_batch(o, rows, mult, nb, dim, init);
     if (a.mode == BagMode::kMean && count > 0) {
       const float n = static_cast<float>(count);
