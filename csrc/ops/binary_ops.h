@@ -12,14 +12,15 @@
   X("mul_scalar_relu", true, true)
 
 // The Tensor x Scalar forms, the same schema and kernels under two spellings: <op>.Scalar,
-// .Scalar_out, .Scalar_plain of the binary names (SCALAR = ".Scalar", SCALAR_OUT =
-// ".Scalar_out", PLAIN = ".Scalar_plain") and <op>, _out, .plain of the deprecated scalar names
-// ("", "_out", ".plain"). Output qparams follow from the input's (PyTorch's rules); the PT2 form
-// returns codes only. Inside a function or block with `torch::Library& m`.
-#define QPLUGIN_DEF_SCALAR_FORMS(NAME, SCALAR, SCALAR_OUT, PLAIN)                              \
-  m.def(NAME SCALAR "(Tensor qa, Scalar b) -> Tensor qc");                                    \
-  m.def(NAME SCALAR_OUT "(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out");           \
-  m.def(NAME PLAIN "(Tensor qa, float qa_scale, int qa_zero_point, Scalar b) -> Tensor qc");
+// .Scalar_out, .Scalar_plain of the binary names and <op>, _out, .plain of the deprecated scalar
+// names. Output qparams follow from the input's (PyTorch's rules); the PT2 form returns codes
+// only. The schemas after the name (each family defines them in PyTorch's overload order, which
+// torch.ops.<op>.overloads() reports), then the kernels' registration, inside a function or block
+// with `torch::Library& m` (MUL, RELU: the kernel templates' flags).
+#define QPLUGIN_SCALAR_SCHEMA "(Tensor qa, Scalar b) -> Tensor qc"
+#define QPLUGIN_SCALAR_OUT_SCHEMA "(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out"
+#define QPLUGIN_SCALAR_PLAIN_SCHEMA \
+  "(Tensor qa, float qa_scale, int qa_zero_point, Scalar b) -> Tensor qc"
 #define QPLUGIN_IMPL_SCALAR_FORMS(NAME, MUL, RELU, SCALAR, SCALAR_OUT, PLAIN)                  \
   m.impl(NAME SCALAR, TORCH_FN((qplugin::ops::scalar_op<MUL, RELU>)));                        \
   m.impl(NAME SCALAR_OUT, TORCH_FN((qplugin::ops::scalar_out_op<MUL, RELU>)));                \
