@@ -82,28 +82,43 @@ bool same_state(const c10::intrusive_ptr<T>& a, const c10::intrusive_ptr<T>& b) 
   return state_equal(c10::IValue(a->getstate()), c10::IValue(b->getstate()));
 }
 
+using qplugin::CellParams;
+using qplugin::EmbeddingPackedParams;
+using qplugin::LinearPackedParams;
+using qplugin::LinearPackedParamsFp16;
+
+// A torchbind method of class T that returns self->method() (a method of T or of a base class).
+template <class T, class C, class R>
+auto getter(R (C::*method)() const) {
+  return [method](const c10::intrusive_ptr<T>& self) { return ((*self).*method)(); };
+}
+
 // What every packed-params class has: pickling as its versioned, unpacked state (__setstate__
 // accepts Any so that it can parse every historical version and reject malformed states with a
-// clear error), unpack(), __eq__ and __len__. The caller chains the class's own methods.
+// clear error), unpack(), __eq__ and __len__; and kernel() (the name of the kernel chosen at
+// prepack) for the classes that choose one. The caller chains the class's own methods.
 template <class T>
 torch::class_<T> packed_class(torch::Library& m, const char* name) {
   using P = c10::intrusive_ptr<T>;
-  return m.class_<T>(name)
-      .def_pickle([](const P& self) -> typename T::State { return self->getstate(); },
-                  [](c10::IValue state) -> P { return T::setstate(state); })
-      .def("unpack", [](const P& self) { return self->unpack(); })
-      .def("__eq__", [](const P& self, const P& other) { return same_state(self, other); })
-      .def("__len__", [name](const P& self) { return no_len(self, name); });
+  auto c = m.class_<T>(name)
+               .def_pickle([](const P& self) -> typename T::State { return self->getstate(); },
+                           [](c10::IValue state) -> P { return T::setstate(state); })
+               .def("unpack", getter<T>(&T::unpack))
+               .def("__eq__", [](const P& self, const P& other) { return same_state(self, other); })
+               .def("__len__", [name](const P& self) { return no_len(self, name); });
+  if constexpr (requires(const T& t) { t.kernel_name(); }) {
+    c.def("kernel", getter<T>(&T::kernel_name));
+  }
+  return c;
 }
 
 // packed_class plus what both linear classes have: bias(), in_features(), out_features().
 template <class T>
 torch::class_<T> linear_class(torch::Library& m, const char* name) {
-  using P = c10::intrusive_ptr<T>;
   return packed_class<T>(m, name)
-      .def("bias", [](const P& self) { return self->bias(); })
-      .def("in_features", [](const P& self) { return self->in_features(); })
-      .def("out_features", [](const P& self) { return self->out_features(); });
+      .def("bias", getter<T>(&T::bias))
+      .def("in_features", getter<T>(&T::in_features))
+      .def("out_features", getter<T>(&T::out_features));
 }
 
 // __obj_flatten__'s weight_shape of a linear class: [out_features, in_features].
@@ -127,70 +142,69 @@ auto conv_obj_flatten(const c10::intrusive_ptr<T>& self) {
                          kv("transposed", self->transpose()));
 }
 
+auto linear_obj_flatten(const c10::intrusive_ptr<LinearPackedParams>& self) {
+  return std::make_tuple(linear_weight_shape(self),
+                         kv("qscheme", qscheme_name(self->per_channel())),
+                         kv("has_bias", self->bias().has_value()));
+}
+
+auto linear_fp16_obj_flatten(const c10::intrusive_ptr<LinearPackedParamsFp16>& self) {
+  return std::make_tuple(linear_weight_shape(self), kv("has_bias", self->bias().has_value()));
+}
+
+auto cell_obj_flatten(const c10::intrusive_ptr<CellParams>& self) {
+  return std::make_tuple(kv("weight_dtype", self->dtype()), kv("w_ih_shape", self->w_ih_shape()),
+                         kv("w_hh_shape", self->w_hh_shape()),
+                         kv("reduce_range_", self->reduce_range()));
+}
+
+auto embedding_obj_flatten(const c10::intrusive_ptr<EmbeddingPackedParams>& self) {
+  return std::make_tuple(kv("bits", self->bit_rate()), kv("num_embeddings", self->num_embeddings()),
+                         kv("embedding_dim", self->embedding_dim()));
+}
+
 // Conv2dPackedParams / Conv3dPackedParams: the same methods as PyTorch's Conv{2,3}dPackedParamsBase
 // (stride, padding, output_padding, dilation, groups, transpose, unpack) plus kernel(); pickled as a
 // versioned, unpacked state (conv_packed_params.h).
 template <class T>
 void register_conv_class(torch::Library& m, const char* name) {
-  using P = c10::intrusive_ptr<T>;
   packed_class<T>(m, name)
-      .def("stride", [](const P& self) { return self->stride(); })
-      .def("padding", [](const P& self) { return self->padding(); })
-      .def("output_padding", [](const P& self) { return self->output_padding(); })
-      .def("dilation", [](const P& self) { return self->dilation(); })
-      .def("groups", [](const P& self) { return self->groups(); })
-      .def("transpose", [](const P& self) { return self->transpose(); })
-      .def("kernel", [](const P& self) { return self->kernel_name(); })
-      .def("__obj_flatten__", [](const P& self) { return conv_obj_flatten(self); });
+      .def("stride", getter<T>(&T::stride))
+      .def("padding", getter<T>(&T::padding))
+      .def("output_padding", getter<T>(&T::output_padding))
+      .def("dilation", getter<T>(&T::dilation))
+      .def("groups", getter<T>(&T::groups))
+      .def("transpose", getter<T>(&T::transpose))
+      .def("__obj_flatten__", &conv_obj_flatten<T>);
 }
 
 }  // namespace
 
 TORCH_LIBRARY(qplugin, m) {
   // LinearPackedParams: pickled as a versioned, unpacked state (linear_packed_params.h).
-  using PL = c10::intrusive_ptr<qplugin::LinearPackedParams>;
-  linear_class<qplugin::LinearPackedParams>(m, "LinearPackedParams")
-      .def("packed_size_bytes", [](const PL& self) { return self->packed_size_bytes(); })
-      .def("packed_weight_bytes", [](const PL& self) { return self->packed_weight_bytes(); })
-      .def("kernel", [](const PL& self) { return self->kernel_name(); })
-      .def("__obj_flatten__", [](const PL& self) {
-        return std::make_tuple(linear_weight_shape(self),
-                               kv("qscheme", qscheme_name(self->per_channel())),
-                               kv("has_bias", self->bias().has_value()));
-      });
+  linear_class<LinearPackedParams>(m, "LinearPackedParams")
+      .def("packed_size_bytes", getter<LinearPackedParams>(&LinearPackedParams::packed_size_bytes))
+      .def("packed_weight_bytes",
+           getter<LinearPackedParams>(&LinearPackedParams::packed_weight_bytes))
+      .def("__obj_flatten__", &linear_obj_flatten);
   // LinearPackedParamsFp16 (dynamic fp16 linear, #17): pickled as a versioned, unpacked state
   // (linear_fp16_packed_params.h).
-  using PF = c10::intrusive_ptr<qplugin::LinearPackedParamsFp16>;
-  linear_class<qplugin::LinearPackedParamsFp16>(m, "LinearPackedParamsFp16")
-      .def("__obj_flatten__", [](const PF& self) {
-        return std::make_tuple(linear_weight_shape(self), kv("has_bias", self->bias().has_value()));
-      });
+  linear_class<LinearPackedParamsFp16>(m, "LinearPackedParamsFp16")
+      .def("__obj_flatten__", &linear_fp16_obj_flatten);
   // CellParams (dynamic RNN layer / cell weights, #17): the two packed projections, int8 or
   // float16; pickled as a versioned, unpacked state (cell_params.h).
-  using PC = c10::intrusive_ptr<qplugin::CellParams>;
-  packed_class<qplugin::CellParams>(m, "CellParams")
-      .def("dtype", [](const PC& self) { return self->dtype(); })
-      .def("reduce_range", [](const PC& self) { return self->reduce_range(); })
-      .def("__obj_flatten__", [](const PC& self) {
-        return std::make_tuple(kv("weight_dtype", self->dtype()),
-                               kv("w_ih_shape", self->w_ih_shape()),
-                               kv("w_hh_shape", self->w_hh_shape()),
-                               kv("reduce_range_", self->reduce_range()));
-      });
+  packed_class<CellParams>(m, "CellParams")
+      .def("dtype", getter<CellParams>(&CellParams::dtype))
+      .def("reduce_range", getter<CellParams>(&CellParams::reduce_range))
+      .def("__obj_flatten__", &cell_obj_flatten);
   register_conv_class<qplugin::Conv2dPackedParams>(m, "Conv2dPackedParams");
   register_conv_class<qplugin::Conv3dPackedParams>(m, "Conv3dPackedParams");
   // EmbeddingPackedParams: PyTorch's EmbeddingPackedParamsBase methods (bit_rate, version, unpack)
   // plus kernel(); pickled as a versioned, unpacked state (embedding_packed_params.h).
-  using PE = c10::intrusive_ptr<qplugin::EmbeddingPackedParams>;
-  packed_class<qplugin::EmbeddingPackedParams>(m, "EmbeddingPackedParams")
-      .def("bit_rate", [](const PE& self) { return self->bit_rate(); })
-      .def("version", [](const PE& self) { return self->version(); })
-      .def("kernel", [](const PE& self) { return self->kernel_name(); })
-      .def("__obj_flatten__", [](const PE& self) {
-        return std::make_tuple(kv("bits", self->bit_rate()),
-                               kv("num_embeddings", self->num_embeddings()),
-                               kv("embedding_dim", self->embedding_dim()));
-      });
+  packed_class<EmbeddingPackedParams>(m, "EmbeddingPackedParams")
+      .def("bit_rate", getter<EmbeddingPackedParams>(&EmbeddingPackedParams::bit_rate))
+      .def("version", getter<EmbeddingPackedParams>(&EmbeddingPackedParams::version))
+      .def("__obj_flatten__", &embedding_obj_flatten);
 
   // The schemas, after the classes they name.
 #define QPLUGIN_DEFINE_SCHEMAS(family) qplugin::schemas::define_##family(m);

@@ -23,7 +23,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOADER = os.path.join(ROOT, "tools", "cpp_loader")
 CSRC = os.path.join(ROOT, "csrc")
 CXX = os.environ.get("CXX", "g++")
-_REGISTERS = re.compile(r"^\s*TORCH_LIBRARY(_FRAGMENT|_IMPL)?\(", re.M)
+# A TORCH_LIBRARY* block, or csrc/ops/quantized_cpu/registration.h's macro that opens two.
+_REGISTERS = re.compile(r"^\s*(TORCH_LIBRARY(_FRAGMENT|_IMPL)?|QPLUGIN_IMPL_QUANTIZED_AND_CPU)\(",
+                        re.M)
 
 
 # ---------------------------------------------------------------------------------------------

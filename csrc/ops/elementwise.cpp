@@ -20,22 +20,21 @@ void define_elementwise(torch::Library& m) {
 #define QPLUGIN_DEF_BINARY(NAME, MUL, RELU)                                                    \
   m.def(NAME "(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc");             \
   m.def(NAME ".out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out");                 \
-  m.def(NAME ".Scalar(Tensor qa, Scalar b) -> Tensor qc");                                    \
+  m.def(NAME ".Scalar" QPLUGIN_SCALAR_SCHEMA);                                                \
   m.def(NAME ".Scalar2(Scalar b, Tensor qa) -> Tensor qc");                                   \
-  m.def(NAME ".Scalar_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out");           \
+  m.def(NAME ".Scalar_out" QPLUGIN_SCALAR_OUT_SCHEMA);                                        \
   m.def(NAME "_out(Tensor qa, Tensor qb, Tensor(a!) out) -> Tensor(a!) out");                 \
   m.def(NAME ".plain(Tensor qa, float qa_scale, int qa_zero_point, Tensor qb, float qb_scale, " \
         "int qb_zero_point, float scale, int zero_point) -> Tensor qc");                       \
-  m.def(NAME ".Scalar_plain(Tensor qa, float qa_scale, int qa_zero_point, Scalar b) "           \
-        "-> Tensor qc");                                                                       \
+  m.def(NAME ".Scalar_plain" QPLUGIN_SCALAR_PLAIN_SCHEMA);                                    \
   m.def(NAME ".Scalar2_plain(Scalar b, Tensor qa, float qa_scale, int qa_zero_point) "          \
         "-> Tensor qc");
 #define QPLUGIN_DEF_SCALAR(NAME, MUL, RELU)                                                    \
-  m.def(NAME "(Tensor qa, Scalar b) -> Tensor qc");                                           \
+  m.def(NAME QPLUGIN_SCALAR_SCHEMA);                                                          \
   m.def(NAME ".Tensor(Tensor qa, Tensor b) -> Tensor qc");                                    \
-  m.def(NAME "_out(Tensor qa, Scalar b, Tensor(a!) out) -> Tensor(a!) out");                  \
+  m.def(NAME "_out" QPLUGIN_SCALAR_OUT_SCHEMA);                                               \
   m.def(NAME "_out.Tensor(Tensor qa, Tensor b, Tensor(a!) out) -> Tensor(a!) out");           \
-  m.def(NAME ".plain(Tensor qa, float qa_scale, int qa_zero_point, Scalar b) -> Tensor qc");    \
+  m.def(NAME ".plain" QPLUGIN_SCALAR_PLAIN_SCHEMA);                                           \
   m.def(NAME ".Tensor_plain(Tensor qa, float qa_scale, int qa_zero_point, Tensor b) "           \
         "-> Tensor qc");
   QPLUGIN_BINARY_OPS(QPLUGIN_DEF_BINARY)

@@ -169,18 +169,7 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
   }
   for (int64_t n = 0; n < Cout_; ++n) any_w_zp_ = any_w_zp_ || w_zp_i32_[n] != 0;
 
-  bias_.reset();
-  if (bias.has_value() && bias->defined()) {
-    const at::Tensor& b = *bias;
-    TORCH_CHECK(!b.is_quantized() && b.scalar_type() == at::kFloat, "qplugin::", op,
-                ": expected bias of dtype torch.float32, got ", c10::toString(b.scalar_type()),
-                "; pass bias.float()");
-    TORCH_CHECK(b.dim() == 1 && b.size(0) == Cout_, "qplugin::", op, ": expected bias of shape [",
-                Cout_, "] (out_channels), got shape ", b.sizes());
-    TORCH_CHECK(b.device().is_cpu(), "qplugin::", op, ": expected bias on the CPU, got ",
-                b.device());
-    bias_ = b.detach().clone(at::MemoryFormat::Contiguous);
-  }
+  bias_ = packed::checked_bias(bias, Cout_, "out_channels", op);
   weight_ = weight.clone();
 
   // Packing. w5: int8 [w0][w1][KD][KH][KW].

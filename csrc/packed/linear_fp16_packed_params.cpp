@@ -12,7 +12,6 @@
 namespace qplugin {
 
 namespace {
-constexpr const char* kSetstate = "LinearPackedParamsFp16.__setstate__";
 constexpr double kFp16Max = 65504.0;
 }  // namespace
 
@@ -30,22 +29,14 @@ c10::intrusive_ptr<LinearPackedParamsFp16> LinearPackedParamsFp16::prepack(
   // As PyTorch: values beyond the fp16 range saturate to +-65504 (NaN stays NaN).
   p->w_half_ = weight.detach().clamp(-kFp16Max, kFp16Max).to(at::kHalf).contiguous();
   const int64_t N = p->w_half_.size(0), K = p->w_half_.size(1);
+  p->N_ = N;
+  p->K_ = K;
   const int64_t panels = (N + kernels::dynamic::kF16Panel - 1) / kernels::dynamic::kF16Panel;
   p->w_panels_ =
       at::empty({panels * K * kernels::dynamic::kF16Panel}, weight.options().dtype(at::kHalf));
   kernels::dynamic::pack_f16_panels(reinterpret_cast<const uint16_t*>(p->w_half_.data_ptr()), N, K,
                                     reinterpret_cast<uint16_t*>(p->w_panels_.data_ptr()));
-  if (bias.has_value() && bias->defined()) {
-    const at::Tensor& b = *bias;
-    TORCH_CHECK(!b.is_quantized() && b.scalar_type() == at::kFloat, "qplugin::", op,
-                ": expected bias of dtype torch.float32, got ", c10::toString(b.scalar_type()));
-    TORCH_CHECK(b.dim() == 1 && b.size(0) == weight.size(0), "qplugin::", op,
-                ": expected bias of shape [", weight.size(0), "] (out_features), got shape ",
-                b.sizes());
-    TORCH_CHECK(b.device().is_cpu(), "qplugin::", op, ": expected bias on the CPU, got ",
-                b.device());
-    p->bias_ = b.detach().clone(at::MemoryFormat::Contiguous);
-  }
+  p->bias_ = packed::checked_bias(bias, p->N_, "out_features", op);
   return p;
 }
 
@@ -109,33 +100,6 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> LinearPackedParamsFp16::unpack
   c10::optional<at::Tensor> b;
   if (bias_.has_value()) b = bias_->clone();
   return {w_half_.to(at::kFloat), b};  // a new tensor: no clone needed
-}
-
-LinearPackedParamsFp16::State LinearPackedParamsFp16::getstate() const {
-  auto wb = unpack();
-  return {kStateVersion, std::get<0>(wb), std::get<1>(wb)};
-}
-
-c10::intrusive_ptr<LinearPackedParamsFp16> LinearPackedParamsFp16::setstate(
-    const c10::IValue& state) {
-  TORCH_CHECK(state.isTuple(), "qplugin::", kSetstate,
-              ": expected a tuple (version, weight, bias), got ", state.tagKind());
-  const auto& el = state.toTupleRef().elements();
-  TORCH_CHECK(!el.empty() && el[0].isInt(), "qplugin::", kSetstate,
-              ": expected an integer version as the first element of the state");
-  const int64_t version = el[0].toInt();
-  TORCH_CHECK(version == 1, "qplugin::", kSetstate, ": expected state version 1, got ", version,
-              version > 1 ? "; the state was written by a newer qplugin, upgrade qplugin" : "");
-  TORCH_CHECK(el.size() == 3, "qplugin::", kSetstate,
-              ": expected a version-1 state (1, weight, bias) of 3 elements, got ", el.size());
-  TORCH_CHECK(el[1].isTensor(), "qplugin::", kSetstate,
-              ": expected a float32 weight tensor as the second element, got ", el[1].tagKind());
-  TORCH_CHECK(el[2].isNone() || el[2].isTensor(), "qplugin::", kSetstate,
-              ": expected a float32 bias tensor or None as the third element, got ",
-              el[2].tagKind());
-  c10::optional<at::Tensor> bias;
-  if (el[2].isTensor()) bias = el[2].toTensor();
-  return prepack(el[1].toTensor(), bias, kSetstate);
 }
 
 }  // namespace qplugin

@@ -14,15 +14,13 @@
 
 #include <tuple>
 
+#include "packed/linear_params_base.h"
+
 namespace qplugin {
 
-struct LinearPackedParamsFp16 : torch::CustomClassHolder {
-  using State = std::tuple<int64_t, at::Tensor, c10::optional<at::Tensor>>;
-  static constexpr int64_t kStateVersion = 1;
-
-  static c10::intrusive_ptr<LinearPackedParamsFp16> prepack(const at::Tensor& weight,
-                                                             const c10::optional<at::Tensor>& bias,
-                                                             const char* op);
+struct LinearPackedParamsFp16 : LinearParamsBase<LinearPackedParamsFp16> {
+  static Ptr prepack(const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                     const char* op);
   // y = x @ W^T + b (fp32 products of fp16-rounded weights), max(0, y) when ReluFused.
   template <bool ReluFused>
   at::Tensor apply(const at::Tensor& x) const;
@@ -30,18 +28,15 @@ struct LinearPackedParamsFp16 : torch::CustomClassHolder {
   // stride ldc; threaded with at::parallel_for, the same bits for any thread count.
   void gemm_into(const float* a, int64_t M, bool relu, float* c, int64_t ldc) const;
   // The fp16-rounded weight as float32 [out, in] (a copy) and the bias.
+  // getstate, in_features/out_features/bias: LinearParamsBase.
   std::tuple<at::Tensor, c10::optional<at::Tensor>> unpack() const;
-  State getstate() const;
-  static c10::intrusive_ptr<LinearPackedParamsFp16> setstate(const c10::IValue& state);
-
-  int64_t in_features() const { return w_half_.size(1); }
-  int64_t out_features() const { return w_half_.size(0); }
-  c10::optional<at::Tensor> bias() const { return bias_; }
+  static Ptr setstate(const c10::IValue& state) {
+    return setstate_as(state, "LinearPackedParamsFp16.__setstate__", "a float32 weight tensor");
+  }
 
  private:
   at::Tensor w_half_;   // float16 [out, in], contiguous
   at::Tensor w_panels_;  // float16: w_half_ in the fp16 GEMM's panels (kernels/dynamic/gemm_f16.h)
-  c10::optional<at::Tensor> bias_;
 };
 
 }  // namespace qplugin

@@ -16,8 +16,6 @@ namespace {
 using kernels::gemm::QGemmEpilogue;
 using kernels::gemm::QGemmKernels;
 
-constexpr const char* kSetstate = "LinearPackedParams.__setstate__";
-
 }  // namespace
 
 c10::intrusive_ptr<LinearPackedParams> LinearPackedParams::prepack(
@@ -69,17 +67,7 @@ c10::intrusive_ptr<LinearPackedParams> LinearPackedParams::prepack(
                                 c10::toString(qscheme));
   }
 
-  if (bias.has_value() && bias->defined()) {
-    const at::Tensor& b = *bias;
-    TORCH_CHECK(!b.is_quantized() && b.scalar_type() == at::kFloat, "qplugin::", op,
-                ": expected bias of dtype torch.float32, got ", c10::toString(b.scalar_type()),
-                "; pass bias.float()");
-    TORCH_CHECK(b.dim() == 1 && b.size(0) == N, "qplugin::", op, ": expected bias of shape [", N,
-                "] (out_features), got shape ", b.sizes());
-    TORCH_CHECK(b.device().is_cpu(), "qplugin::", op, ": expected bias on the CPU, got ",
-                b.device());
-    p->bias_ = b.detach().clone(at::MemoryFormat::Contiguous);
-  }
+  p->bias_ = packed::checked_bias(bias, p->N_, "out_features", op);
 
   const at::Tensor w = weight.int_repr().contiguous();
   p->pack_codes_(reinterpret_cast<const int8_t*>(w.data_ptr()), /*ldw=*/K);
@@ -266,20 +254,6 @@ std::shared_ptr<const LinearPackedParams::RowMajor> LinearPackedParams::row_majo
   std::lock_guard<std::mutex> lock(cache_mutex_);
   if (!row_major_) row_major_ = out;
   return row_major_;
-}
-
-LinearPackedParams::State LinearPackedParams::getstate() const {
-  auto wb = unpack();
-  return {kStateVersion, std::get<0>(wb), std::get<1>(wb)};
-}
-
-c10::intrusive_ptr<LinearPackedParams> LinearPackedParams::setstate(const c10::IValue& state) {
-  const auto& el = packed::state_elements(state, kSetstate, "weight, bias", 3);
-  packed::check_state_tensor(el, 1, false, kSetstate, "a qint8 weight tensor");
-  packed::check_state_tensor(el, 2, true, kSetstate, "a float32 bias tensor or None");
-  c10::optional<at::Tensor> bias;
-  if (el[2].isTensor()) bias = el[2].toTensor();
-  return prepack(el[1].toTensor(), bias, kSetstate);
 }
 
 int64_t LinearPackedParams::packed_size_bytes() const {

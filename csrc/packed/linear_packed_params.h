@@ -22,24 +22,20 @@
 
 #include "common/qarg.h"
 #include "kernels/gemm/qgemm.h"
+#include "packed/linear_params_base.h"
 
 namespace qplugin {
 
-struct LinearPackedParams : torch::CustomClassHolder {
-  using State = std::tuple<int64_t, at::Tensor, c10::optional<at::Tensor>>;
-  static constexpr int64_t kStateVersion = 1;
-
+struct LinearPackedParams : LinearParamsBase<LinearPackedParams> {
   // Validates and packs (op names the caller in error messages). Kernels of the current ISA.
-  static c10::intrusive_ptr<LinearPackedParams> prepack(const at::Tensor& weight,
-                                                         const c10::optional<at::Tensor>& bias,
-                                                         const char* op);
+  static Ptr prepack(const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                     const char* op);
 
   // A per-tensor weight given as raw int8 codes [N][K] (row stride ldw), no bias and no
   // validation (the caller's job): the packed GEMM for an op whose right operand is an
   // activation (matmul, gemm_i32). unpack/getstate are not meant for it.
-  static c10::intrusive_ptr<LinearPackedParams> from_codes(const int8_t* w, int64_t ldw,
-                                                           int64_t N, int64_t K, double scale,
-                                                           int64_t zp);
+  static Ptr from_codes(const int8_t* w, int64_t ldw, int64_t N, int64_t K, double scale,
+                        int64_t zp);
 
   // y = requant(x @ W^T + b) over the last dimension of x (quint8 / uint8 codes, any zero point;
   // either door, validated by the caller: QArg, common/qarg.h). The output is on x's door.
@@ -64,15 +60,12 @@ struct LinearPackedParams : torch::CustomClassHolder {
                 int64_t ldo) const;
 
   // The weight (bit-exact: same int8 values, scales, zero points and qscheme) and bias.
+  // getstate, in_features/out_features/bias: LinearParamsBase.
   std::tuple<at::Tensor, c10::optional<at::Tensor>> unpack() const;
+  static Ptr setstate(const c10::IValue& state) {
+    return setstate_as(state, "LinearPackedParams.__setstate__", "a qint8 weight tensor");
+  }
 
-  State getstate() const;
-  // Accepts every historical state version; raises a clear error for anything else.
-  static c10::intrusive_ptr<LinearPackedParams> setstate(const c10::IValue& state);
-
-  int64_t in_features() const { return K_; }
-  int64_t out_features() const { return N_; }
-  c10::optional<at::Tensor> bias() const { return bias_; }
   // The weight is quantized per output channel (else per tensor); for __obj_flatten__.
   bool per_channel() const { return per_channel_; }
   // Bytes held: the packed weight plus the O(out_features) vectors.
@@ -114,8 +107,6 @@ struct LinearPackedParams : torch::CustomClassHolder {
   mutable std::shared_ptr<const Requant> cache_;
   mutable std::shared_ptr<const RowMajor> row_major_;  // row_major(), under cache_mutex_
 
-  int64_t N_ = 0;  // out_features
-  int64_t K_ = 0;  // in_features
   const kernels::gemm::QGemmKernels* kernels_ = nullptr;
   at::Tensor packed_;                // int8 [packed_b_bytes]
   std::vector<int32_t> col_sums_;    // [N] sum_k W[n][k]
@@ -129,7 +120,6 @@ struct LinearPackedParams : torch::CustomClassHolder {
   std::vector<float> w_scale_f_;
   std::vector<int32_t> w_zp_i32_;
   bool any_w_zp_ = false;
-  c10::optional<at::Tensor> bias_;  // float32 [N], contiguous, owned
 };
 
 }  // namespace qplugin

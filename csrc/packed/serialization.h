@@ -1,5 +1,5 @@
-// What the packed-params classes (linear, conv, embedding) share: the qint8 weight checks of
-// prepack and the versioned, unpacked pickled state's envelope (a tuple whose first element is
+// What the packed-params classes (linear, conv, embedding) share: the qint8 weight and fp32 bias
+// checks of prepack and the versioned, unpacked pickled state's envelope (a tuple whose first element is
 // the integer version). Error messages name the op or Class.__setstate__ (STYLE.md).
 // Changes with: linear_packed_params.cpp, conv_packed_params.cpp, embedding_packed_params.cpp.
 #pragma once
@@ -46,6 +46,22 @@ inline std::tuple<at::Tensor, c10::optional<at::Tensor>> cloned_weight_and_bias(
   c10::optional<at::Tensor> b;
   if (bias.has_value()) b = bias->clone();
   return {weight.clone(), b};
+}
+
+// A given bias (None or undefined: no bias) of n outputs: float32 [n] on the CPU; returns a
+// contiguous copy. outputs names n in messages ("out_features", "out_channels").
+inline c10::optional<at::Tensor> checked_bias(const c10::optional<at::Tensor>& bias, int64_t n,
+                                              const char* outputs, const char* op) {
+  if (!bias.has_value() || !bias->defined()) return c10::nullopt;
+  const at::Tensor& b = *bias;
+  TORCH_CHECK(!b.is_quantized() && b.scalar_type() == at::kFloat, "qplugin::", op,
+              ": expected bias of dtype torch.float32, got ", c10::toString(b.scalar_type()),
+              "; pass bias.float()");
+  TORCH_CHECK(b.dim() == 1 && b.size(0) == n, "qplugin::", op, ": expected bias of shape [", n,
+              "] (", outputs, "), got shape ", b.sizes());
+  TORCH_CHECK(b.device().is_cpu(), "qplugin::", op, ": expected bias on the CPU, got ",
+              b.device());
+  return b.detach().clone(at::MemoryFormat::Contiguous);
 }
 
 // " at <what> <channel>" for per-channel checks, "" for a per-tensor one (channel < 0).

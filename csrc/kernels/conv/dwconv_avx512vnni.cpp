@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "common/inline.h"
 #include "kernels/conv/dwconv_impl.h"
 
 namespace qplugin {
@@ -185,7 +186,7 @@ void rearrange_row(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t
     rearrange_block(a, xrow, a.C, cb * 16, block_mask(a.C, cb * 16), dst + cb * ow_stride(a) * 64);
 }
 
-// transpose16x16x4: 16x16 byte transposes on four 128-bit lanes at once.
+// transpose16x16 (on __m512i: four 128-bit lanes at once), unpack_quad, store_columns.
 #include "kernels/simd/byte_transpose.h"  // inside this ISA namespace
 
 // NCHW input row: channel c at xrow + c * plane. Each 16-channel block is transposed into tmp
@@ -215,17 +216,8 @@ void rearrange_row_nchw_s1(const DwConvArgs& a, const uint8_t* xrow, int64_t nb,
         for (int k = 0; k < 16; ++k)
           r[k] = c0 + k < C ? _mm512_mask_loadu_epi8(zpb, m, xrow + (c0 + k) * plane + b)
                             : _mm512_setzero_si512();
-        __m512i t[16], u[16];
-        for (int i = 0; i < 8; ++i) {
-          t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-          t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-        }
-        for (int i = 0; i < 4; ++i) {
-          u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-          u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-          u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-          u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-        }
+        __m512i u[16];
+        for (int i = 0; i < 4; ++i) unpack_quad<32>(r + 4 * i, u + 4 * i);
         // u[4i + e] lane L: channels 4i..4i+3 of window q = 4L + e.
         for (int e = 0; e < 4; ++e) {
           const __m512i a0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x44);
@@ -260,17 +252,8 @@ void rearrange_row_nchw(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, ui
       for (int k = 0; k < 16; ++k)
         r[k] = c0 + k < C ? _mm512_maskz_loadu_epi8(pm, xrow + (c0 + k) * plane + p0)
                           : _mm512_setzero_si512();
-      transpose16x16x4(r, t);
-      uint8_t* d = tmp + p0 * 16;
-      for (int j = 0; j < 16; ++j) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j * 16), _mm512_castsi512_si128(t[j]));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (16 + j) * 16),
-                         _mm512_extracti32x4_epi32(t[j], 1));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (32 + j) * 16),
-                         _mm512_extracti32x4_epi32(t[j], 2));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (48 + j) * 16),
-                         _mm512_extracti32x4_epi32(t[j], 3));
-      }
+      transpose16x16(r, t);
+      store_columns(t, tmp + p0 * 16, /*ld=*/16);
     }
     rearrange_block(a, tmp, 16, 0, 0xFFFF, dst + cb * ow_stride(a) * 64);
   }
@@ -369,14 +352,7 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
         if (pack_clamps) quads(std::true_type{}); else quads(std::false_type{});
       }
       for (; ow < OW; ++ow) {
-        const int64_t o = ow * 64;
-        __m512i acc = _mm512_dpbusd_epi32(init, _mm512_loadu_si512(p0 + o), w0);
-        acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(p1 + o), w1);
-        acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(p2 + o), w2);
-        __m512 f = _mm512_add_ps(_mm512_cvtepi32_ps(acc), bq);
-        f = _mm512_mul_ps(f, mu);
-        f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-        __m128i q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), ozp));
+        __m128i q = _mm512_cvtepi32_epi8(q32(ow, std::false_type{}));
         // Register-form VPMOVDB, then a plain store: the memory-destination form is several
         // times slower on some cores (measured on Zen 4: a third of this loop).
         asm("" : "+v"(q));

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "common/inline.h"
 #include "kernels/dynamic/quant_act.h"
 
 namespace qplugin {
@@ -42,6 +43,23 @@ void minmax(const float* x, int64_t n, float* mn, float* mx, float* nonfinite_su
   *nonfinite_sum = rs;
 }
 
+// The 32-float blocks of x[0, n): quant8(p) gives the 8 floats at p as int32 codes already in
+// the output range, so the saturating packs (signed ones for int8 codes) narrow them exactly; the
+// permute undoes the packs' lane order. Returns the first element left (fewer than 32 remain).
+template <class Quant8>
+QPLUGIN_ALWAYS_INLINE int64_t quantize_blocks32(const float* x, int64_t n, bool is_signed,
+                                                uint8_t* q, Quant8 quant8) {
+  const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i ab = _mm256_packs_epi32(quant8(x + i), quant8(x + i + 8));
+    const __m256i cd = _mm256_packs_epi32(quant8(x + i + 16), quant8(x + i + 24));
+    const __m256i p = is_signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_permutevar8x32_epi32(p, perm));
+  }
+  return i;
+}
+
 inline __m256i quant8(const float* x, __m256 inv, __m256 zp, __m256 zero, __m256 top) {
   __m256 t = _mm256_fmadd_ps(_mm256_loadu_ps(x), inv, zp);
   t = _mm256_min_ps(_mm256_max_ps(t, zero), top);
@@ -51,18 +69,9 @@ inline __m256i quant8(const float* x, __m256 inv, __m256 zp, __m256 zero, __m256
 void quantize(const float* x, int64_t n, float inv_scale, float zp, float top, uint8_t* q) {
   const __m256 inv = _mm256_set1_ps(inv_scale), z = _mm256_set1_ps(zp);
   const __m256 zero = _mm256_setzero_ps(), vtop = _mm256_set1_ps(top);
-  const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    const __m256i a = quant8(x + i, inv, z, zero, vtop);
-    const __m256i b = quant8(x + i + 8, inv, z, zero, vtop);
-    const __m256i c = quant8(x + i + 16, inv, z, zero, vtop);
-    const __m256i d = quant8(x + i + 24, inv, z, zero, vtop);
-    // Values are in [0, 255]: the saturating packs are exact; the permute undoes their lane order.
-    const __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
-    const __m256i abcd = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), perm);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), abcd);
-  }
+  int64_t i = quantize_blocks32(x, n, /*is_signed=*/false, q, [&](const float* p) {
+    return quant8(p, inv, z, zero, vtop);  // in [0, 255]
+  });
   for (; i < n; ++i) {
     float t = std::fma(x[i], inv_scale, zp);
     t = t > 0.0f ? t : 0.0f;
@@ -84,18 +93,9 @@ void quantize_affine(const float* x, int64_t n, float inv_scale, float zp, bool 
   const float flo = is_signed ? -128.0f : 0.0f, fhi = is_signed ? 127.0f : 255.0f;
   const __m256 inv = _mm256_set1_ps(inv_scale), z = _mm256_set1_ps(zp);
   const __m256 lo = _mm256_set1_ps(flo), hi = _mm256_set1_ps(fhi);
-  const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    const __m256i a = quant_affine8(x + i, inv, z, lo, hi);
-    const __m256i b = quant_affine8(x + i + 8, inv, z, lo, hi);
-    const __m256i c = quant_affine8(x + i + 16, inv, z, lo, hi);
-    const __m256i d = quant_affine8(x + i + 24, inv, z, lo, hi);
-    // In range already: the saturating packs are exact; the permute undoes their lane order.
-    const __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
-    const __m256i p = is_signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_permutevar8x32_epi32(p, perm));
-  }
+  int64_t i = quantize_blocks32(x, n, is_signed, q, [&](const float* p) {
+    return quant_affine8(p, inv, z, lo, hi);  // in [flo, fhi]
+  });
   for (; i < n; ++i) {
     const float t = std::fma(x[i], inv_scale, zp);
     const float r = !(t < fhi) ? fhi : std::fmax(std::nearbyint(t), flo);

@@ -7,11 +7,10 @@
 
 #include <type_traits>
 
+#include "common/inline.h"
 #include "kernels/elementwise/generic_impl.h"
 
-namespace qplugin {
-namespace kernels {
-namespace avx2 {
+namespace qplugin::kernels::QPLUGIN_ISA_NS {
 namespace {
 
 template <typename T>
@@ -79,7 +78,7 @@ void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const AffineParams& p
   }
 }
 
-// transpose16x16: r[k] = row k of 16 bytes -> out[j] = column j.
+// transpose16x16: r[k] = row k of 16 bytes -> out[j] = column j; nchw_to_nhwc_blocks.
 #include "kernels/simd/byte_transpose.h"  // inside this ISA namespace
 
 template <typename T>
@@ -87,28 +86,18 @@ void affine_nchw_to_nhwc(const T* x, T* y, int64_t C, int64_t HW, int64_t p0, in
                          const AffineParams& p) {
   const __m256i in_zp = _mm256_set1_epi32(p.in_zp), out_zp = _mm256_set1_epi32(p.out_zp);
   const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
-  const int64_t C16 = C - C % 16;
-  int64_t pb = p0;
-  for (; pb + 16 <= p1; pb += 16) {
-    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
-      __m128i rows[16], cols[16];
-      for (int k = 0; k < 16; ++k) {
-        const int64_t c = c0 + k;
+  const int64_t pb = nchw_to_nhwc_blocks<__m128i>(
+      reinterpret_cast<uint8_t*>(y), C, p0, p1,
+      [&](int64_t c, int64_t px) {
         const __m256 a = _mm256_set1_ps(p.alpha[c]), b = _mm256_set1_ps(p.beta[c]);
-        rows[k] = row16<T>(x + c * HW + pb, a, a, b, b, lo, hi, in_zp, out_zp);
-      }
-      transpose16x16(rows, cols);
-      for (int j = 0; j < 16; ++j) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (pb + j) * C + c0), cols[j]);
-      }
-    }
-    for (int64_t c = C16; c < C; ++c) {
-      const float a = p.alpha[c], b = p.beta[c];
-      for (int64_t i = pb; i < pb + 16; ++i) {
-        y[i * C + c] = generic::affine_one<T>(x[c * HW + i], a, b, p.in_zp, p.out_zp, p.lo, p.hi);
-      }
-    }
-  }
+        return row16<T>(x + c * HW + px, a, a, b, b, lo, hi, in_zp, out_zp);
+      },
+      [&](int64_t c, int64_t px) {
+        const float a = p.alpha[c], b = p.beta[c];
+        for (int64_t i = px; i < px + 16; ++i) {
+          y[i * C + c] = generic::affine_one<T>(x[c * HW + i], a, b, p.in_zp, p.out_zp, p.lo, p.hi);
+        }
+      });
   if (pb < p1) generic::affine_nchw_to_nhwc<T>(x, y, C, HW, pb, p1, p);
 }
 
@@ -193,9 +182,7 @@ void lut8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int6
           rows[k] = _mm_load_si128(reinterpret_cast<const __m128i*>(&tile[k][j0]));
         }
         transpose16x16(rows, cols);
-        for (int j = 0; j < 16; ++j) {
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (pb + j0 + j) * C + c0), cols[j]);
-        }
+        store_columns(cols, y + (pb + j0) * C + c0, C);
       }
     }
     for (int64_t c = C16; c < C; ++c) {
@@ -235,9 +222,7 @@ void lut8_nhwc_to_nchw(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int6
         rows[k + 1] = _mm256_extracti128_si256(r, 1);
       }
       transpose16x16(rows, cols);
-      for (int j = 0; j < 16; ++j) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (c0 + j) * HW + pb), cols[j]);
-      }
+      store_columns(cols, y + c0 * HW + pb, HW);
     }
     for (int64_t c = C16; c < C; ++c) {
       for (int64_t i = pb; i < pb + 16; ++i) y[c * HW + i] = table[x[i * C + c]];
@@ -251,47 +236,35 @@ void lut8_nhwc_to_nchw(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int6
 // bytewise.
 void copy8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
                         int64_t p1) {
-  const int64_t C16 = C - C % 16;
-  int64_t pb = p0;
-  for (; pb + 16 <= p1; pb += 16) {
-    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
-      __m128i rows[16], cols[16];
-      for (int k = 0; k < 16; ++k) {
-        rows[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + (c0 + k) * HW + pb));
-      }
-      transpose16x16(rows, cols);
-      for (int j = 0; j < 16; ++j) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (pb + j) * C + c0), cols[j]);
-      }
-    }
-    for (int64_t c = C16; c < C; ++c) {
-      for (int64_t i = pb; i < pb + 16; ++i) y[i * C + c] = x[c * HW + i];
-    }
-  }
+  int64_t pb = nchw_to_nhwc_blocks<__m128i>(
+      y, C, p0, p1,
+      [&](int64_t c, int64_t px) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + c * HW + px));
+      },
+      [&](int64_t c, int64_t px) {
+        for (int64_t i = px; i < px + 16; ++i) y[i * C + c] = x[c * HW + i];
+      });
   for (; pb < p1; ++pb) {
     for (int64_t c = 0; c < C; ++c) y[pb * C + c] = x[c * HW + pb];
   }
 }
 
+template <typename T>
+constexpr TypedKernels<T> typed() {
+  return {&affine_rows<T>, &affine_plane<T>, &affine_nchw_to_nhwc<T>, &clamp<T>};
+}
+
 }  // namespace
 
 const KernelTable& make_table() {
-  static const KernelTable t = [] {
-    KernelTable k{};
-    k.isa = Isa::kAvx2;
-    k.lut8 = &lut8;
-    k.lut8_nhwc_to_nchw = &lut8_nhwc_to_nchw;
-    k.lut8_nchw_to_nhwc = &lut8_nchw_to_nhwc;
-    k.copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc;
-    k.u8 = {&affine_rows<uint8_t>, &affine_plane<uint8_t>, &affine_nchw_to_nhwc<uint8_t>,
-            &clamp<uint8_t>};
-    k.s8 = {&affine_rows<int8_t>, &affine_plane<int8_t>, &affine_nchw_to_nhwc<int8_t>,
-            &clamp<int8_t>};
-    return k;
-  }();
+  static const KernelTable t{.isa = Isa::kAvx2,
+                             .lut8 = &lut8,
+                             .lut8_nchw_to_nhwc = &lut8_nchw_to_nhwc,
+                             .lut8_nhwc_to_nchw = &lut8_nhwc_to_nchw,
+                             .copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc,
+                             .u8 = typed<uint8_t>(),
+                             .s8 = typed<int8_t>()};
   return t;
 }
 
-}  // namespace avx2
-}  // namespace kernels
-}  // namespace qplugin
+}  // namespace qplugin::kernels::QPLUGIN_ISA_NS

@@ -7,11 +7,10 @@
 
 #include <type_traits>
 
+#include "common/inline.h"
 #include "kernels/elementwise/generic_impl.h"
 
-namespace qplugin {
-namespace kernels {
-namespace avx512vnni {
+namespace qplugin::kernels::QPLUGIN_ISA_NS {
 namespace {
 
 template <typename T>
@@ -90,7 +89,8 @@ void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const AffineParams& p
   }
 }
 
-// transpose16x16 (r[k] = row k of 16 bytes -> out[j] = column j) and transpose16x16x4.
+// transpose16x16 (r[k] = row k of 16 bytes -> out[j] = column j; per 128-bit lane on __m512i),
+// store_columns, nchw_to_nhwc_blocks.
 #include "kernels/simd/byte_transpose.h"  // inside this ISA namespace
 
 template <typename T>
@@ -98,30 +98,18 @@ void affine_nchw_to_nhwc(const T* x, T* y, int64_t C, int64_t HW, int64_t p0, in
                          const AffineParams& p) {
   const __m512i in_zp = _mm512_set1_epi32(p.in_zp), out_zp = _mm512_set1_epi32(p.out_zp);
   const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
-  const int64_t C16 = C - C % 16;
-  int64_t pb = p0;
-  for (; pb + 16 <= p1; pb += 16) {
-    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
-      __m128i rows[16], cols[16];
-      for (int k = 0; k < 16; ++k) {
-        const int64_t c = c0 + k;
-        rows[k] = requant16(load16_minus_zp(x + c * HW + pb, in_zp), _mm512_set1_ps(p.alpha[c]),
-                            _mm512_set1_ps(p.beta[c]), lo, hi, out_zp);
-      }
-      transpose16x16(rows, cols);
-      for (int j = 0; j < 16; ++j) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (pb + j) * C + c0), cols[j]);
-      }
-    }
-    if (C16 < C) {
-      for (int64_t c = C16; c < C; ++c) {
+  const int64_t pb = nchw_to_nhwc_blocks<__m128i>(
+      reinterpret_cast<uint8_t*>(y), C, p0, p1,
+      [&](int64_t c, int64_t px) {
+        return requant16(load16_minus_zp(x + c * HW + px, in_zp), _mm512_set1_ps(p.alpha[c]),
+                         _mm512_set1_ps(p.beta[c]), lo, hi, out_zp);
+      },
+      [&](int64_t c, int64_t px) {
         const float a = p.alpha[c], b = p.beta[c];
-        for (int64_t i = pb; i < pb + 16; ++i) {
+        for (int64_t i = px; i < px + 16; ++i) {
           y[i * C + c] = generic::affine_one<T>(x[c * HW + i], a, b, p.in_zp, p.out_zp, p.lo, p.hi);
         }
-      }
-    }
-  }
+      });
   if (pb < p1) generic::affine_nchw_to_nhwc<T>(x, y, C, HW, pb, p1, p);
 }
 
@@ -158,57 +146,32 @@ __attribute__((target("avx512vbmi"))) inline __m512i lut64(const uint8_t* t, __m
 }
 
 // Per-channel 256-entry tables (VPERMI2B) on 16 channels x 64 pixels, then four 16x16 byte
-// transposes in one zmm network.
-__attribute__((target("avx512vbmi"))) void lut8_nchw_to_nhwc_vbmi(
+// transposes in one zmm network. flatten: the row lambda has no VBMI target of its own, so lut64
+// inlines only once everything is inlined here.
+__attribute__((target("avx512vbmi"), flatten)) void lut8_nchw_to_nhwc_vbmi(
     const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
     const uint8_t* tables) {
-  const int64_t C16 = C - C % 16;
-  int64_t pb = p0;
-  for (; pb + 64 <= p1; pb += 64) {
-    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
-      __m512i rows[16], cols[16];
-      for (int k = 0; k < 16; ++k) {
-        rows[k] = lut64(tables + (c0 + k) * 256, _mm512_loadu_si512(x + (c0 + k) * HW + pb));
-      }
-      transpose16x16x4(rows, cols);
-      for (int j = 0; j < 16; ++j) {
-        uint8_t* dst = y + (pb + j) * C + c0;
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_castsi512_si128(cols[j]));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16 * C), _mm512_extracti32x4_epi32(cols[j], 1));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32 * C), _mm512_extracti32x4_epi32(cols[j], 2));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48 * C), _mm512_extracti32x4_epi32(cols[j], 3));
-      }
-    }
-    for (int64_t c = C16; c < C; ++c) {
-      const uint8_t* t = tables + c * 256;
-      for (int64_t i = pb; i < pb + 64; ++i) y[i * C + c] = t[x[c * HW + i]];
-    }
-  }
+  const int64_t pb = nchw_to_nhwc_blocks<__m512i>(
+      y, C, p0, p1,
+      [&](int64_t c, int64_t px) {
+        return lut64(tables + c * 256, _mm512_loadu_si512(x + c * HW + px));
+      },
+      [&](int64_t c, int64_t px) {
+        const uint8_t* t = tables + c * 256;
+        for (int64_t i = px; i < px + 64; ++i) y[i * C + c] = t[x[c * HW + i]];
+      });
   if (pb < p1) generic::lut8_nchw_to_nhwc(x, y, C, HW, pb, p1, tables);
 }
 
 // Transposing copy (KernelTable::copy8_nchw_to_nhwc): 16 channels x 64 pixels per step through
-// transpose16x16x4; leftover channels (C % 16) and pixels bytewise.
+// transpose16x16 on __m512i; leftover channels (C % 16) and pixels bytewise.
 void copy8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
                         int64_t p1) {
-  const int64_t C16 = C - C % 16;
-  int64_t pb = p0;
-  for (; pb + 64 <= p1; pb += 64) {
-    for (int64_t c0 = 0; c0 < C16; c0 += 16) {
-      __m512i rows[16], cols[16];
-      for (int k = 0; k < 16; ++k) rows[k] = _mm512_loadu_si512(x + (c0 + k) * HW + pb);
-      transpose16x16x4(rows, cols);
-      for (int j = 0; j < 16; ++j) {
-        uint8_t* dst = y + (pb + j) * C + c0;
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_castsi512_si128(cols[j]));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16 * C), _mm512_extracti32x4_epi32(cols[j], 1));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32 * C), _mm512_extracti32x4_epi32(cols[j], 2));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48 * C), _mm512_extracti32x4_epi32(cols[j], 3));
-      }
-    }
-    for (int64_t c = C16; c < C; ++c)
-      for (int64_t i = pb; i < pb + 64; ++i) y[i * C + c] = x[c * HW + i];
-  }
+  int64_t pb = nchw_to_nhwc_blocks<__m512i>(
+      y, C, p0, p1, [&](int64_t c, int64_t px) { return _mm512_loadu_si512(x + c * HW + px); },
+      [&](int64_t c, int64_t px) {
+        for (int64_t i = px; i < px + 64; ++i) y[i * C + c] = x[c * HW + i];
+      });
   for (; pb < p1; ++pb)
     for (int64_t c = 0; c < C; ++c) y[pb * C + c] = x[c * HW + pb];
 }
@@ -258,7 +221,7 @@ __attribute__((target("avx512vbmi"))) void lut8_nhwc_to_nchw_vbmi(
         __m512i hi = _mm512_permutex2var_epi8(t2, v, t3);
         rows[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi);
       }
-      transpose16x16x4(rows, cols);
+      transpose16x16(rows, cols);
       for (int j = 0; j < 16; ++j) _mm512_storeu_si512(y + (c0 + j) * HW + pb, cols[j]);
     }
     for (int64_t c = C16; c < C; ++c) {
@@ -268,26 +231,24 @@ __attribute__((target("avx512vbmi"))) void lut8_nhwc_to_nchw_vbmi(
   if (pb < p1) generic::lut8_nhwc_to_nchw(x, y, C, HW, pb, p1, table);
 }
 
+template <typename T>
+constexpr TypedKernels<T> typed() {
+  return {&affine_rows<T>, &affine_plane<T>, &affine_nchw_to_nhwc<T>, &clamp<T>};
+}
+
 }  // namespace
 
 const KernelTable& make_table() {
-  static const KernelTable t = [] {
-    const bool has_vbmi = cpu_has_vbmi();
-    KernelTable k{};
-    k.isa = Isa::kAvx512Vnni;
-    k.lut8 = has_vbmi ? &lut8_vbmi : &generic::lut8;
-    k.lut8_nhwc_to_nchw = has_vbmi ? &lut8_nhwc_to_nchw_vbmi : &generic::lut8_nhwc_to_nchw;
-    k.lut8_nchw_to_nhwc = has_vbmi ? &lut8_nchw_to_nhwc_vbmi : &generic::lut8_nchw_to_nhwc;
-    k.copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc;
-    k.u8 = {&affine_rows<uint8_t>, &affine_plane<uint8_t>, &affine_nchw_to_nhwc<uint8_t>,
-            &clamp<uint8_t>};
-    k.s8 = {&affine_rows<int8_t>, &affine_plane<int8_t>, &affine_nchw_to_nhwc<int8_t>,
-            &clamp<int8_t>};
-    return k;
-  }();
+  static const bool has_vbmi = cpu_has_vbmi();
+  static const KernelTable t{
+      .isa = Isa::kAvx512Vnni,
+      .lut8 = has_vbmi ? &lut8_vbmi : &generic::lut8,
+      .lut8_nchw_to_nhwc = has_vbmi ? &lut8_nchw_to_nhwc_vbmi : &generic::lut8_nchw_to_nhwc,
+      .lut8_nhwc_to_nchw = has_vbmi ? &lut8_nhwc_to_nchw_vbmi : &generic::lut8_nhwc_to_nchw,
+      .copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc,
+      .u8 = typed<uint8_t>(),
+      .s8 = typed<int8_t>()};
   return t;
 }
 
-}  // namespace avx512vnni
-}  // namespace kernels
-}  // namespace qplugin
+}  // namespace qplugin::kernels::QPLUGIN_ISA_NS

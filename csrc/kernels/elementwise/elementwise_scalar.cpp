@@ -3,26 +3,23 @@
 #define QPLUGIN_ISA_NS scalar
 #include "kernels/elementwise/generic_impl.h"
 
-namespace qplugin {
-namespace kernels {
-namespace scalar {
+namespace qplugin::kernels::QPLUGIN_ISA_NS {
+
+// The portable forms of generic_impl.h; no transposing copy (callers loop themselves).
+template <typename T>
+constexpr TypedKernels<T> typed() {
+  return {&generic::affine_rows<T>, &generic::affine_plane<T>, &generic::affine_nchw_to_nhwc<T>,
+          &generic::clamp<T>};
+}
 
 const KernelTable& make_table() {
-  static const KernelTable t = [] {
-    KernelTable k{};
-    k.isa = Isa::kScalar;
-    k.lut8 = &generic::lut8;
-    k.lut8_nhwc_to_nchw = &generic::lut8_nhwc_to_nchw;
-    k.lut8_nchw_to_nhwc = &generic::lut8_nchw_to_nhwc;
-    k.u8 = {&generic::affine_rows<uint8_t>, &generic::affine_plane<uint8_t>,
-            &generic::affine_nchw_to_nhwc<uint8_t>, &generic::clamp<uint8_t>};
-    k.s8 = {&generic::affine_rows<int8_t>, &generic::affine_plane<int8_t>,
-            &generic::affine_nchw_to_nhwc<int8_t>, &generic::clamp<int8_t>};
-    return k;
-  }();
+  static const KernelTable t{.isa = Isa::kScalar,
+                             .lut8 = &generic::lut8,
+                             .lut8_nchw_to_nhwc = &generic::lut8_nchw_to_nhwc,
+                             .lut8_nhwc_to_nchw = &generic::lut8_nhwc_to_nchw,
+                             .u8 = typed<uint8_t>(),
+                             .s8 = typed<int8_t>()};
   return t;
 }
 
-}  // namespace scalar
-}  // namespace kernels
-}  // namespace qplugin
+}  // namespace qplugin::kernels::QPLUGIN_ISA_NS

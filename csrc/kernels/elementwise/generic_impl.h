@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "common/inline.h"
 #include "kernels/dispatch.h"
 
 namespace qplugin {
@@ -76,29 +77,32 @@ inline void lut8(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* table) 
   for (; i < n; ++i) y[i] = table[x[i]];
 }
 
-inline void lut8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
-                              int64_t p1, const uint8_t* tables) {
+// The transposing forms below: pixels [p0, p1) in blocks of 64 and, within a block, channel by
+// channel (one table or one output row at a time); f(c, pb, pe) does channel c, pixels [pb, pe).
+template <class F>
+QPLUGIN_ALWAYS_INLINE void by_pixel_blocks(int64_t C, int64_t p0, int64_t p1, F f) {
   constexpr int64_t kBlock = 64;
   for (int64_t pb = p0; pb < p1; pb += kBlock) {
     const int64_t pe = pb + kBlock < p1 ? pb + kBlock : p1;
-    for (int64_t c = 0; c < C; ++c) {
-      const uint8_t* t = tables + c * 256;
-      const uint8_t* xc = x + c * HW;
-      for (int64_t i = pb; i < pe; ++i) y[i * C + c] = t[xc[i]];
-    }
+    for (int64_t c = 0; c < C; ++c) f(c, pb, pe);
   }
+}
+
+inline void lut8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
+                              int64_t p1, const uint8_t* tables) {
+  by_pixel_blocks(C, p0, p1, [&](int64_t c, int64_t pb, int64_t pe) {
+    const uint8_t* t = tables + c * 256;
+    const uint8_t* xc = x + c * HW;
+    for (int64_t i = pb; i < pe; ++i) y[i * C + c] = t[xc[i]];
+  });
 }
 
 inline void lut8_nhwc_to_nchw(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
                               int64_t p1, const uint8_t* table) {
-  constexpr int64_t kBlock = 64;
-  for (int64_t pb = p0; pb < p1; pb += kBlock) {
-    const int64_t pe = pb + kBlock < p1 ? pb + kBlock : p1;
-    for (int64_t c = 0; c < C; ++c) {
-      uint8_t* yc = y + c * HW;
-      for (int64_t i = pb; i < pe; ++i) yc[i] = table[x[i * C + c]];
-    }
-  }
+  by_pixel_blocks(C, p0, p1, [&](int64_t c, int64_t pb, int64_t pe) {
+    uint8_t* yc = y + c * HW;
+    for (int64_t i = pb; i < pe; ++i) yc[i] = table[x[i * C + c]];
+  });
 }
 
 }  // namespace generic

@@ -7,6 +7,7 @@
 #define QPLUGIN_ISA_NS avx512vnni
 #include <immintrin.h>
 
+#include "common/inline.h"
 #include "kernels/embedding/embedding_generic_impl.h"
 
 namespace qplugin {
@@ -138,39 +139,38 @@ struct Ops {
                                           _mm512_maskz_loadu_ps(m, o + d)));
     }
   }
-  static void acc4(float* o, const uint8_t* p, int64_t n, float a) {
-    const __m512 av = _mm512_set1_ps(a);
+  // The 32-code blocks of a 4-bit row of n codes at p: f(v, d) for d = 32j and 32j + 16, v the
+  // codes d..d+15 as floats. Returns the first code left (the portable form does the rest).
+  template <class F>
+  static QPLUGIN_ALWAYS_INLINE int64_t nibble_blocks(const uint8_t* p, int64_t n, F f) {
     int64_t d = 0;
     for (; d + 32 <= n; d += 32) {
       __m128i c0, c1;
       nibbles32(p + d / 2, &c0, &c1);
-      _mm512_storeu_ps(o + d, _mm512_fmadd_ps(av, cvt16(c0), _mm512_loadu_ps(o + d)));
-      _mm512_storeu_ps(o + d + 16, _mm512_fmadd_ps(av, cvt16(c1), _mm512_loadu_ps(o + d + 16)));
+      f(cvt16(c0), d);
+      f(cvt16(c1), d + 16);
     }
+    return d;
+  }
+  static void acc4(float* o, const uint8_t* p, int64_t n, float a) {
+    const __m512 av = _mm512_set1_ps(a);
+    const int64_t d = nibble_blocks(p, n, [&](__m512 v, int64_t j) {
+      _mm512_storeu_ps(o + j, _mm512_fmadd_ps(av, v, _mm512_loadu_ps(o + j)));
+    });
     PortableOps::acc4(o + d, p + d / 2, n - d, a);
   }
   static void set4(float* o, const uint8_t* p, int64_t n, float s, float b) {
     const __m512 sv = _mm512_set1_ps(s), bv = _mm512_set1_ps(b);
-    int64_t d = 0;
-    for (; d + 32 <= n; d += 32) {
-      __m128i c0, c1;
-      nibbles32(p + d / 2, &c0, &c1);
-      _mm512_storeu_ps(o + d, _mm512_fmadd_ps(sv, cvt16(c0), bv));
-      _mm512_storeu_ps(o + d + 16, _mm512_fmadd_ps(sv, cvt16(c1), bv));
-    }
+    const int64_t d = nibble_blocks(p, n, [&](__m512 v, int64_t j) {
+      _mm512_storeu_ps(o + j, _mm512_fmadd_ps(sv, v, bv));
+    });
     PortableOps::set4(o + d, p + d / 2, n - d, s, b);
   }
   static void max4(float* o, const uint8_t* p, int64_t n, float s, float b) {
     const __m512 sv = _mm512_set1_ps(s), bv = _mm512_set1_ps(b);
-    int64_t d = 0;
-    for (; d + 32 <= n; d += 32) {
-      __m128i c0, c1;
-      nibbles32(p + d / 2, &c0, &c1);
-      _mm512_storeu_ps(o + d, _mm512_max_ps(_mm512_fmadd_ps(sv, cvt16(c0), bv),
-                                            _mm512_loadu_ps(o + d)));
-      _mm512_storeu_ps(o + d + 16, _mm512_max_ps(_mm512_fmadd_ps(sv, cvt16(c1), bv),
-                                                 _mm512_loadu_ps(o + d + 16)));
-    }
+    const int64_t d = nibble_blocks(p, n, [&](__m512 v, int64_t j) {
+      _mm512_storeu_ps(o + j, _mm512_max_ps(_mm512_fmadd_ps(sv, v, bv), _mm512_loadu_ps(o + j)));
+    });
     PortableOps::max4(o + d, p + d / 2, n - d, s, b);
   }
   static void acc2(float* o, const uint8_t* p, int64_t n, float a) {

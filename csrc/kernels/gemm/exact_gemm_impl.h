@@ -129,30 +129,19 @@ inline double round_even(double u) {
 // Horner form (17 roundings: relative error < 17 * 2^-53 < 2e-15); six squarings multiply the
 // relative error by 64 and add 6 roundings: < 64 * 2e-15 + 6 * 2^-53 * 64 < 2e-13.
 inline double exp_neg(double x) {
+  // 1/16!, 1/15!, ..., 1/1!, 1/0!: the Taylor coefficients, highest degree first.
+  static constexpr double kInvFactorial[17] = {
+      1.0 / 20922789888000.0, 1.0 / 1307674368000.0, 1.0 / 87178291200.0, 1.0 / 6227020800.0,
+      1.0 / 479001600.0,      1.0 / 39916800.0,      1.0 / 3628800.0,     1.0 / 362880.0,
+      1.0 / 40320.0,          1.0 / 5040.0,          1.0 / 720.0,         1.0 / 120.0,
+      1.0 / 24.0,             1.0 / 6.0,             0.5,                 1.0,
+      1.0};
   const double r = x * (1.0 / 64.0);
-  double p = 1.0 / 20922789888000.0;  // 1/16!
-  p = p * r + 1.0 / 1307674368000.0;
-  p = p * r + 1.0 / 87178291200.0;
-  p = p * r + 1.0 / 6227020800.0;
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  p = p * p;
-  p = p * p;
-  p = p * p;
-  p = p * p;
-  p = p * p;
-  p = p * p;
+  double p = kInvFactorial[0];
+#pragma GCC unroll 16
+  for (int i = 1; i < 17; ++i) p = p * r + kInvFactorial[i];
+#pragma GCC unroll 6
+  for (int i = 0; i < 6; ++i) p = p * p;  // (e^(x/64))^64
   return p;
 }
 

@@ -13,6 +13,7 @@
 
 #include <vector>
 
+#include "common/inline.h"
 #include "kernels/gemm/qgemm_generic.h"
 
 namespace qplugin {
@@ -24,6 +25,24 @@ namespace {
 constexpr int kMR = 6;
 constexpr int kNR = 8;
 constexpr int kKR = 4;
+
+// The next panel's prefetch, spread over a k-loop of kg groups: pf_lines cache lines from pf into
+// L2, ceil(pf_lines / kg) per k-group and at most two.
+struct PanelPrefetch {
+  const char* pf;
+  const char* end;
+  int64_t lines_per_group;
+  PanelPrefetch(const char* p, int64_t pf_lines, int64_t kg)
+      : pf(p), end(p + pf_lines * 64), lines_per_group(kg > 0 ? (pf_lines + kg - 1) / kg : 0) {}
+  // One k-group's share.
+  QPLUGIN_ALWAYS_INLINE void step() {
+    if (pf < end) {
+      _mm_prefetch(pf, _MM_HINT_T1);
+      if (lines_per_group > 1) _mm_prefetch(pf + 64, _MM_HINT_T1);
+      pf += 64 * (lines_per_group < 2 ? lines_per_group : 2);
+    }
+  }
+};
 
 // Row tile of A widened to s16 once (then reused by every panel of the B chunk): for k-group g
 // and row i, the 4 values (a[4g] .. a[4g+3]) at aw[(g * MR + i) * 4]. widen_span writes the
@@ -184,14 +203,9 @@ void tile(const int16_t* aw, int64_t kgp, const int8_t* b, int64_t width, int64_
     c##i##0 = madd_acc(c##i##0, av, b0);                                                    \
     c##i##1 = madd_acc(c##i##1, av, b1);                                                    \
   }
-  const int64_t pf_step = kgp > 0 ? (pf_lines + kgp - 1) / kgp : 0;  // lines per k-group
-  const char* const pf_end = pf + pf_lines * 64;
+  PanelPrefetch next_panel(pf, pf_lines, kgp);
   for (int64_t g = 0; g < kgp; ++g) {
-    if (pf < pf_end) {
-      _mm_prefetch(pf, _MM_HINT_T1);
-      if (pf_step > 1) _mm_prefetch(pf + 64, _MM_HINT_T1);
-      pf += 64 * (pf_step < 2 ? pf_step : 2);
-    }
+    next_panel.step();
     const __m256i b0 = load_b4(b), b1 = load_b4(b + 16);
     QP_ROWS(QP_ROW)
     aw += MR * 4;
@@ -292,9 +306,10 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
   const int64_t bstride = width * kKR;
   const int64_t kg = K / kKR;
   const int kt = static_cast<int>(K % kKR);
-#define QP_STEP(i)                                                                          \
+// Row i's k-group (AV: its 4 bytes broadcast) into its accumulators.
+#define QP_ACC(i, AV)                                                                       \
   if constexpr (MR > i) {                                                                   \
-    const __m256i av = broadcast_a4(a##i);                                                  \
+    const __m256i av = AV;                                                                  \
     if constexpr (NP == 1) {                                                                \
       c##i = ubsw_acc(c##i, av, b0, ones);                                                  \
     } else {                                                                                \
@@ -302,18 +317,18 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
       d##i = ubsw_acc_m(d##i, av, b2, ones);                                                \
     }                                                                                       \
   }
-#define QP_TAIL(i)                                                                          \
-  if constexpr (MR > i) {                                                                   \
-    const __m256i av = broadcast_a_tail(a##i, kt);                                          \
-    if constexpr (NP == 1) {                                                                \
-      c##i = ubsw_acc(c##i, av, b0, ones);                                                  \
-    } else {                                                                                \
-      c##i = ubsw_acc_m(c##i, av, b, ones);                                                 \
-      d##i = ubsw_acc_m(d##i, av, b2, ones);                                                \
-    }                                                                                       \
-  }
+#define QP_STEP(i) QP_ACC(i, broadcast_a4(a##i))
+#define QP_TAIL(i) QP_ACC(i, broadcast_a_tail(a##i, kt))
 #define QP_LOADB const __m256i b0 = NP == 1 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)) : ones;
 #define QP_ADVANCE(i) a##i += kKR;
+// One k-group of every row, then A and B advanced to the next.
+#define QP_KGROUP                                                                           \
+  QP_LOADB                                                                                  \
+  (void)b0;                                                                                 \
+  QP_ROWS(QP_STEP)                                                                          \
+  QP_ROWS(QP_ADVANCE)                                                                       \
+  b += bstride;                                                                             \
+  b2 += bstride2;
   if constexpr (IND) {
     for (int64_t s = 0; s < nseg; ++s) {
       const int64_t so = seg_off[s];
@@ -321,31 +336,16 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
       QP_ROWS(QP_SEG)
 #undef QP_SEG
       for (int64_t g = 0; g < kg; ++g) {
-        QP_LOADB
-        (void)b0;
-        QP_ROWS(QP_STEP)
-        QP_ROWS(QP_ADVANCE)
-        b += bstride;
-        b2 += bstride2;
+        QP_KGROUP
       }
     }
   } else {
-    const int64_t pf_step = kg > 0 ? (pf_lines + kg - 1) / kg : 0;  // lines per k-group
-    const char* const pf_end = pf + pf_lines * 64;
+    PanelPrefetch next_panel(pf, pf_lines, kg);
     for (int64_t g = 0; g < kg; ++g) {
-      if (pf < pf_end) {
-        _mm_prefetch(pf, _MM_HINT_T1);
-        if (pf_step > 1) _mm_prefetch(pf + 64, _MM_HINT_T1);
-        pf += 64 * (pf_step < 2 ? pf_step : 2);
-      }
+      next_panel.step();
       // A partial panel (width < 8) is stored at its own width: the 32-byte load over-reads
       // into the next k-group or the slack (qgemm.h); those lanes are never stored.
-      QP_LOADB
-      (void)b0;
-      QP_ROWS(QP_STEP)
-      QP_ROWS(QP_ADVANCE)
-      b += bstride;
-      b2 += bstride2;
+      QP_KGROUP
     }
     if (kt != 0) {
       QP_LOADB
@@ -353,9 +353,11 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
       QP_ROWS(QP_TAIL)
     }
   }
+#undef QP_KGROUP
 #undef QP_ADVANCE
 #undef QP_TAIL
 #undef QP_STEP
+#undef QP_ACC
 #undef QP_LOADB
   __m256i acc[kMR];
 #define QP_GATHER(i) \

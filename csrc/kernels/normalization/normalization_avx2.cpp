@@ -8,9 +8,7 @@
 
 #include "kernels/normalization/normalization_generic_impl.h"
 
-namespace qplugin {
-namespace kernels {
-namespace avx2 {
+namespace qplugin::kernels::QPLUGIN_ISA_NS {
 namespace {
 
 // Both statistics kernels work on u = code ^ flip (flip = 0x80 for int8, so u = x + 128 is
@@ -254,23 +252,21 @@ void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const ChannelAffinePa
   for (; i < n; ++i) y[i] = norm_generic::affine_one<T>(x[i], p.alpha[ch], p.beta[ch], p.lo, p.hi);
 }
 
+template <typename T>
+constexpr TypedNormKernels<T> typed() {
+  return {&row_stats<T>, &col_stats<T>, &norm_row<T>, &affine_rows<T>, &affine_plane<T>};
+}
+
 }  // namespace
 
 const NormKernelTable& make_norm_table() {
-  static const NormKernelTable t = [] {
-    NormKernelTable k{};
-    k.isa = Isa::kAvx2;
-    k.plane_tables = false;  // the scalar lut8 is slower than affine_plane here
-    k.row_tables = false;
-    k.u8 = {&row_stats<uint8_t>, &col_stats<uint8_t>, &norm_row<uint8_t>, &affine_rows<uint8_t>,
-            &affine_plane<uint8_t>};
-    k.s8 = {&row_stats<int8_t>, &col_stats<int8_t>, &norm_row<int8_t>, &affine_rows<int8_t>,
-            &affine_plane<int8_t>};
-    return k;
-  }();
+  // plane_tables: the scalar lut8 is slower than affine_plane here.
+  static const NormKernelTable t{.isa = Isa::kAvx2,
+                                 .plane_tables = false,
+                                 .row_tables = false,
+                                 .u8 = typed<uint8_t>(),
+                                 .s8 = typed<int8_t>()};
   return t;
 }
 
-}  // namespace avx2
-}  // namespace kernels
-}  // namespace qplugin
+}  // namespace qplugin::kernels::QPLUGIN_ISA_NS

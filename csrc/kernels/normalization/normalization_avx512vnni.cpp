@@ -9,9 +9,7 @@
 
 #include "kernels/normalization/normalization_generic_impl.h"
 
-namespace qplugin {
-namespace kernels {
-namespace avx512vnni {
+namespace qplugin::kernels::QPLUGIN_ISA_NS {
 namespace {
 
 // The statistics kernels work on u = code ^ flip (flip = 0x80 for int8, so u = x + 128 is
@@ -285,24 +283,21 @@ void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const ChannelAffinePa
   }
 }
 
+template <typename T>
+constexpr TypedNormKernels<T> typed() {
+  return {&row_stats<T>, &col_stats<T>, &norm_row<T>, &affine_rows<T>, &affine_plane<T>};
+}
+
 }  // namespace
 
 const NormKernelTable& make_norm_table() {
-  static const NormKernelTable t = [] {
-    const bool has_vbmi = cpu_has_vbmi();
-    NormKernelTable k{};
-    k.isa = Isa::kAvx512Vnni;
-    k.plane_tables = has_vbmi;  // kernels::table().lut8 is VPERMI2B only with VBMI
-    k.row_tables = false;
-    k.u8 = {&row_stats<uint8_t>, &col_stats<uint8_t>, &norm_row<uint8_t>, &affine_rows<uint8_t>,
-            &affine_plane<uint8_t>};
-    k.s8 = {&row_stats<int8_t>, &col_stats<int8_t>, &norm_row<int8_t>, &affine_rows<int8_t>,
-            &affine_plane<int8_t>};
-    return k;
-  }();
+  // plane_tables: kernels::table().lut8 is VPERMI2B only with VBMI.
+  static const NormKernelTable t{.isa = Isa::kAvx512Vnni,
+                                 .plane_tables = cpu_has_vbmi(),
+                                 .row_tables = false,
+                                 .u8 = typed<uint8_t>(),
+                                 .s8 = typed<int8_t>()};
   return t;
 }
 
-}  // namespace avx512vnni
-}  // namespace kernels
-}  // namespace qplugin
+}  // namespace qplugin::kernels::QPLUGIN_ISA_NS

@@ -3,27 +3,22 @@
 #define QPLUGIN_ISA_NS scalar
 #include "kernels/normalization/normalization_generic_impl.h"
 
-namespace qplugin {
-namespace kernels {
-namespace scalar {
+namespace qplugin::kernels::QPLUGIN_ISA_NS {
+
+// The portable forms of normalization_generic_impl.h.
+template <typename T>
+constexpr TypedNormKernels<T> typed() {
+  return {&norm_generic::row_stats<T>, &norm_generic::col_stats<T>, &norm_generic::norm_row<T>,
+          &norm_generic::affine_rows<T>, &norm_generic::affine_plane<T>};
+}
 
 const NormKernelTable& make_norm_table() {
-  static const NormKernelTable t = [] {
-    NormKernelTable k{};
-    k.isa = Isa::kScalar;
-    k.plane_tables = true;
-    k.row_tables = true;
-    k.u8 = {&norm_generic::row_stats<uint8_t>, &norm_generic::col_stats<uint8_t>,
-            &norm_generic::norm_row<uint8_t>, &norm_generic::affine_rows<uint8_t>,
-            &norm_generic::affine_plane<uint8_t>};
-    k.s8 = {&norm_generic::row_stats<int8_t>, &norm_generic::col_stats<int8_t>,
-            &norm_generic::norm_row<int8_t>, &norm_generic::affine_rows<int8_t>,
-            &norm_generic::affine_plane<int8_t>};
-    return k;
-  }();
+  static const NormKernelTable t{.isa = Isa::kScalar,
+                                 .plane_tables = true,
+                                 .row_tables = true,
+                                 .u8 = typed<uint8_t>(),
+                                 .s8 = typed<int8_t>()};
   return t;
 }
 
-}  // namespace scalar
-}  // namespace kernels
-}  // namespace qplugin
+}  // namespace qplugin::kernels::QPLUGIN_ISA_NS

@@ -6,9 +6,7 @@
 
 #include "kernels/pool/pool_generic_impl.h"
 
-namespace qplugin {
-namespace kernels {
-namespace avx2 {
+namespace qplugin::kernels::QPLUGIN_ISA_NS {
 namespace {
 
 // Channels-last average of one output pixel (avg_rows), 32 channels at a time: u16 sums
@@ -61,22 +59,22 @@ void avg_rows(const T* const* rows, int64_t nrows, T* out, int64_t C, double div
   }
 }
 
+// The portable kernels with this tier's avg_rows (8-bit codes).
+template <typename T>
+TypedPoolKernels<T> typed() {
+  TypedPoolKernels<T> k = pool_generic::typed<T>();
+  k.avg_rows = &avg_rows<T>;
+  return k;
+}
+
 }  // namespace
 
 const PoolKernelTable& make_pool_table() {
-  static const PoolKernelTable t = [] {
-    PoolKernelTable k{};
-    k.isa = Isa::kAvx2;
-    k.u8 = pool_generic::typed<uint8_t>();
-    k.s8 = pool_generic::typed<int8_t>();
-    k.u8.avg_rows = &avg_rows<uint8_t>;
-    k.s8.avg_rows = &avg_rows<int8_t>;
-    k.s32 = pool_generic::typed<int32_t>();
-    return k;
-  }();
+  static const PoolKernelTable t{.isa = Isa::kAvx2,
+                                 .u8 = typed<uint8_t>(),
+                                 .s8 = typed<int8_t>(),
+                                 .s32 = pool_generic::typed<int32_t>()};
   return t;
 }
 
-}  // namespace avx2
-}  // namespace kernels
-}  // namespace qplugin
+}  // namespace qplugin::kernels::QPLUGIN_ISA_NS

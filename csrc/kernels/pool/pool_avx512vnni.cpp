@@ -8,9 +8,7 @@
 
 #include "kernels/pool/pool_generic_impl.h"
 
-namespace qplugin {
-namespace kernels {
-namespace avx512vnni {
+namespace qplugin::kernels::QPLUGIN_ISA_NS {
 namespace {
 
 // Global average of 8-bit planes (NCHW adaptive_avg_pool to 1x1): VPSADBW sums of 64-byte
@@ -96,24 +94,23 @@ void avg_rows(const T* const* rows, int64_t nrows, T* out, int64_t C, double div
   }
 }
 
+// The portable kernels with this tier's plane_avg and avg_rows (8-bit codes).
+template <typename T>
+TypedPoolKernels<T> typed() {
+  TypedPoolKernels<T> k = pool_generic::typed<T>();
+  k.plane_avg = &plane_avg<T>;
+  k.avg_rows = &avg_rows<T>;
+  return k;
+}
+
 }  // namespace
 
 const PoolKernelTable& make_pool_table() {
-  static const PoolKernelTable t = [] {
-    PoolKernelTable k{};
-    k.isa = Isa::kAvx512Vnni;
-    k.u8 = pool_generic::typed<uint8_t>();
-    k.s8 = pool_generic::typed<int8_t>();
-    k.u8.plane_avg = &plane_avg<uint8_t>;
-    k.s8.plane_avg = &plane_avg<int8_t>;
-    k.u8.avg_rows = &avg_rows<uint8_t>;
-    k.s8.avg_rows = &avg_rows<int8_t>;
-    k.s32 = pool_generic::typed<int32_t>();
-    return k;
-  }();
+  static const PoolKernelTable t{.isa = Isa::kAvx512Vnni,
+                                 .u8 = typed<uint8_t>(),
+                                 .s8 = typed<int8_t>(),
+                                 .s32 = pool_generic::typed<int32_t>()};
   return t;
 }
 
-}  // namespace avx512vnni
-}  // namespace kernels
-}  // namespace qplugin
+}  // namespace qplugin::kernels::QPLUGIN_ISA_NS

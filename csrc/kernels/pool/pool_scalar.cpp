@@ -4,22 +4,14 @@
 #define QPLUGIN_ISA_NS scalar
 #include "kernels/pool/pool_generic_impl.h"
 
-namespace qplugin {
-namespace kernels {
-namespace scalar {
+namespace qplugin::kernels::QPLUGIN_ISA_NS {
 
 const PoolKernelTable& make_pool_table() {
-  static const PoolKernelTable t = [] {
-    PoolKernelTable k{};
-    k.isa = Isa::kScalar;
-    k.u8 = pool_generic::typed<uint8_t>();
-    k.s8 = pool_generic::typed<int8_t>();
-    k.s32 = pool_generic::typed<int32_t>();
-    return k;
-  }();
+  static const PoolKernelTable t{.isa = Isa::kScalar,
+                                 .u8 = pool_generic::typed<uint8_t>(),
+                                 .s8 = pool_generic::typed<int8_t>(),
+                                 .s32 = pool_generic::typed<int32_t>()};
   return t;
 }
 
-}  // namespace scalar
-}  // namespace kernels
-}  // namespace qplugin
+}  // namespace qplugin::kernels::QPLUGIN_ISA_NS

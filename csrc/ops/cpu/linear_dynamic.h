@@ -1,14 +1,21 @@
 // The float-in / float-out dynamic linear step shared by the dynamic linear ops and the RNN ops
-// (ops/cpu/linear_dynamic_kernel.cpp defines it; ops/cpu/rnn_dynamic_kernel.cpp uses it), and
-// the activation quantization step the dynamic convs share (ops/cpu/conv_dynamic_kernel.cpp).
+// (ops/cpu/linear_dynamic_kernel.cpp defines it; ops/cpu/rnn_dynamic_kernel.cpp uses it), their
+// weight handles, and the activation quantization step the dynamic convs share
+// (ops/cpu/conv_dynamic_kernel.cpp).
 #pragma once
 #include <cstdint>
 #include <vector>
 
+#include "packed/linear_fp16_packed_params.h"
 #include "packed/linear_packed_params.h"
 
 namespace qplugin {
 namespace ops {
+
+// The weight handles the dynamic linear and RNN ops take: int8 (activations quantized per call)
+// and float16.
+using Packed = c10::intrusive_ptr<LinearPackedParams>;
+using PackedFp16 = c10::intrusive_ptr<LinearPackedParamsFp16>;
 
 struct DynamicQParams {
   double scale;

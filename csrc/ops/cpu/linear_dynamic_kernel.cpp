@@ -22,9 +22,6 @@ namespace qplugin {
 namespace ops {
 namespace {
 
-using Packed = c10::intrusive_ptr<LinearPackedParams>;
-using PackedFp16 = c10::intrusive_ptr<LinearPackedParamsFp16>;
-
 // Elements per parallel chunk of the min/max and quantize passes (memory-bound: large chunks).
 constexpr int64_t kQuantGrain = int64_t{1} << 16;
 

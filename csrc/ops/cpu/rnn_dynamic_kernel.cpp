@@ -23,8 +23,6 @@ namespace qplugin {
 namespace ops {
 namespace {
 
-using Packed = c10::intrusive_ptr<LinearPackedParams>;
-using PackedFp16 = c10::intrusive_ptr<LinearPackedParamsFp16>;
 using Cell = c10::intrusive_ptr<CellParams>;
 
 // One projection (W_ih or W_hh, bias inside): int8 (activations quantized per call, 7 bits with

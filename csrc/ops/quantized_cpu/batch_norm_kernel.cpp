@@ -306,8 +306,7 @@ QPLUGIN_BN_OPS(QPLUGIN_BN_OP)
 // "could not run ... CPU backend", and a quantized tensor passed to a `.plain` overload gets
 // QArg::plain's "expected a plain tensor of codes".
 #define QPLUGIN_BN_IMPL(NAME, rank, relu, arg) QPLUGIN_IMPL_WITH_PLAIN(NAME)
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_BN_OPS(QPLUGIN_BN_IMPL) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_BN_OPS(QPLUGIN_BN_IMPL) }
+QPLUGIN_IMPL_QUANTIZED_AND_CPU(QPLUGIN_BN_OPS(QPLUGIN_BN_IMPL))
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_batch_norm_kernel)

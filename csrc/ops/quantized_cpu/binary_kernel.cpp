@@ -26,6 +26,7 @@
 #include "kernels/dispatch.h"
 #include "ops/binary_ops.h"
 #include "ops/quantized_cpu/elementwise_iter.h"
+#include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
 namespace qplugin {
@@ -423,27 +424,24 @@ at::Tensor scalar_tensor_out_op(const at::Tensor& qa, const at::Tensor& b, at::T
 }  // namespace ops
 }  // namespace qplugin
 
-// Registration: each op name with PyTorch's overloads (see ops/elementwise.cpp), then its PT2
-// door: <op>.plain, <op>.Scalar_plain, <op>.Scalar2_plain.
+// Registration: each op name with PyTorch's overloads (see ops/elementwise.cpp) and its PT2
+// door: <op>.plain, <op>.Scalar_plain, <op>.Scalar2_plain; the Tensor x Scalar forms (.Scalar,
+// .Scalar_out, .Scalar_plain) through QPLUGIN_IMPL_SCALAR_FORMS (ops/binary_ops.h).
 #define QPLUGIN_BINARY_FAMILY(NAME, MUL, RELU)                                      \
   m.impl(NAME, TORCH_FN((qplugin::ops::binary<MUL, RELU>)));                       \
   m.impl(NAME ".out", TORCH_FN((qplugin::ops::binary_out<MUL, RELU>)));            \
-  m.impl(NAME ".Scalar", TORCH_FN((qplugin::ops::scalar_op<MUL, RELU>)));          \
-  m.impl(NAME ".Scalar2", TORCH_FN((qplugin::ops::scalar2_op<MUL, RELU>)));        \
-  m.impl(NAME ".Scalar_out", TORCH_FN((qplugin::ops::scalar_out_op<MUL, RELU>)));  \
   m.impl(NAME "_out", TORCH_FN((qplugin::ops::binary_out<MUL, RELU>)));            \
+  m.impl(NAME ".Scalar2", TORCH_FN((qplugin::ops::scalar2_op<MUL, RELU>)));        \
+  QPLUGIN_IMPL_SCALAR_FORMS(NAME, MUL, RELU, ".Scalar", ".Scalar_out", ".Scalar_plain") \
   m.impl(NAME ".plain", TORCH_FN((qplugin::ops::binary_plain<MUL, RELU>)));        \
-  m.impl(NAME ".Scalar_plain", TORCH_FN((qplugin::ops::scalar_plain<MUL, RELU>))); \
   m.impl(NAME ".Scalar2_plain", TORCH_FN((qplugin::ops::scalar2_plain<MUL, RELU>)));
 
-// The deprecated scalar names: <base>_scalar[_relu][_out][.Tensor], then the PT2 door:
-// <base>_scalar[_relu].plain and .Tensor_plain.
+// The deprecated scalar names: <base>_scalar[_relu][_out][.Tensor] and the PT2 door:
+// <base>_scalar[_relu].plain and .Tensor_plain (the plain names: QPLUGIN_IMPL_SCALAR_FORMS).
 #define QPLUGIN_SCALAR_FAMILY(NAME, MUL, RELU)                                             \
-  m.impl(NAME, TORCH_FN((qplugin::ops::scalar_op<MUL, RELU>)));                           \
+  QPLUGIN_IMPL_SCALAR_FORMS(NAME, MUL, RELU, "", "_out", ".plain")                         \
   m.impl(NAME ".Tensor", TORCH_FN((qplugin::ops::scalar_tensor_op<MUL, RELU>)));          \
-  m.impl(NAME "_out", TORCH_FN((qplugin::ops::scalar_out_op<MUL, RELU>)));                \
   m.impl(NAME "_out.Tensor", TORCH_FN((qplugin::ops::scalar_tensor_out_op<MUL, RELU>)));  \
-  m.impl(NAME ".plain", TORCH_FN((qplugin::ops::scalar_plain<MUL, RELU>)));               \
   m.impl(NAME ".Tensor_plain", TORCH_FN((qplugin::ops::scalar_tensor_plain<MUL, RELU>)));
 
 namespace {
@@ -455,8 +453,7 @@ void register_binary(torch::Library& m) {
 
 // The plain overloads are registered for QuantizedCPU too: a quantized tensor passed to one gets
 // QArg::plain's "expected a plain tensor of codes" rather than the dispatcher's error.
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { register_binary(m); }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { register_binary(m); }
+QPLUGIN_IMPL_QUANTIZED_AND_CPU(register_binary(m);)
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_binary_kernel)

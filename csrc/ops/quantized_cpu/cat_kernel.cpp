@@ -346,8 +346,7 @@ void register_cat(torch::Library& m, bool plain_too) {
 
 // QuantizedCPU gets the PT2 door too, so that a quantized tensor passed to it gets QArg::plain's
 // "expected a plain tensor of codes" rather than the dispatcher's error.
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { qplugin::ops::register_cat(m, /*plain_too=*/true); }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { qplugin::ops::register_cat(m, /*plain_too=*/true); }
+QPLUGIN_IMPL_QUANTIZED_AND_CPU(qplugin::ops::register_cat(m, /*plain_too=*/true);)
 // An empty list has no tensor to dispatch on: this kernel gives it the op's own error.
 TORCH_LIBRARY_IMPL(qplugin, CompositeExplicitAutograd, m) {
   qplugin::ops::register_cat(m, /*plain_too=*/false);

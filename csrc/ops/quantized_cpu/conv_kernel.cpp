@@ -462,8 +462,7 @@ void register_conv(torch::Library& m) {
 }  // namespace ops
 }  // namespace qplugin
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { qplugin::ops::register_conv(m); }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { qplugin::ops::register_conv(m); }
+QPLUGIN_IMPL_QUANTIZED_AND_CPU(qplugin::ops::register_conv(m);)
 // No tensor argument to dispatch on: one kernel for every key.
 TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
 #define QPLUGIN_IMPL_CONV_UNPACK(D)                                                           \

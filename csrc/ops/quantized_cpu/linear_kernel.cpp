@@ -216,8 +216,7 @@ void register_linear(torch::Library& m) {
 }  // namespace ops
 }  // namespace qplugin
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { qplugin::ops::register_linear(m); }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { qplugin::ops::register_linear(m); }
+QPLUGIN_IMPL_QUANTIZED_AND_CPU(qplugin::ops::register_linear(m);)
 // No tensor argument to dispatch on: one kernel for every key.
 TORCH_LIBRARY_IMPL(qplugin, CatchAll, m) {
   m.impl("linear_unpack", TORCH_FN(qplugin::ops::linear_unpack));

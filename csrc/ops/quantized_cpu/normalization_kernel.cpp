@@ -619,8 +619,7 @@ at::Tensor instance_norm_plain(const at::Tensor& x, double xs, int64_t xz,
 // to a `.plain` overload gets QArg::plain's "expected a plain tensor of codes".
 #define QPLUGIN_NORM_OPS(X) X(layer_norm) X(group_norm) X(instance_norm)
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_NORM_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_NORM_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
+QPLUGIN_IMPL_QUANTIZED_AND_CPU(QPLUGIN_NORM_OPS(QPLUGIN_IMPL_WITH_PLAIN))
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_normalization_kernel)

@@ -588,8 +588,7 @@ QPLUGIN_ADAPTIVE_OP(adaptive_max_pool2d, 2, Kind::kAdaptiveMax)
   X(max_pool1d) X(max_pool2d) X(max_pool3d) X(avg_pool1d) X(avg_pool2d) X(avg_pool3d)      \
   X(adaptive_avg_pool1d) X(adaptive_avg_pool2d) X(adaptive_avg_pool3d) X(adaptive_max_pool2d)
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_POOLING_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_POOLING_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
+QPLUGIN_IMPL_QUANTIZED_AND_CPU(QPLUGIN_POOLING_OPS(QPLUGIN_IMPL_WITH_PLAIN))
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_pooling_kernel)

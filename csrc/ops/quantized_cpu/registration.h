@@ -18,3 +18,11 @@
 #define QPLUGIN_IMPL_RELU_PAIR(NAME, OVERLOAD, FN)     \
   m.impl(NAME OVERLOAD, TORCH_FN(FN<false>));          \
   m.impl(NAME "_relu" OVERLOAD, TORCH_FN(FN<true>));
+
+// A family's registration BODY (statements using the library `m`) under both dispatch keys:
+// QuantizedCPU (the legacy door; a quantized tensor passed to a `.plain` overload then gets
+// QArg::plain's "expected a plain tensor of codes" instead of the dispatcher's "could not run")
+// and CPU (the PT2 door's plain tensors). Use once per kernel file, at file scope.
+#define QPLUGIN_IMPL_QUANTIZED_AND_CPU(...)                    \
+  TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { __VA_ARGS__ } \
+  TORCH_LIBRARY_IMPL(qplugin, CPU, m) { __VA_ARGS__ }

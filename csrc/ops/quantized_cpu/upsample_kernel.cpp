@@ -251,20 +251,18 @@ void resample_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const
         // Trilinear: c0 * (b0 * H[d0][h0] + b1 * H[d0][h1]) + c1 * (b0 * H[d1][h0] + b1 * H[d1][h1]).
         const int64_t d0 = ld.i0[od], d1 = ld.i1[od];
         const float b0 = lh.w0[oh], b1 = lh.w1[oh], c0 = ld.w0[od], c1 = ld.w1[od];
-        const float* A = hrow(pl, d0, h0, nullptr);
-        const float* B = hrow(pl, d0, h1, A);
-        for (int64_t j = 0; j < rowlen; ++j) {
-          const float u = b0 * A[j];
-          const float v = b1 * B[j];
-          tmp0[j] = u + v;
-        }
-        const float* Cc = hrow(pl, d1, h0, nullptr);
-        const float* Dd = hrow(pl, d1, h1, Cc);
-        for (int64_t j = 0; j < rowlen; ++j) {
-          const float u = b0 * Cc[j];
-          const float v = b1 * Dd[j];
-          tmp1[j] = u + v;
-        }
+        // out = b0 * H[d][h0] + b1 * H[d][h1] (two roundings, then the sum's).
+        auto lerp_h_rows = [&](int64_t d, float* out) {
+          const float* A = hrow(pl, d, h0, nullptr);
+          const float* B = hrow(pl, d, h1, A);
+          for (int64_t j = 0; j < rowlen; ++j) {
+            const float u = b0 * A[j];
+            const float v = b1 * B[j];
+            out[j] = u + v;
+          }
+        };
+        lerp_h_rows(d0, tmp0.data());
+        lerp_h_rows(d1, tmp1.data());
         K.lerp_v(tmp0.data(), tmp1.data(), yr, rowlen, c0, c1, q);
       }
     }
@@ -419,8 +417,7 @@ at::Tensor upsample_trilinear3d_plain(const at::Tensor& x, double xs, int64_t xz
   X(_upsample_nearest_exact1d) X(_upsample_nearest_exact2d) X(_upsample_nearest_exact3d)   \
   X(upsample_linear1d) X(upsample_bilinear2d) X(upsample_trilinear3d)
 
-TORCH_LIBRARY_IMPL(qplugin, QuantizedCPU, m) { QPLUGIN_UPSAMPLE_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
-TORCH_LIBRARY_IMPL(qplugin, CPU, m) { QPLUGIN_UPSAMPLE_OPS(QPLUGIN_IMPL_WITH_PLAIN) }
+QPLUGIN_IMPL_QUANTIZED_AND_CPU(QPLUGIN_UPSAMPLE_OPS(QPLUGIN_IMPL_WITH_PLAIN))
 
 // Keeps this file in static links: qplugin_register_all() (csrc/register.cpp) calls it.
 QPLUGIN_REGISTRATION_ANCHOR(quantized_cpu_upsample_kernel)

@@ -1,0 +1,5 @@
+// Forced inlining for the small helpers hot kernels share (loop skeletons, vector shuffles), so
+// that sharing them costs no call. Torch-free.
+#pragma once
+
+#define QPLUGIN_ALWAYS_INLINE inline __attribute__((always_inline))
