@@ -174,6 +174,65 @@ def test_linear_dynamic_nonfinite(isa, bad):
         ops.linear_dynamic(x, p)
 
 
+# The min/max and quantize passes per ISA (kernels/dynamic/quant_act_*.cpp) unroll by 8, 16, 32
+# and 64 floats with separate accumulators and a masked or scalar tail: the input's extreme (and a
+# NaN or inf) is put at every position class of every block size, and each tier's result must
+# equal the scalar tier's bit for bit (or raise the same error).
+_QUANT_SIZES = (1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 129)
+
+
+def _positions(n):
+    return sorted({0, n - 1, n // 2, *(p for p in (7, 8, 15, 16, 31, 32, 47, 63, 64) if p < n)})
+
+
+def _run_isas(fn):
+    outs = {}
+    for isa in ("scalar", "avx2", "avx512vnni"):
+        got = torch.ops.qplugin._set_cpu_isa(isa)
+        try:
+            if got == isa:
+                outs[isa] = fn()
+        finally:
+            torch.ops.qplugin._set_cpu_isa("auto")
+    return outs
+
+
+@pytest.mark.parametrize("n", _QUANT_SIZES)
+@pytest.mark.parametrize("reduce_range", [True, False])
+def test_quantize_passes_extreme_at_every_position(n, reduce_range):
+    _, qw = qweight(5, n, zp=2)
+    p = ops.linear_prepack(qw, torch.randn(5))
+    g = torch.Generator().manual_seed(n)
+    for pos in _positions(n):
+        for extreme in (7.5, -7.5):
+            x = torch.rand(2, n, generator=g) - 0.3
+            x[1, pos] = extreme
+            outs = _run_isas(lambda: ops.linear_dynamic(x, p, reduce_range))
+            ref = linear_dynamic_exact(x, qw, p.unpack()[1], reduce_range)
+            assert torch.allclose(outs["scalar"], ref, rtol=0, atol=1e-4 * (1 + ref.abs().max()))
+            for isa, y in outs.items():
+                assert torch.equal(y, outs["scalar"]), f"{isa} differs from scalar (pos {pos})"
+
+
+@pytest.mark.parametrize("n", _QUANT_SIZES)
+def test_nonfinite_at_every_position(n):
+    _, qw = qweight(3, n)
+    p = ops.linear_prepack(qw, None)
+    for pos in _positions(n):
+        for bad in (float("nan"), float("inf"), -float("inf")):
+            x = torch.randn(1, n)
+            x[0, pos] = bad
+            for isa in ("scalar", "avx2", "avx512vnni"):
+                if torch.ops.qplugin._set_cpu_isa(isa) != isa:
+                    torch.ops.qplugin._set_cpu_isa("auto")
+                    continue
+                try:
+                    with pytest.raises(RuntimeError, match=r"expected a finite input"):
+                        ops.linear_dynamic(x, p)
+                finally:
+                    torch.ops.qplugin._set_cpu_isa("auto")
+
+
 def test_linear_dynamic_bad_inputs():
     _, qw = qweight(8, 16)
     p = ops.linear_prepack(qw, None)

@@ -13,14 +13,40 @@ namespace dynamic {
 namespace avx2 {
 namespace {
 
+// Four independent accumulator sets (one chain per set: the loop is not latency-bound). s
+// collects fma(v, 0, s): +-0 for a finite v, NaN for an infinite or NaN one (sticky), so
+// nonfinite_sum is 0 exactly when every value is finite; one FMA-pipe op instead of sub + add.
 void minmax(const float* x, int64_t n, float* mn, float* mx, float* nonfinite_sum) {
-  __m256 lo = _mm256_set1_ps(x[0]), hi = lo, s = _mm256_setzero_ps();
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 lo = _mm256_set1_ps(x[0]), hi = lo, s = zero;
   int64_t i = 0;
+  if (n >= 32) {
+    __m256 l1 = lo, l2 = lo, l3 = lo, h1 = lo, h2 = lo, h3 = lo, s1 = zero, s2 = zero, s3 = zero;
+    for (; i + 32 <= n; i += 32) {
+      const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+      const __m256 c = _mm256_loadu_ps(x + i + 16), d = _mm256_loadu_ps(x + i + 24);
+      lo = _mm256_min_ps(lo, a);
+      l1 = _mm256_min_ps(l1, b);
+      l2 = _mm256_min_ps(l2, c);
+      l3 = _mm256_min_ps(l3, d);
+      hi = _mm256_max_ps(hi, a);
+      h1 = _mm256_max_ps(h1, b);
+      h2 = _mm256_max_ps(h2, c);
+      h3 = _mm256_max_ps(h3, d);
+      s = _mm256_fmadd_ps(a, zero, s);
+      s1 = _mm256_fmadd_ps(b, zero, s1);
+      s2 = _mm256_fmadd_ps(c, zero, s2);
+      s3 = _mm256_fmadd_ps(d, zero, s3);
+    }
+    lo = _mm256_min_ps(_mm256_min_ps(lo, l1), _mm256_min_ps(l2, l3));
+    hi = _mm256_max_ps(_mm256_max_ps(hi, h1), _mm256_max_ps(h2, h3));
+    s = _mm256_add_ps(_mm256_add_ps(s, s1), _mm256_add_ps(s2, s3));
+  }
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
     lo = _mm256_min_ps(lo, v);
     hi = _mm256_max_ps(hi, v);
-    s = _mm256_add_ps(s, _mm256_sub_ps(v, v));
+    s = _mm256_fmadd_ps(v, zero, s);
   }
   alignas(32) float l[8], h[8], t[8];
   _mm256_store_ps(l, lo);

@@ -14,18 +14,22 @@ namespace dynamic {
 namespace avx512vnni {
 namespace {
 
+// s collects fma(v, 0, s): +-0 for a finite v, NaN for an infinite or NaN one (sticky), so
+// nonfinite_sum is 0 exactly when every value is finite; one FMA-pipe op instead of sub + add on
+// the adder pipes that min and max use.
 void minmax(const float* x, int64_t n, float* mn, float* mx, float* nonfinite_sum) {
-  __m512 lo = _mm512_set1_ps(x[0]), hi = lo, s = _mm512_setzero_ps();
-  __m512 lo2 = lo, hi2 = lo, s2 = s;
+  const __m512 zero = _mm512_setzero_ps();
+  __m512 lo = _mm512_set1_ps(x[0]), hi = lo, s = zero;
+  __m512 lo2 = lo, hi2 = lo, s2 = zero;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m512 v = _mm512_loadu_ps(x + i), w = _mm512_loadu_ps(x + i + 16);
     lo = _mm512_min_ps(lo, v);
     hi = _mm512_max_ps(hi, v);
-    s = _mm512_add_ps(s, _mm512_sub_ps(v, v));
+    s = _mm512_fmadd_ps(v, zero, s);
     lo2 = _mm512_min_ps(lo2, w);
     hi2 = _mm512_max_ps(hi2, w);
-    s2 = _mm512_add_ps(s2, _mm512_sub_ps(w, w));
+    s2 = _mm512_fmadd_ps(w, zero, s2);
   }
   for (; i < n; i += 16) {
     const int64_t r = n - i < 16 ? n - i : 16;
@@ -33,7 +37,7 @@ void minmax(const float* x, int64_t n, float* mn, float* mx, float* nonfinite_su
     const __m512 v = _mm512_maskz_loadu_ps(k, x + i);
     lo = _mm512_mask_min_ps(lo, k, lo, v);
     hi = _mm512_mask_max_ps(hi, k, hi, v);
-    s = _mm512_mask_add_ps(s, k, s, _mm512_sub_ps(v, v));
+    s = _mm512_fmadd_ps(v, zero, s);  // masked-off lanes load 0
   }
   lo = _mm512_min_ps(lo, lo2);
   hi = _mm512_max_ps(hi, hi2);
@@ -43,15 +47,21 @@ void minmax(const float* x, int64_t n, float* mn, float* mx, float* nonfinite_su
   *nonfinite_sum = _mm512_reduce_add_ps(s);
 }
 
+// The masked step for the last n - i < 16 values only: full vectors go unmasked (no mask set-up
+// per vector in the loop).
 void quantize(const float* x, int64_t n, float inv_scale, float zp, float top, uint8_t* q) {
   const __m512 inv = _mm512_set1_ps(inv_scale), z = _mm512_set1_ps(zp);
   const __m512 zero = _mm512_setzero_ps(), vtop = _mm512_set1_ps(top);
-  for (int64_t i = 0; i < n; i += 16) {
-    const int64_t r = n - i < 16 ? n - i : 16;
-    const __mmask16 k = static_cast<__mmask16>(r >= 16 ? 0xFFFFu : (1u << r) - 1u);
-    __m512 t = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, x + i), inv, z);
-    t = _mm512_min_ps(_mm512_max_ps(t, zero), vtop);
-    _mm_mask_storeu_epi8(q + i, k, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(t)));
+  const auto codes = [&](__m512 v) {
+    const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v, inv, z), zero), vtop);
+    return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(t));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), codes(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm_mask_storeu_epi8(q + i, k, codes(_mm512_maskz_loadu_ps(k, x + i)));
   }
 }
 
@@ -64,12 +74,16 @@ void quantize_affine(const float* x, int64_t n, float inv_scale, float zp, bool 
   const __m512 inv = _mm512_set1_ps(inv_scale), z = _mm512_set1_ps(zp);
   const __m512 lo = _mm512_set1_ps(is_signed ? -128.0f : 0.0f);
   const __m512 hi = _mm512_set1_ps(is_signed ? 127.0f : 255.0f);
-  for (int64_t i = 0; i < n; i += 16) {
-    const int64_t r = n - i < 16 ? n - i : 16;
-    const __mmask16 k = static_cast<__mmask16>(r >= 16 ? 0xFFFFu : (1u << r) - 1u);
-    const __m512 t = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, x + i), inv, z);
-    const __m512 c = _mm512_min_ps(_mm512_max_ps(lo, t), hi);
-    _mm_mask_storeu_epi8(q + i, k, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(c)));
+  const auto codes = [&](__m512 v) {
+    const __m512 c = _mm512_min_ps(_mm512_max_ps(lo, _mm512_fmadd_ps(v, inv, z)), hi);
+    return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(c));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), codes(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm_mask_storeu_epi8(q + i, k, codes(_mm512_maskz_loadu_ps(k, x + i)));
   }
 }
 
