@@ -6,6 +6,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include "common/inline.h"
 #include "kernels/dynamic/quant_act.h"
 
 namespace qplugin {
@@ -47,15 +48,10 @@ void minmax(const float* x, int64_t n, float* mn, float* mx, float* nonfinite_su
   *nonfinite_sum = _mm512_reduce_add_ps(s);
 }
 
-// The masked step for the last n - i < 16 values only: full vectors go unmasked (no mask set-up
-// per vector in the loop).
-void quantize(const float* x, int64_t n, float inv_scale, float zp, float top, uint8_t* q) {
-  const __m512 inv = _mm512_set1_ps(inv_scale), z = _mm512_set1_ps(zp);
-  const __m512 zero = _mm512_setzero_ps(), vtop = _mm512_set1_ps(top);
-  const auto codes = [&](__m512 v) {
-    const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v, inv, z), zero), vtop);
-    return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(t));
-  };
+// q[i] = codes(x[i..i+16)) over x[0, n): full vectors unmasked (no mask set-up per vector), a
+// masked step for the last n % 16 values only.
+template <class Codes>
+QPLUGIN_ALWAYS_INLINE void store_codes(const float* x, int64_t n, uint8_t* q, Codes codes) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), codes(_mm512_loadu_ps(x + i)));
@@ -63,6 +59,16 @@ void quantize(const float* x, int64_t n, float inv_scale, float zp, float top, u
     const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
     _mm_mask_storeu_epi8(q + i, k, codes(_mm512_maskz_loadu_ps(k, x + i)));
   }
+}
+
+void quantize(const float* x, int64_t n, float inv_scale, float zp, float top, uint8_t* q) {
+  const __m512 inv = _mm512_set1_ps(inv_scale), z = _mm512_set1_ps(zp);
+  const __m512 zero = _mm512_setzero_ps(), vtop = _mm512_set1_ps(top);
+  const auto codes = [&](__m512 v) {
+    const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v, inv, z), zero), vtop);
+    return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(t));
+  };
+  store_codes(x, n, q, codes);
 }
 
 // max(lo, t) first: maxps returns its second operand when one is NaN, so NaN survives it and
@@ -78,13 +84,7 @@ void quantize_affine(const float* x, int64_t n, float inv_scale, float zp, bool 
     const __m512 c = _mm512_min_ps(_mm512_max_ps(lo, _mm512_fmadd_ps(v, inv, z)), hi);
     return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(c));
   };
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), codes(_mm512_loadu_ps(x + i)));
-  if (i < n) {
-    const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
-    _mm_mask_storeu_epi8(q + i, k, codes(_mm512_maskz_loadu_ps(k, x + i)));
-  }
+  store_codes(x, n, q, codes);
 }
 
 }  // namespace
