@@ -773,7 +773,6 @@ class PlaceholderObserver(_PassThroughObserver):
             qscheme = torch.per_tensor_affine
         if eps is None:
             eps = _EPS
-        self.dtype = dtype
         self.qscheme = qscheme
         self.quant_min = quant_min
         self.quant_max = quant_max

@@ -26,7 +26,7 @@ from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
 from qplugin.nn.modules.linear import _quantize_weight
-from qplugin.nn.modules.utils import _dynamic_weight_observer
+from qplugin.nn.modules.utils import _dynamic_weight_observer, _store_args
 
 __all__ = ["LSTM", "GRU", "LSTMCell", "GRUCell", "RNNCell", "PackedParameter",
            "PackedParameterFp16"]
@@ -490,11 +490,8 @@ class _CellBase(torch.nn.Module):
         if dtype not in (torch.qint8, torch.float16):
             raise ValueError(f"qplugin.nn.dynamic.{type(self).__name__}: expected dtype "
                              f"torch.qint8 or torch.float16, got {dtype}")
-        self.input_size = input_size
-        self.hidden_size = hidden_size
-        self.bias = bias
+        _store_args(self, locals(), "input_size hidden_size bias nonlinearity")
         self.weight_dtype = dtype
-        self.nonlinearity = nonlinearity
         self.cell_name = type(self).__name__
         G = self._GATES * hidden_size
         w_ih, w_hh = torch.randn(G, input_size), torch.randn(G, hidden_size)

@@ -16,7 +16,7 @@ from torch.nn.modules.utils import _pair, _single, _triple
 
 from qplugin.nn.modules.linear import _hide_packed_params_repr
 from qplugin.nn.modules.utils import (_check_zero_point, _observe_qint8_weight,
-                                      _observed_output, _packed_forward)
+                                      _observed_output, _packed_forward, _store_args)
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -154,16 +154,8 @@ class _ConvNd(torch.nn.Module):
         if transposed and padding_mode != "zeros":
             raise ValueError(f"qplugin.nn.{self._NAME}: expected padding_mode 'zeros', got "
                              f"{padding_mode!r}")
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = kernel_size
-        self.stride = stride
-        self.padding = padding
-        self.dilation = dilation
-        self.transposed = transposed
-        self.output_padding = output_padding
-        self.groups = groups
-        self.padding_mode = padding_mode
+        _store_args(self, locals(), "in_channels out_channels kernel_size stride padding dilation "
+                    "transposed output_padding groups padding_mode")
         if transposed:
             wshape = [in_channels, out_channels // groups]
         else:

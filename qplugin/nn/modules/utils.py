@@ -26,6 +26,13 @@ def _class_names(classes) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
+def _store_args(obj: Any, values: Dict[str, Any], names: str) -> None:
+    """``obj.<name> = values[name]`` for each space-separated name: the constructors that keep
+    their arguments as attributes (as torch.ao's do) call ``_store_args(self, locals(), "a b")``."""
+    for name in names.split():
+        setattr(obj, name, values[name])
+
+
 def _check_scale(owner: str, scale: Any, name: str = "scale") -> float:
     """A finite, positive real (or one-element tensor) -> float; else TypeError/ValueError."""
     if isinstance(scale, torch.Tensor):
