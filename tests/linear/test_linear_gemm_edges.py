@@ -231,3 +231,22 @@ def test_sparse_outliers(isa, M, K, N, nout):
     scale = _scale_for(K) * 4
     got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
     assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
+
+
+@pytest.mark.parametrize("N", [9, 12, 15, 16, 17, 23, 24, 31, 32, 40])
+@pytest.mark.parametrize("M,K", [(1, 4), (6, 16), (7, 33), (13, 24)])
+@pytest.mark.parametrize("w_zp", [False, True])
+def test_two_panel_epilogue(isa, M, K, N, w_zp):
+    """7-bit A takes the AVX2 VPMADDUBSW tile, which narrows two 8-column panels of u8 output
+    together (VPACKSSDW / VPADDW / VPACKUSWB): full and partial second panels (N % 16 = 1..15),
+    weight zero points (the row-sum term), outputs clamped at 0 and 255 (a large-range scale),
+    and the ReLU-fused op (clamped at the zero point). Bit-exact."""
+    x, w, b = _extreme(M, K, N, 127, seed=M * 100 + K + N, w_zp=w_zp)
+    scale, zp = _scale_for(K) * 0.5, 100
+    p = torch.ops.qplugin.linear_prepack(w, b)
+    want = reference(x, w, b, scale, zp)
+    assert int(want.min()) == 0 and int(want.max()) == 255  # both clamps are exercised
+    got = torch.ops.qplugin.linear(x, p, scale, zp).int_repr()
+    assert torch.equal(got, want), f"{isa} M{M} K{K} N{N}"
+    got = torch.ops.qplugin.linear_relu(x, p, scale, zp).int_repr()
+    assert torch.equal(got, torch.clamp(want, min=zp)), f"relu {isa} M{M} K{K} N{N}"

@@ -33,7 +33,7 @@ struct PanelPrefetch {
   const char* end;
   int64_t lines_per_group;
   PanelPrefetch(const char* p, int64_t pf_lines, int64_t kg)
-      : pf(p), end(p + pf_lines * 64), lines_per_group(kg > 0 ? (pf_lines + kg - 1) / kg : 0) {}
+      : pf(p), end(p + pf_lines * 64), lines_per_group(kg > 0 && pf_lines > 0 ? (pf_lines + kg - 1) / kg : 0) {}
   // One k-group's share.
   QPLUGIN_ALWAYS_INLINE void step() {
     if (pf < end) {
@@ -178,6 +178,61 @@ inline void store_tile(const __m256i* acc, int64_t width, int64_t m, int64_t n,
       std::memcpy(dst, &bytes, 8);
     } else {
       std::memcpy(dst, &bytes, static_cast<size_t>(cols));
+    }
+  }
+}
+
+// Epilogue of an MR x 16 tile to u8 (two panels: acc0[i] columns n .. n + 7 of row m + i,
+// acc1[i] the next width1 (1..8)): store_tile's arithmetic up to the rounding, then the two
+// halves of a row narrowed together and stored at once. Exact: after the clamp each value lies
+// in [lo, hi] (|.| <= 255: an s16, no saturation), VPADDW of out_zp gives [0, 255] and VPACKUSWB
+// keeps those bytes; the same bytes as store_tile's with fewer instructions per output (the
+// epilogue is most of a small-K tile: 1x1 convs of 16..32 input channels).
+template <int MR>
+inline void store_tile2_u8(const __m256i* acc0, const __m256i* acc1, int64_t width1, int64_t m,
+                           int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+  const __m256i mk = lane_mask(static_cast<int>(width1));
+  const __m256i coff0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.col_offsets + n));
+  const __m256i coff1 = _mm256_maskload_epi32(e.col_offsets + n + kNR, mk);
+  const __m256 bq0 = _mm256_loadu_ps(e.bias_q + n), mult0 = _mm256_loadu_ps(e.mult + n);
+  const __m256 bq1 = _mm256_maskload_ps(e.bias_q + n + kNR, mk);
+  const __m256 mult1 = _mm256_maskload_ps(e.mult + n + kNR, mk);
+  __m256i zw0 = _mm256_setzero_si256(), zw1 = zw0;
+  if (e.row_sums != nullptr) {
+    zw0 = e.w_zp != nullptr ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.w_zp + n))
+                            : _mm256_set1_epi32(e.w_zp_scalar);
+    zw1 = e.w_zp != nullptr ? _mm256_maskload_epi32(e.w_zp + n + kNR, mk)
+                            : _mm256_set1_epi32(e.w_zp_scalar);
+  }
+  const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
+  const __m128i zp16 = _mm_set1_epi16(static_cast<int16_t>(e.out_zp));
+  // VPACKSSDW of (q0, q1) works per 128-bit half: after VPACKUSWB the bytes are q0[0..3] q1[0..3]
+  // q0[4..7] q1[4..7]; this shuffle puts them back in column order.
+  const __m128i order = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+  auto rounded = [&](__m256i v, __m256i coff, __m256i zw, __m256 bq, __m256 mult,
+                     int64_t row) __attribute__((always_inline)) {
+    v = _mm256_sub_epi32(v, coff);
+    if (e.row_sums != nullptr) {
+      v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(e.row_sums[row])));
+    }
+    __m256 f = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(v), bq), mult);
+    f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
+    return _mm256_cvtps_epi32(f);
+  };
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    const __m256i w16 = _mm256_packs_epi32(rounded(acc0[i], coff0, zw0, bq0, mult0, m + i),
+                                           rounded(acc1[i], coff1, zw1, bq1, mult1, m + i));
+    const __m128i s16lo = _mm_add_epi16(_mm256_castsi256_si128(w16), zp16);
+    const __m128i s16hi = _mm_add_epi16(_mm256_extracti128_si256(w16, 1), zp16);
+    const __m128i bytes = _mm_shuffle_epi8(_mm_packus_epi16(s16lo, s16hi), order);
+    uint8_t* dst = c + (m + i) * ldc + n;
+    if (width1 == kNR) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), bytes);
+    } else {
+      alignas(16) uint8_t tmp[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(tmp), bytes);
+      std::memcpy(dst, tmp, static_cast<size_t>(kNR + width1));
     }
   }
 }
@@ -365,14 +420,21 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
   QP_ROWS(QP_GATHER)
 #undef QP_GATHER
   if (nout > 0) add_outliers(acc, outl, nout, b_panel, width);
-  store_tile<MR>(acc, width, m, n, e, c, ldc);
   if constexpr (NP == 2) {
+    __m256i acc2[kMR];
 #define QP_GATHER(i) \
-  if constexpr (MR > i) acc[i] = d##i;
+  if constexpr (MR > i) acc2[i] = d##i;
     QP_ROWS(QP_GATHER)
 #undef QP_GATHER
-    if (nout > 0) add_outliers(acc, outl, nout, b2_panel, width2);
-    store_tile<MR>(acc, width2, m, n + kNR, e, c, ldc);
+    if (nout > 0) add_outliers(acc2, outl, nout, b2_panel, width2);
+    if (!e.out_i32 && !e.out_f32) {  // u8 output: the two panels narrowed together
+      store_tile2_u8<MR>(acc, acc2, width2, m, n, e, c, ldc);
+    } else {
+      store_tile<MR>(acc, width, m, n, e, c, ldc);
+      store_tile<MR>(acc2, width2, m, n + kNR, e, c, ldc);
+    }
+  } else {
+    store_tile<MR>(acc, width, m, n, e, c, ldc);
   }
 }
 #undef QP_ROWS
