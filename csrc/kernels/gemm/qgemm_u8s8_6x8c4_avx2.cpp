@@ -414,18 +414,16 @@ void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* r
 #undef QP_STEP
 #undef QP_ACC
 #undef QP_LOADB
-  __m256i acc[kMR];
+  __m256i acc[kMR], acc2[kMR];  // acc2: the second panel's (NP = 2)
 #define QP_GATHER(i) \
-  if constexpr (MR > i) acc[i] = c##i;
+  if constexpr (MR > i) {  \
+    acc[i] = c##i;         \
+    acc2[i] = d##i;        \
+  }
   QP_ROWS(QP_GATHER)
 #undef QP_GATHER
   if (nout > 0) add_outliers(acc, outl, nout, b_panel, width);
   if constexpr (NP == 2) {
-    __m256i acc2[kMR];
-#define QP_GATHER(i) \
-  if constexpr (MR > i) acc2[i] = d##i;
-    QP_ROWS(QP_GATHER)
-#undef QP_GATHER
     if (nout > 0) add_outliers(acc2, outl, nout, b2_panel, width2);
     if (!e.out_i32 && !e.out_f32) {  // u8 output: the two panels narrowed together
       store_tile2_u8<MR>(acc, acc2, width2, m, n, e, c, ldc);
