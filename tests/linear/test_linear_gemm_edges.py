@@ -250,3 +250,35 @@ def test_two_panel_epilogue(isa, M, K, N, w_zp):
     assert torch.equal(got, want), f"{isa} M{M} K{K} N{N}"
     got = torch.ops.qplugin.linear_relu(x, p, scale, zp).int_repr()
     assert torch.equal(got, torch.clamp(want, min=zp)), f"relu {isa} M{M} K{K} N{N}"
+
+
+@pytest.mark.parametrize("K", [3, 7, 8, 9, 31, 32, 33, 40, 67])
+def test_single_outlier_every_position(isa, K):
+    """One byte above 127 at any (row, k) of a 6-row tile whose other bytes fit in 7 bits must
+    send the tile off the plain VPMADDUBSW path (AVX2: the tile's OR of all its bytes, in 32-byte
+    blocks, 8-byte words, the last word and, for K < 8, bytes). Made observable: the byte is 255
+    and its k-pair partner 127, both weights 127, so a missed byte would saturate the s16 pair
+    sum (255 * 127 + 127 * 127 > 32767). The last k of an odd K has no partner (zero padding)
+    and 255 * w alone cannot saturate, so it is not observable and is skipped. Bit-exact."""
+    g = torch.Generator().manual_seed(K)
+    base = torch.randint(0, 128, (6, K), generator=g, dtype=torch.uint8)
+    wbase = torch.randint(-128, 128, (16, K), generator=g, dtype=torch.int8)
+    sc = torch.rand(16, generator=g, dtype=torch.double) * 0.01 + 0.002
+    b = torch.randn(16, generator=g)
+    scale = _scale_for(K) * 4
+    for k in range(K):
+        partner = k ^ 1
+        if partner >= K:
+            continue
+        wi = wbase.clone()
+        wi[:, k] = 127
+        wi[:, partner] = 127
+        w = torch._make_per_channel_quantized_tensor(wi, sc, torch.zeros(16, dtype=torch.long), 0)
+        p = torch.ops.qplugin.linear_prepack(w, b)
+        for i in range(6):
+            a = base.clone()
+            a[i, k] = 255
+            a[i, partner] = 127
+            x = torch._make_per_tensor_quantized_tensor(a, 0.01, 0)
+            got = torch.ops.qplugin.linear(x, p, scale, 100).int_repr()
+            assert torch.equal(got, reference(x, w, b, scale, 100)), f"{isa} K{K} row {i} k {k}"

@@ -112,16 +112,15 @@ inline __m256i madd_acc(__m256i acc, __m256i a, __m256i b) {
   return acc;
 }
 
-// Epilogue of an MR x 8 tile whose accumulators acc[i] hold columns 0..7 of row m + i: zero-point
-// terms, requantization, clamp, narrow, store of the first `width` (1..8) columns.
+// store_tile's int32 (out_i32) and float (out_f32) outputs, `cols` (1..8) columns.
 template <int MR>
-inline void store_tile(const __m256i* acc, int64_t width, int64_t m, int64_t n,
-                       const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
-  const int cols = static_cast<int>(width);  // 1..8
+inline void store_tile_wide(const __m256i* acc, int cols, int64_t m, int64_t n,
+                            const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   const __m256i mk = lane_mask(cols);
+  const int32_t* const row_sums = e.row_sums;  // local: the stores may alias e (requant_u8)
   const __m256i coff = _mm256_maskload_epi32(e.col_offsets + n, mk);
   __m256i zw = _mm256_setzero_si256();
-  if (e.row_sums != nullptr) {
+  if (row_sums != nullptr) {
     zw = e.w_zp != nullptr ? _mm256_maskload_epi32(e.w_zp + n, mk)
                            : _mm256_set1_epi32(e.w_zp_scalar);
   }
@@ -129,8 +128,8 @@ inline void store_tile(const __m256i* acc, int64_t width, int64_t m, int64_t n,
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       __m256i v = _mm256_sub_epi32(acc[i], coff);
-      if (e.row_sums != nullptr) {
-        v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(e.row_sums[m + i])));
+      if (row_sums != nullptr) {
+        v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(row_sums[m + i])));
       }
       _mm256_maskstore_epi32(reinterpret_cast<int*>(c + (m + i) * ldc) + n, mk, v);
     }
@@ -139,101 +138,131 @@ inline void store_tile(const __m256i* acc, int64_t width, int64_t m, int64_t n,
   // (out_i32 above reads neither bias_q nor mult: they may be null there.)
   const __m256 bq = _mm256_maskload_ps(e.bias_q + n, mk);
   const __m256 mult = _mm256_maskload_ps(e.mult + n, mk);
-  if (e.out_f32) {  // float output (qgemm.h): y = acc * mult + bias, optional relu
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      __m256i v = _mm256_sub_epi32(acc[i], coff);
-      if (e.row_sums != nullptr) {
-        v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(e.row_sums[m + i])));
-      }
-      __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), mult), bq);
-      if (e.f32_relu) f = _mm256_max_ps(_mm256_setzero_ps(), f);
-      _mm256_maskstore_ps(reinterpret_cast<float*>(c + (m + i) * ldc) + n, mk, f);
-    }
-    return;
-  }
-  const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
-  const __m256i out_zp = _mm256_set1_epi32(e.out_zp);
-  const __m128i pack_idx =
-      _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  // float output (qgemm.h, out_f32): y = acc * mult + bias, optional relu
+  const bool relu = e.f32_relu;
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     __m256i v = _mm256_sub_epi32(acc[i], coff);
-    if (e.row_sums != nullptr) {
-      v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(e.row_sums[m + i])));
+    if (row_sums != nullptr) {
+      v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(row_sums[m + i])));
     }
-    __m256 f = _mm256_add_ps(_mm256_cvtepi32_ps(v), bq);
-    f = _mm256_mul_ps(f, mult);
-    f = _mm256_max_ps(f, lo);
-    f = _mm256_min_ps(f, hi);
-    const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(f), out_zp);
-    // Values are in [0, 255]: take the low byte of each lane.
-    const __m128i lo4 = _mm_shuffle_epi8(_mm256_castsi256_si128(q), pack_idx);
-    const __m128i hi4 = _mm_shuffle_epi8(_mm256_extracti128_si256(q, 1), pack_idx);
-    const uint64_t bytes = static_cast<uint64_t>(static_cast<uint32_t>(_mm_cvtsi128_si32(lo4))) |
-                           (static_cast<uint64_t>(static_cast<uint32_t>(_mm_cvtsi128_si32(hi4)))
-                            << 32);
-    uint8_t* dst = c + (m + i) * ldc + n;
-    if (cols == 8) {
-      std::memcpy(dst, &bytes, 8);
-    } else {
-      std::memcpy(dst, &bytes, static_cast<size_t>(cols));
-    }
+    __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), mult), bq);
+    if (relu) f = _mm256_max_ps(_mm256_setzero_ps(), f);
+    _mm256_maskstore_ps(reinterpret_cast<float*>(c + (m + i) * ldc) + n, mk, f);
+  }
+}
+
+// One 8-column panel's column constants (col_offsets, w_zp when the tile has row sums, bias_q,
+// mult) for the first `cols` (1..8) columns: plain loads for a full panel (a masked load is
+// several micro-ops, and a small-K tile is mostly epilogue). Locals of the caller, not a struct:
+// GCC kept a struct's members in memory (2-5% on 1x1 convs of 16..32 channels).
+QPLUGIN_ALWAYS_INLINE void load_panel(const QGemmEpilogue& e, int64_t n, int cols, __m256i* coff,
+                                      __m256i* zw, __m256* bq, __m256* mult) {
+  const bool full = cols == kNR;
+  const __m256i mk = lane_mask(cols);
+  auto ld_i = [&](const int32_t* p) {
+    return full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
+                : _mm256_maskload_epi32(p, mk);
+  };
+  auto ld_f = [&](const float* p) { return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mk); };
+  *coff = ld_i(e.col_offsets + n);
+  *zw = _mm256_setzero_si256();
+  if (e.row_sums != nullptr) {
+    *zw = e.w_zp != nullptr ? ld_i(e.w_zp + n) : _mm256_set1_epi32(e.w_zp_scalar);
+  }
+  *bq = ld_f(e.bias_q + n);
+  *mult = ld_f(e.mult + n);
+}
+
+// A panel row's requantization up to the rounding (u8 output): acc - col_offsets
+// (- w_zp * row_sum), (+ bias) * mult, clamped to [lo, hi], rounded half to even. row_sums is
+// the caller's local copy of e.row_sums: the u8 stores may alias e's fields, which would make
+// the compiler reload and test e.row_sums once per row.
+QPLUGIN_ALWAYS_INLINE __m256i requant_u8(__m256i v, __m256i coff, __m256i zw, __m256 bq,
+                                         __m256 mult, __m256 lo, __m256 hi,
+                                         const int32_t* row_sums, int64_t row) {
+  v = _mm256_sub_epi32(v, coff);
+  if (row_sums != nullptr) {
+    v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(row_sums[row])));
+  }
+  __m256 f = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(v), bq), mult);
+  f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
+  return _mm256_cvtps_epi32(f);
+}
+
+// Two vectors of rounded values (requant_u8) to 16 output bytes, q0's 8 then q1's 8, each
+// + out_zp. Exact: the clamped values lie in [lo, hi] (|.| <= 255, an s16: VPACKSSDW does not
+// saturate), VPADDW of out_zp gives [0, 255], which VPACKUSWB keeps. VPACKSSDW works per 128-bit
+// half, so the bytes come out as q0[0..3] q1[0..3] q0[4..7] q1[4..7]; VPSHUFB restores the order.
+inline __m128i narrow2_u8(__m256i q0, __m256i q1, __m128i zp16) {
+  const __m256i w16 = _mm256_packs_epi32(q0, q1);
+  const __m128i lo = _mm_add_epi16(_mm256_castsi256_si128(w16), zp16);
+  const __m128i hi = _mm_add_epi16(_mm256_extracti128_si256(w16, 1), zp16);
+  const __m128i order = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+  return _mm_shuffle_epi8(_mm_packus_epi16(lo, hi), order);
+}
+
+// The first n (1..16) bytes of v to dst.
+inline void store_bytes(uint8_t* dst, __m128i v, int n) {
+  if (n == 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), v);
+  } else if (n == 8) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), v);
+  } else {
+    alignas(16) uint8_t tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), v);
+    std::memcpy(dst, tmp, static_cast<size_t>(n));
+  }
+}
+
+// Epilogue of an MR x 8 tile whose accumulators acc[i] hold columns 0..7 of row m + i: zero-point
+// terms, requantization, clamp, narrow, store of the first `width` (1..8) columns. u8 output
+// narrows two rows at a time (narrow2_u8).
+template <int MR>
+inline void store_tile(const __m256i* acc, int64_t width, int64_t m, int64_t n,
+                       const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+  const int cols = static_cast<int>(width);  // 1..8
+  if (e.out_i32 || e.out_f32) {
+    store_tile_wide<MR>(acc, cols, m, n, e, c, ldc);
+    return;
+  }
+  __m256i coff, zw;
+  __m256 bq, mult;
+  load_panel(e, n, cols, &coff, &zw, &bq, &mult);
+  const int32_t* const row_sums = e.row_sums;
+  const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
+  const __m128i zp16 = _mm_set1_epi16(static_cast<int16_t>(e.out_zp));
+  auto rq = [&](__m256i v, int64_t row) __attribute__((always_inline)) {
+    return requant_u8(v, coff, zw, bq, mult, lo, hi, row_sums, row);
+  };
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; i += 2) {
+    const __m256i q0 = rq(acc[i], m + i);
+    const __m256i q1 = i + 1 < MR ? rq(acc[i + 1], m + i + 1) : q0;
+    const __m128i bytes = narrow2_u8(q0, q1, zp16);
+    store_bytes(c + (m + i) * ldc + n, bytes, cols);
+    if (i + 1 < MR) store_bytes(c + (m + i + 1) * ldc + n, _mm_unpackhi_epi64(bytes, bytes), cols);
   }
 }
 
 // Epilogue of an MR x 16 tile to u8 (two panels: acc0[i] columns n .. n + 7 of row m + i,
-// acc1[i] the next width1 (1..8)): store_tile's arithmetic up to the rounding, then the two
-// halves of a row narrowed together and stored at once. Exact: after the clamp each value lies
-// in [lo, hi] (|.| <= 255: an s16, no saturation), VPADDW of out_zp gives [0, 255] and VPACKUSWB
-// keeps those bytes; the same bytes as store_tile's with fewer instructions per output (the
-// epilogue is most of a small-K tile: 1x1 convs of 16..32 input channels).
+// acc1[i] the next width1 (1..8)): a row's two halves narrowed together and stored at once.
 template <int MR>
 inline void store_tile2_u8(const __m256i* acc0, const __m256i* acc1, int64_t width1, int64_t m,
                            int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
-  const __m256i mk = lane_mask(static_cast<int>(width1));
-  const __m256i coff0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.col_offsets + n));
-  const __m256i coff1 = _mm256_maskload_epi32(e.col_offsets + n + kNR, mk);
-  const __m256 bq0 = _mm256_loadu_ps(e.bias_q + n), mult0 = _mm256_loadu_ps(e.mult + n);
-  const __m256 bq1 = _mm256_maskload_ps(e.bias_q + n + kNR, mk);
-  const __m256 mult1 = _mm256_maskload_ps(e.mult + n + kNR, mk);
-  __m256i zw0 = _mm256_setzero_si256(), zw1 = zw0;
-  if (e.row_sums != nullptr) {
-    zw0 = e.w_zp != nullptr ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.w_zp + n))
-                            : _mm256_set1_epi32(e.w_zp_scalar);
-    zw1 = e.w_zp != nullptr ? _mm256_maskload_epi32(e.w_zp + n + kNR, mk)
-                            : _mm256_set1_epi32(e.w_zp_scalar);
-  }
+  __m256i coff0, zw0, coff1, zw1;
+  __m256 bq0, mult0, bq1, mult1;
+  load_panel(e, n, kNR, &coff0, &zw0, &bq0, &mult0);
+  load_panel(e, n + kNR, static_cast<int>(width1), &coff1, &zw1, &bq1, &mult1);
+  const int32_t* const row_sums = e.row_sums;
   const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
   const __m128i zp16 = _mm_set1_epi16(static_cast<int16_t>(e.out_zp));
-  // VPACKSSDW of (q0, q1) works per 128-bit half: after VPACKUSWB the bytes are q0[0..3] q1[0..3]
-  // q0[4..7] q1[4..7]; this shuffle puts them back in column order.
-  const __m128i order = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
-  auto rounded = [&](__m256i v, __m256i coff, __m256i zw, __m256 bq, __m256 mult,
-                     int64_t row) __attribute__((always_inline)) {
-    v = _mm256_sub_epi32(v, coff);
-    if (e.row_sums != nullptr) {
-      v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(e.row_sums[row])));
-    }
-    __m256 f = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(v), bq), mult);
-    f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
-    return _mm256_cvtps_epi32(f);
-  };
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
-    const __m256i w16 = _mm256_packs_epi32(rounded(acc0[i], coff0, zw0, bq0, mult0, m + i),
-                                           rounded(acc1[i], coff1, zw1, bq1, mult1, m + i));
-    const __m128i s16lo = _mm_add_epi16(_mm256_castsi256_si128(w16), zp16);
-    const __m128i s16hi = _mm_add_epi16(_mm256_extracti128_si256(w16, 1), zp16);
-    const __m128i bytes = _mm_shuffle_epi8(_mm_packus_epi16(s16lo, s16hi), order);
-    uint8_t* dst = c + (m + i) * ldc + n;
-    if (width1 == kNR) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), bytes);
-    } else {
-      alignas(16) uint8_t tmp[16];
-      _mm_store_si128(reinterpret_cast<__m128i*>(tmp), bytes);
-      std::memcpy(dst, tmp, static_cast<size_t>(kNR + width1));
-    }
+    const __m128i bytes =
+        narrow2_u8(requant_u8(acc0[i], coff0, zw0, bq0, mult0, lo, hi, row_sums, m + i),
+                   requant_u8(acc1[i], coff1, zw1, bq1, mult1, lo, hi, row_sums, m + i), zp16);
+    store_bytes(c + (m + i) * ldc + n, bytes, static_cast<int>(kNR + width1));
   }
 }
 
@@ -476,6 +505,35 @@ inline bool collect_outliers(const uint8_t* p, int64_t n, int32_t i, int64_t k0,
   return true;
 }
 
+// Bit 7 of every byte of A seen (an OR, no branch per row): the common case of a row tile, no
+// byte above 127, costs one test per tile. Before, each row's 32-byte blocks took a branch
+// (collect_outliers), which made the scan 40% of a 1x1 conv of 32 -> 16 channels (it is the
+// first pass over A, and its loads waited one after the other).
+struct HighBits {
+  __m256i v = _mm256_setzero_si256();
+  uint64_t w = 0;
+  // The n bytes at p (only those are read).
+  void add(const uint8_t* p, int64_t n) {
+    int64_t k = 0;
+    for (; k + 32 <= n; k += 32)
+      v = _mm256_or_si256(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k)));
+    uint64_t x;
+    for (; k + 8 <= n; k += 8) {
+      std::memcpy(&x, p + k, 8);
+      w |= x;
+    }
+    if (k < n && n >= 8) {  // the last 1..7 bytes: the 8-byte word ending at n
+      std::memcpy(&x, p + n - 8, 8);
+      w |= x;
+    } else {
+      for (; k < n; ++k) w |= p[k];
+    }
+  }
+  bool any() const {
+    return _mm256_movemask_epi8(v) != 0 || (w & 0x8080808080808080ull) != 0;
+  }
+};
+
 using TileFn = void (*)(const int16_t*, int64_t, const int8_t*, int64_t, int64_t, int64_t,
                         const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t);
 using WidenFn = void (*)(const uint8_t*, int64_t, int64_t, int16_t*);
@@ -514,6 +572,18 @@ struct ARows {
   const int64_t* seg_off;
   int64_t nseg, kseg;
   bool ind() const { return rows != nullptr; }
+  // Whether a byte of rows [m0, m0 + mr) exceeds 127.
+  bool any_outlier(int64_t m0, int64_t mr) const {
+    HighBits h;
+    for (int64_t i = m0; i < m0 + mr; ++i) {
+      if (!ind()) {
+        h.add(a + i * lda, K);
+      } else {
+        for (int64_t s = 0; s < nseg; ++s) h.add(rows[i] + seg_off[s], kseg);
+      }
+    }
+    return h.any();
+  }
   // Outliers (bytes > 127) of rows [m0, m0 + mr), k indexed as the packed K; false when there
   // are more than `limit`.
   bool outliers(int64_t m0, int64_t mr, std::vector<Outlier>& out, size_t limit) const {
@@ -588,7 +658,7 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
       const int64_t mr = (t + 1) * M / ntiles - m0;
       if (mode[t] < 0) {
         std::vector<Outlier> found;
-        if (e.a_7bit == 1) {
+        if (e.a_7bit == 1 || !A.any_outlier(m0, mr)) {
           mode[t] = 1;
         } else if (A.outliers(m0, mr, found, static_cast<size_t>(mr * Kp / 16))) {
           mode[t] = found.empty() ? 1 : 2;
