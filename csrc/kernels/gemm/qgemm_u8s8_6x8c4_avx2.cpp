@@ -11,6 +11,7 @@
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
 
+#include <type_traits>
 #include <vector>
 
 #include "common/inline.h"
@@ -257,12 +258,26 @@ inline void store_tile2_u8(const __m256i* acc0, const __m256i* acc1, int64_t wid
   const int32_t* const row_sums = e.row_sums;
   const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
   const __m128i zp16 = _mm_set1_epi16(static_cast<int16_t>(e.out_zp));
+  // The store width is decided once per tile, not per row (a branch per row cost ~5% of a
+  // K = 16 tile).
+  auto rows = [&](auto full) __attribute__((always_inline)) {
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    const __m128i bytes =
-        narrow2_u8(requant_u8(acc0[i], coff0, zw0, bq0, mult0, lo, hi, row_sums, m + i),
-                   requant_u8(acc1[i], coff1, zw1, bq1, mult1, lo, hi, row_sums, m + i), zp16);
-    store_bytes(c + (m + i) * ldc + n, bytes, static_cast<int>(kNR + width1));
+    for (int i = 0; i < MR; ++i) {
+      const __m128i bytes =
+          narrow2_u8(requant_u8(acc0[i], coff0, zw0, bq0, mult0, lo, hi, row_sums, m + i),
+                     requant_u8(acc1[i], coff1, zw1, bq1, mult1, lo, hi, row_sums, m + i), zp16);
+      uint8_t* dst = c + (m + i) * ldc + n;
+      if constexpr (decltype(full)::value) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), bytes);
+      } else {
+        store_bytes(dst, bytes, static_cast<int>(kNR + width1));
+      }
+    }
+  };
+  if (width1 == kNR) {
+    rows(std::true_type{});
+  } else {
+    rows(std::false_type{});
   }
 }
 
