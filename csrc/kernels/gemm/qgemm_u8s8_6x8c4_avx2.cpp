@@ -388,7 +388,7 @@ inline void add_outliers(__m256i* acc, const Outlier* out, int64_t nout, const i
 // NP = 2: two adjacent panels at once (16 columns; the first full, the second `width2` wide at
 // b2), so each A broadcast feeds two multiplies; 12 accumulators, B read from memory operands.
 template <int MR, bool IND, int NP>
-void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* rows,
+QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* rows,
                const int64_t* seg_off, int64_t nseg, const int8_t* b, int64_t width, int64_t m,
                int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc, const char* pf,
                int64_t pf_lines, const Outlier* outl, int64_t nout, const int8_t* b2,
@@ -567,16 +567,58 @@ constexpr int64_t kBChunkBytes = 192 * 1024;
 // Packed weights above this size get software prefetch of the next chunk (as avx512vnni).
 constexpr int64_t kPrefetchMinBytes = 4 * 1024 * 1024;
 
-using UbswFn = void (*)(const uint8_t*, int64_t, int64_t, const uint8_t* const*, const int64_t*,
-                        int64_t, const int8_t*, int64_t, int64_t, int64_t, const QGemmEpilogue&,
-                        uint8_t*, int64_t, const char*, int64_t, const Outlier*, int64_t,
-                        const int8_t*, int64_t);
-#define QP_UB(ind, np)                                                                      \
-  {&tile_ubsw<1, ind, np>, &tile_ubsw<2, ind, np>, &tile_ubsw<3, ind, np>,                  \
-   &tile_ubsw<4, ind, np>, &tile_ubsw<5, ind, np>, &tile_ubsw<6, ind, np>}
-// [np - 1][mr - 1]
-const UbswFn kUbsw[2][kMR] = {QP_UB(false, 1), QP_UB(false, 2)};
-const UbswFn kUbswInd[2][kMR] = {QP_UB(true, 1), QP_UB(true, 2)};
+// A row tile's VPMADDUBSW calls over the columns [c0, c1) of a B chunk: two panels at a time
+// while a full panel and another follow, one otherwise. One call per row tile and chunk (the
+// tiles are inlined here): with a short K (1x1 convs of 16..32 channels) a tile's k-loop is a few
+// groups, and a call per panel pair (19 arguments, most through the stack) cost as much again.
+// pf_base / pf_total / steps / step: the next chunk's L2 prefetch, spread over the chunk's panel
+// calls as before (run_chunks).
+struct UbswRowTile {
+  const uint8_t* a;  // direct rows (IND: null)
+  int64_t lda, K;    // K: the row length (IND: the segment length kseg)
+  const uint8_t* const* rows;
+  const int64_t* seg_off;
+  int64_t nseg;
+  const int8_t* packed_b;
+  int64_t Kp, N, m0;
+  const QGemmEpilogue* e;
+  uint8_t* c;
+  int64_t ldc;
+  const Outlier* outl;
+  int64_t nout;
+};
+
+template <int MR, bool IND>
+void ubsw_panels(const UbswRowTile& T, int64_t c0, int64_t c1, const char* pf_base,
+                 int64_t pf_total, int64_t steps, int64_t* step) {
+  for (int64_t p0 = c0; p0 < c1;) {
+    const int64_t width = T.N - p0 < kNR ? T.N - p0 : kNR;
+    const int8_t* b = T.packed_b + p0 * T.Kp;
+    const int64_t l0 = *step * pf_total / steps;
+    if (width == kNR && p0 + kNR < c1) {
+      const int64_t width2 = T.N - p0 - kNR < kNR ? T.N - p0 - kNR : kNR;
+      *step += 2;
+      const int64_t l1 = *step * pf_total / steps;
+      tile_ubsw<MR, IND, 2>(T.a, T.lda, T.K, T.rows, T.seg_off, T.nseg, b, width, T.m0, p0, *T.e,
+                            T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.outl, T.nout,
+                            b + kNR * T.Kp, width2);
+      p0 += 2 * kNR;
+    } else {
+      *step += 1;
+      const int64_t l1 = *step * pf_total / steps;
+      tile_ubsw<MR, IND, 1>(T.a, T.lda, T.K, T.rows, T.seg_off, T.nseg, b, width, T.m0, p0, *T.e,
+                            T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.outl, T.nout, b, 0);
+      p0 += kNR;
+    }
+  }
+}
+
+using UbswPanelsFn = void (*)(const UbswRowTile&, int64_t, int64_t, const char*, int64_t,
+                              int64_t, int64_t*);
+#define QP_UB(ind)                                                                          \
+  {&ubsw_panels<1, ind>, &ubsw_panels<2, ind>, &ubsw_panels<3, ind>,                        \
+   &ubsw_panels<4, ind>, &ubsw_panels<5, ind>, &ubsw_panels<6, ind>}
+const UbswPanelsFn kUbswPanels[2][kMR] = {QP_UB(false), QP_UB(true)};  // [ind][mr - 1]
 #undef QP_UB
 
 // Where the rows of A are: direct (a, lda, K bytes per row) or indirect (igemm's segments).
@@ -694,30 +736,43 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
         if (A.ind()) kWidenInd[mr - 1](A.rows + m0, A.seg_off, A.nseg, A.kseg, aw.data());
         else kWiden[mr - 1](A.a + m0 * A.lda, A.lda, A.K, aw.data());
       }
-      for (int64_t p0 = c0; p0 < c1;) {
-        const int64_t width = N - p0 < kNR ? N - p0 : kNR;
-        // Two panels per call on the VPMADDUBSW tile when the chunk has them (the first full).
-        const int np = mode[t] != 0 && width == kNR && p0 + kNR < c1 ? 2 : 1;
-        const int64_t width2 = np == 2 ? (N - p0 - kNR < kNR ? N - p0 - kNR : kNR) : 0;
-        const int64_t l0 = step * pf_total / steps;
-        step += np;
-        const int64_t l1 = step * pf_total / steps;
-        const int8_t* b = packed_b + p0 * Kp;
-        const int8_t* b2 = b + kNR * Kp;
-        if (mode[t] == 1) {
-          const UbswFn f = A.ind() ? kUbswInd[np - 1][mr - 1] : kUbsw[np - 1][mr - 1];
-          f(A.ind() ? nullptr : A.a + m0 * A.lda, A.lda, A.ind() ? A.kseg : A.K,
-            A.ind() ? A.rows + m0 : nullptr, A.seg_off, A.nseg, b, width, m0, p0, e, c, ldc,
-            pf_base + l0 * 64, l1 - l0, nullptr, 0, b2, width2);
-        } else if (mode[t] == 2) {
-          kUbsw[np - 1][mr - 1](clamped.data() + m0 * Kp, Kp, Kp, nullptr, nullptr, 0, b, width,
-                                m0, p0, e, c, ldc, pf_base + l0 * 64, l1 - l0, outl[t].data(),
-                                static_cast<int64_t>(outl[t].size()), b2, width2);
+      if (mode[t] != 0) {
+        const bool direct = mode[t] == 2 || !A.ind();
+        UbswRowTile T{};
+        if (mode[t] == 2) {  // the clamped copy (direct rows of Kp bytes) and its outliers
+          T.a = clamped.data() + m0 * Kp;
+          T.lda = Kp;
+          T.K = Kp;
+          T.outl = outl[t].data();
+          T.nout = static_cast<int64_t>(outl[t].size());
+        } else if (direct) {
+          T.a = A.a + m0 * A.lda;
+          T.lda = A.lda;
+          T.K = A.K;
         } else {
-          kTiles[mr - 1](aw.data(), kgp, b, width, m0, p0, e, c, ldc, pf_base + l0 * 64,
-                         l1 - l0);
+          T.lda = A.lda;
+          T.K = A.kseg;
+          T.rows = A.rows + m0;
+          T.seg_off = A.seg_off;
+          T.nseg = A.nseg;
         }
-        p0 += np * kNR;
+        T.packed_b = packed_b;
+        T.Kp = Kp;
+        T.N = N;
+        T.m0 = m0;
+        T.e = &e;
+        T.c = c;
+        T.ldc = ldc;
+        kUbswPanels[direct ? 0 : 1][mr - 1](T, c0, c1, pf_base, pf_total, steps, &step);
+        continue;
+      }
+      for (int64_t p0 = c0; p0 < c1; p0 += kNR) {
+        const int64_t width = N - p0 < kNR ? N - p0 : kNR;
+        const int64_t l0 = step * pf_total / steps;
+        step += 1;
+        const int64_t l1 = step * pf_total / steps;
+        kTiles[mr - 1](aw.data(), kgp, packed_b + p0 * Kp, width, m0, p0, e, c, ldc,
+                       pf_base + l0 * 64, l1 - l0);
       }
     }
   }
