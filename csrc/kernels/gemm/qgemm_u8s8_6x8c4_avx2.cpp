@@ -34,7 +34,9 @@ struct PanelPrefetch {
   const char* end;
   int64_t lines_per_group;
   PanelPrefetch(const char* p, int64_t pf_lines, int64_t kg)
-      : pf(p), end(p + pf_lines * 64), lines_per_group(kg > 0 && pf_lines > 0 ? (pf_lines + kg - 1) / kg : 0) {}
+      : pf(p),
+        end(p + pf_lines * 64),
+        lines_per_group(kg > 0 && pf_lines > 0 ? (pf_lines + kg - 1) / kg : 0) {}
   // One k-group's share.
   QPLUGIN_ALWAYS_INLINE void step() {
     if (pf < end) {
@@ -388,11 +390,12 @@ inline void add_outliers(__m256i* acc, const Outlier* out, int64_t nout, const i
 // NP = 2: two adjacent panels at once (16 columns; the first full, the second `width2` wide at
 // b2), so each A broadcast feeds two multiplies; 12 accumulators, B read from memory operands.
 template <int MR, bool IND, int NP>
-QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K, const uint8_t* const* rows,
-               const int64_t* seg_off, int64_t nseg, const int8_t* b, int64_t width, int64_t m,
-               int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc, const char* pf,
-               int64_t pf_lines, const Outlier* outl, int64_t nout, const int8_t* b2,
-               int64_t width2) {
+QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
+                                     const uint8_t* const* rows, const int64_t* seg_off,
+                                     int64_t nseg, const int8_t* b, int64_t width, int64_t m,
+                                     int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc,
+                                     const char* pf, int64_t pf_lines, const Outlier* outl,
+                                     int64_t nout, const int8_t* b2, int64_t width2) {
   const int8_t* const b_panel = b;
   const int8_t* const b2_panel = b2;
   const int64_t bstride2 = width2 * kKR;
@@ -522,8 +525,8 @@ inline bool collect_outliers(const uint8_t* p, int64_t n, int32_t i, int64_t k0,
 
 // Bit 7 of every byte of A seen (an OR, no branch per row): the common case of a row tile, no
 // byte above 127, costs one test per tile. Before, each row's 32-byte blocks took a branch
-// (collect_outliers), which made the scan 40% of a 1x1 conv of 32 -> 16 channels (it is the
-// first pass over A, and its loads waited one after the other).
+// (collect_outliers), which made the scan 40% of a 1x1 conv of 32 -> 16 channels at K = 32
+// (prefetching the rows did not help: the cost was the branches, not memory).
 struct HighBits {
   __m256i v = _mm256_setzero_si256();
   uint64_t w = 0;
