@@ -242,14 +242,20 @@ def test_two_panel_epilogue(isa, M, K, N, w_zp):
     weight zero points (the row-sum term), outputs clamped at 0 and 255 (a large-range scale),
     and the ReLU-fused op (clamped at the zero point). Bit-exact."""
     x, w, b = _extreme(M, K, N, 127, seed=M * 100 + K + N, w_zp=w_zp)
-    scale, zp = _scale_for(K) * 0.5, 100
     p = torch.ops.qplugin.linear_prepack(w, b)
-    want = reference(x, w, b, scale, zp)
-    assert int(want.min()) == 0 and int(want.max()) == 255  # both clamps are exercised
-    got = torch.ops.qplugin.linear(x, p, scale, zp).int_repr()
-    assert torch.equal(got, want), f"{isa} M{M} K{K} N{N}"
-    got = torch.ops.qplugin.linear_relu(x, p, scale, zp).int_repr()
-    assert torch.equal(got, torch.clamp(want, min=zp)), f"relu {isa} M{M} K{K} N{N}"
+    # Output zero points 100 and 0 (ReLU then clamps at 0 in both the float and the code domain);
+    # scale 4e-4 gives mult = s_a * s_w / s_out of 0.05..0.3 and rounded values beyond the s16
+    # range (the narrowing must not see them unclamped); scale 1e-9 gives values beyond 2^31,
+    # where VCVTPS2DQ alone would return INT_MIN.
+    for scale, zp in ((_scale_for(K) * 0.5, 100), (_scale_for(K) * 0.5, 0), (4e-4, 100),
+                      (1e-9, 100)):
+        want = reference(x, w, b, scale, zp)
+        if zp == 100:
+            assert int(want.min()) == 0 and int(want.max()) == 255  # both clamps exercised
+        got = torch.ops.qplugin.linear(x, p, scale, zp).int_repr()
+        assert torch.equal(got, want), f"{isa} M{M} K{K} N{N} scale {scale} zp {zp}"
+        got = torch.ops.qplugin.linear_relu(x, p, scale, zp).int_repr()
+        assert torch.equal(got, torch.clamp(want, min=zp)), f"relu {isa} M{M} K{K} N{N} {zp}"
 
 
 @pytest.mark.parametrize("K", [3, 7, 8, 9, 31, 32, 33, 40, 67])
