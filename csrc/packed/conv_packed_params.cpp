@@ -244,6 +244,17 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
       ph.kseg = (span + k.kr - 1) / k.kr * k.kr;
       if (ph.kseg == span) {
         ph.packed_ind = ph.packed;
+        // The skipping path cuts spans at tap boundaries: every tap's C_in bytes whole k-groups.
+        if (k.igemm_segs != nullptr && Cin_ % k.kr == 0) {
+          ph.tap_col_sums.assign(static_cast<size_t>(taps * Cout_), 0);
+          const int8_t* src = wt.data_ptr<int8_t>();
+          for (int64_t n = 0; n < Cout_; ++n)
+            for (int64_t t = 0; t < taps; ++t) {
+              int32_t sum = 0;
+              for (int64_t c = 0; c < Cin_; ++c) sum += src[(n * taps + t) * Cin_ + c];
+              ph.tap_col_sums[t * Cout_ + n] = sum;
+            }
+        }
       } else {
         // Insert kseg - span zero weights after every span (the A bytes read there belong to
         // the next pixel or the padding; multiplied by 0 they add nothing).

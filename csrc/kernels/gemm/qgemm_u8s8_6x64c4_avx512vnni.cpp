@@ -9,6 +9,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <vector>
+
 #include "kernels/gemm/qgemm_generic.h"
 
 namespace qplugin {
@@ -55,12 +57,15 @@ inline __m512i broadcast_a_tail(const uint8_t* p, int kt) {
 // columns (width*4 bytes per k-group), C columns [n, n + width) of rows [m, m + MR).
 // pf, pf_lines: cache lines of the next B chunk to prefetch into L2 during this tile, spread
 // over its k-loop (see gemm()); none when pf_lines = 0.
-// IND (indirect, igemm()): row i of A is the concatenation over segments s < nseg of the K bytes
-// at rows[i] + seg_off[s] (K a multiple of kKR; a and lda unused, no prefetch).
+// IND (indirect, igemm() / igemm_segs()): row i of A is the concatenation over s < nseg of the
+// segs[s].len bytes at rows[i] + segs[s].a_off, against the panel's K positions from segs[s].k
+// (multiples of kKR; a, lda and K unused, no prefetch). crow (IND only, may be null): row i of C
+// is C's row crow[i] instead of m + i.
 template <int MR, int NV, bool IND>
 void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t width, int64_t m,
           int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc, const char* pf,
-          int64_t pf_lines, const uint8_t* const* rows, const int64_t* seg_off, int64_t nseg) {
+          int64_t pf_lines, const uint8_t* const* rows, const IgemmSeg* segs, int64_t nseg,
+          const int64_t* crow) {
 #define QP_DECL(i)                                                                          \
   __m512i c##i##0 = _mm512_setzero_si512(), c##i##1 = c##i##0, c##i##2 = c##i##0,           \
           c##i##3 = c##i##0;                                                                \
@@ -89,12 +94,14 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
   if constexpr (IND) {
     const uint8_t* r[MR];
     for (int i = 0; i < MR; ++i) r[i] = rows[i];
+    const int8_t* const b_panel = b;
     for (int64_t s = 0; s < nseg; ++s) {
-      const int64_t so = seg_off[s];
+      const int64_t so = segs[s].a_off, sg = segs[s].len / kKR;
 #define QP_SEG(i) a##i = r[MR > i ? i : 0] + so;
       QP_ROWS(QP_SEG)
 #undef QP_SEG
-      for (int64_t g = 0; g < kg; ++g) {
+      b = b_panel + segs[s].k * width;
+      for (int64_t g = 0; g < sg; ++g) {
         QP_LOAD_B
         QP_ROWS(QP_STEP)
         QP_ROWS(QP_ADVANCE)
@@ -136,6 +143,11 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
   const bool has_rs = e.row_sums != nullptr;
   const bool i32 = e.out_i32 != 0;
   const bool f32 = !i32 && e.out_f32 != 0, f32_relu = e.f32_relu != 0;
+#define QP_CROW(i)                                                                          \
+  uint8_t* const c##i =                                                                     \
+      MR > i ? c + ((IND && crow != nullptr) ? crow[i] : m + i) * ldc : c;
+  QP_ROWS(QP_CROW)
+#undef QP_CROW
 #define QP_EPI_COL(j)                                                                       \
   if constexpr (NV > j) {                                                                   \
     const __mmask16 mk = j == NV - 1 ? last_mask : static_cast<__mmask16>(0xFFFF);          \
@@ -159,18 +171,18 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
       v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zw, _mm512_set1_epi32(e.row_sums[m + i]))); \
     }                                                                                       \
     if (i32) { /* exact int32 accumulator (qgemm.h, out_i32) */                           \
-      _mm512_mask_storeu_epi32(reinterpret_cast<int32_t*>(c + (m + i) * ldc) + nj, mk, v);  \
+      _mm512_mask_storeu_epi32(reinterpret_cast<int32_t*>(c##i) + nj, mk, v);  \
     } else if (f32) { /* float output (qgemm.h, out_f32): y = acc * mult + bias */         \
       __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), mult), bq);             \
       if (f32_relu) f = _mm512_max_ps(_mm512_setzero_ps(), f);                              \
-      _mm512_mask_storeu_ps(reinterpret_cast<float*>(c + (m + i) * ldc) + nj, mk, f);       \
+      _mm512_mask_storeu_ps(reinterpret_cast<float*>(c##i) + nj, mk, f);       \
     } else {                                                                                \
       __m512 f = _mm512_add_ps(_mm512_cvtepi32_ps(v), bq);                                  \
       f = _mm512_mul_ps(f, mult);                                                           \
       f = _mm512_max_ps(f, lo);                                                             \
       f = _mm512_min_ps(f, hi);                                                             \
       const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), out_zp);                    \
-      _mm_mask_storeu_epi8(c + (m + i) * ldc + nj, mk, _mm512_cvtepi32_epi8(q));            \
+      _mm_mask_storeu_epi8(c##i + nj, mk, _mm512_cvtepi32_epi8(q));            \
     }                                                                                       \
   }
   QP_EPI_COL(0) QP_EPI_COL(1) QP_EPI_COL(2) QP_EPI_COL(3)
@@ -181,7 +193,7 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
 
 using TileFn = void (*)(const uint8_t*, int64_t, int64_t, const int8_t*, int64_t, int64_t,
                         int64_t, const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t,
-                        const uint8_t* const*, const int64_t*, int64_t);
+                        const uint8_t* const*, const IgemmSeg*, int64_t, const int64_t*);
 
 template <int MR, bool IND>
 constexpr TileFn tile_of(int nv) {
@@ -231,17 +243,17 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
         const int64_t nv = (width + 15) / 16;
         const int64_t l0 = step * pf_total / steps, l1 = (step + 1) * pf_total / steps;
         kTiles[mr - 1][nv - 1](a + m0 * lda, lda, K, packed_b + p0 * Kp, width, m0, p0, e, c,
-                               ldc, pf_base + l0 * 64, l1 - l0, nullptr, nullptr, 1);
+                               ldc, pf_base + l0 * 64, l1 - l0, nullptr, nullptr, 1, nullptr);
       }
     }
   }
 }
 
-// Indirect GEMM (qgemm.h): the same chunk and tile order as gemm(), A rows through pointers.
-void igemm(const uint8_t* const* rows, int64_t M, const int64_t* seg_off, int64_t nseg,
-           int64_t kseg, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
-           const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
-  const int64_t Kp = nseg * kseg;
+// Indirect GEMM over K ranges (qgemm.h igemm_segs): the same chunk and tile order as gemm(), A
+// rows through pointers, C rows through c_rows.
+void igemm_segs(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
+                const IgemmSeg* segs, int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N,
+                int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
   if (chunk < kNR) chunk = kNR;
   const int64_t ntiles = (M + kMR - 1) / kMR;
@@ -253,11 +265,21 @@ void igemm(const uint8_t* const* rows, int64_t M, const int64_t* seg_off, int64_
       for (int64_t p0 = c0; p0 < c1; p0 += kNR) {
         const int64_t width = N - p0 < kNR ? N - p0 : kNR;
         const int64_t nv = (width + 15) / 16;
-        kITiles[mr - 1][nv - 1](nullptr, 0, kseg, packed_b + p0 * Kp, width, m0, p0, e, c, ldc,
-                                nullptr, 0, rows + m0, seg_off, nseg);
+        kITiles[mr - 1][nv - 1](nullptr, 0, 0, packed_b + p0 * Kp, width, m0, p0, e, c, ldc,
+                                nullptr, 0, rows + m0, segs, nseg,
+                                c_rows != nullptr ? c_rows + m0 : nullptr);
       }
     }
   }
+}
+
+// Indirect GEMM (qgemm.h igemm): igemm_segs with segment s the K range [s * kseg, (s + 1) * kseg).
+void igemm(const uint8_t* const* rows, int64_t M, const int64_t* seg_off, int64_t nseg,
+           int64_t kseg, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
+           const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+  std::vector<IgemmSeg> segs(static_cast<size_t>(nseg));
+  for (int64_t s = 0; s < nseg; ++s) segs[s] = {seg_off[s], s * kseg, kseg};
+  igemm_segs(rows, nullptr, M, segs.data(), nseg, nseg * kseg, packed_b, N, n0, n1, e, c, ldc);
 }
 
 // row_sums[m] = sum_k A[m][k] with VPSADBW (exact: sums of u8 into u64 lanes).
@@ -290,7 +312,8 @@ const QGemmKernels& qgemm_table() {
                               &generic::pack_b<kNR, kKR>,
                               &row_sums,
                               &gemm,
-                              &igemm};
+                              &igemm,
+                              &igemm_segs};
   return t;
 }
 

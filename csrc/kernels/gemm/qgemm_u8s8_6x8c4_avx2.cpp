@@ -11,6 +11,8 @@
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -78,14 +80,14 @@ void widen_rows(const uint8_t* a, int64_t lda, int64_t K, int16_t* aw) {
   for (int i = 0; i < MR; ++i) widen_span<MR>(a + i * lda, K, i, 0, aw);
 }
 
-// Indirect rows (igemm): row i is the concatenation of the kseg bytes (a multiple of kKR) at
-// rows[i] + seg_off[s], s < nseg.
+// Indirect rows (igemm): row i is the concatenation over s < nseg of the segs[s].len bytes (a
+// multiple of kKR) at rows[i] + segs[s].a_off, widened at the K position segs[s].k.
 template <int MR>
-void widen_rows_ind(const uint8_t* const* rows, const int64_t* seg_off, int64_t nseg,
-                    int64_t kseg, int16_t* aw) {
+void widen_rows_ind(const uint8_t* const* rows, const IgemmSeg* segs, int64_t nseg,
+                    int16_t* aw) {
   for (int i = 0; i < MR; ++i)
     for (int64_t s = 0; s < nseg; ++s)
-      widen_span<MR>(rows[i] + seg_off[s], kseg, i, s * (kseg / kKR), aw);
+      widen_span<MR>(rows[i] + segs[s].a_off, segs[s].len, i, segs[s].k / kKR, aw);
 }
 
 // The 4 s16 values of one row's k-group, repeated over the 4 64-bit lanes.
@@ -385,13 +387,14 @@ inline void add_outliers(__m256i* acc, const Outlier* out, int64_t nout, const i
   }
 }
 
-// IND: row i of A is the concatenation over s < nseg of the K (= kseg, a multiple of 4) bytes at
-// rows[i] + seg_off[s]; otherwise a + i * lda, K bytes.
+// IND: row i of A is the concatenation over s < nseg of the segs[s].len (a multiple of 4) bytes
+// at rows[i] + segs[s].a_off, against the panels' K positions from segs[s].k; otherwise
+// a + i * lda, K bytes.
 // NP = 2: two adjacent panels at once (16 columns; the first full, the second `width2` wide at
 // b2), so each A broadcast feeds two multiplies; 12 accumulators, B read from memory operands.
 template <int MR, bool IND, int NP>
 QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
-                                     const uint8_t* const* rows, const int64_t* seg_off,
+                                     const uint8_t* const* rows, const IgemmSeg* segs,
                                      int64_t nseg, const int8_t* b, int64_t width, int64_t m,
                                      int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc,
                                      const char* pf, int64_t pf_lines, const Outlier* outl,
@@ -433,11 +436,13 @@ QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
   b2 += bstride2;
   if constexpr (IND) {
     for (int64_t s = 0; s < nseg; ++s) {
-      const int64_t so = seg_off[s];
+      const int64_t so = segs[s].a_off, sg = segs[s].len / kKR;
 #define QP_SEG(i) a##i = rows[MR > i ? i : 0] + so;
       QP_ROWS(QP_SEG)
 #undef QP_SEG
-      for (int64_t g = 0; g < kg; ++g) {
+      b = b_panel + segs[s].k * width;
+      b2 = b2_panel + segs[s].k * width2;
+      for (int64_t g = 0; g < sg; ++g) {
         QP_KGROUP
       }
     }
@@ -555,7 +560,7 @@ struct HighBits {
 using TileFn = void (*)(const int16_t*, int64_t, const int8_t*, int64_t, int64_t, int64_t,
                         const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t);
 using WidenFn = void (*)(const uint8_t*, int64_t, int64_t, int16_t*);
-using WidenIndFn = void (*)(const uint8_t* const*, const int64_t*, int64_t, int64_t, int16_t*);
+using WidenIndFn = void (*)(const uint8_t* const*, const IgemmSeg*, int64_t, int16_t*);
 const TileFn kTiles[kMR] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>, &tile<5>, &tile<6>};
 const WidenFn kWiden[kMR] = {&widen_rows<1>, &widen_rows<2>, &widen_rows<3>,
                              &widen_rows<4>, &widen_rows<5>, &widen_rows<6>};
@@ -578,9 +583,9 @@ constexpr int64_t kPrefetchMinBytes = 4 * 1024 * 1024;
 // calls as before (run_chunks).
 struct UbswRowTile {
   const uint8_t* a;  // direct rows (IND: null)
-  int64_t lda, K;    // K: the row length (IND: the segment length kseg)
+  int64_t lda, K;    // K: the row length (IND: unused)
   const uint8_t* const* rows;
-  const int64_t* seg_off;
+  const IgemmSeg* segs;
   int64_t nseg;
   const int8_t* packed_b;
   int64_t Kp, N, m0;
@@ -602,14 +607,14 @@ void ubsw_panels(const UbswRowTile& T, int64_t c0, int64_t c1, const char* pf_ba
       const int64_t width2 = T.N - p0 - kNR < kNR ? T.N - p0 - kNR : kNR;
       *step += 2;
       const int64_t l1 = *step * pf_total / steps;
-      tile_ubsw<MR, IND, 2>(T.a, T.lda, T.K, T.rows, T.seg_off, T.nseg, b, width, T.m0, p0, *T.e,
+      tile_ubsw<MR, IND, 2>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0, p0, *T.e,
                             T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.outl, T.nout,
                             b + kNR * T.Kp, width2);
       p0 += 2 * kNR;
     } else {
       *step += 1;
       const int64_t l1 = *step * pf_total / steps;
-      tile_ubsw<MR, IND, 1>(T.a, T.lda, T.K, T.rows, T.seg_off, T.nseg, b, width, T.m0, p0, *T.e,
+      tile_ubsw<MR, IND, 1>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0, p0, *T.e,
                             T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.outl, T.nout, b, 0);
       p0 += kNR;
     }
@@ -629,8 +634,9 @@ struct ARows {
   const uint8_t* a;
   int64_t lda, K;
   const uint8_t* const* rows;
-  const int64_t* seg_off;
-  int64_t nseg, kseg;
+  const IgemmSeg* segs;
+  int64_t nseg;
+  bool covers;  // IND: the segments cover every K position (else the others count as 0 bytes)
   bool ind() const { return rows != nullptr; }
   // Whether a byte of rows [m0, m0 + mr) exceeds 127.
   bool any_outlier(int64_t m0, int64_t mr) const {
@@ -639,7 +645,7 @@ struct ARows {
       if (!ind()) {
         h.add(a + i * lda, K);
       } else {
-        for (int64_t s = 0; s < nseg; ++s) h.add(rows[i] + seg_off[s], kseg);
+        for (int64_t s = 0; s < nseg; ++s) h.add(rows[i] + segs[s].a_off, segs[s].len);
       }
     }
     return h.any();
@@ -654,7 +660,8 @@ struct ARows {
         if (!collect_outliers(a + (m0 + i) * lda, K, ii, 0, out, limit)) return false;
       } else {
         for (int64_t s = 0; s < nseg; ++s)
-          if (!collect_outliers(rows[m0 + i] + seg_off[s], kseg, ii, s * kseg, out, limit))
+          if (!collect_outliers(rows[m0 + i] + segs[s].a_off, segs[s].len, ii, segs[s].k, out,
+                                limit))
             return false;
       }
     }
@@ -677,7 +684,9 @@ struct ARows {
         copy(a + (m0 + i) * lda, K, d);
         std::memset(d + K, 0, static_cast<size_t>(Kp - K));
       } else {
-        for (int64_t s = 0; s < nseg; ++s) copy(rows[m0 + i] + seg_off[s], kseg, d + s * kseg);
+        if (!covers) std::memset(d, 0, static_cast<size_t>(Kp));
+        for (int64_t s = 0; s < nseg; ++s)
+          copy(rows[m0 + i] + segs[s].a_off, segs[s].len, d + segs[s].k);
       }
     }
   }
@@ -736,7 +745,8 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
       }
       if (mode[t] == 0) {
         if (aw.empty()) aw.resize(static_cast<size_t>(kMR * Kp > 0 ? kMR * Kp : 1));
-        if (A.ind()) kWidenInd[mr - 1](A.rows + m0, A.seg_off, A.nseg, A.kseg, aw.data());
+        if (A.ind() && !A.covers) std::fill(aw.begin(), aw.end(), int16_t{0});
+        if (A.ind()) kWidenInd[mr - 1](A.rows + m0, A.segs, A.nseg, aw.data());
         else kWiden[mr - 1](A.a + m0 * A.lda, A.lda, A.K, aw.data());
       }
       if (mode[t] != 0) {
@@ -754,9 +764,9 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
           T.K = A.K;
         } else {
           T.lda = A.lda;
-          T.K = A.kseg;
+          T.K = 0;
           T.rows = A.rows + m0;
-          T.seg_off = A.seg_off;
+          T.segs = A.segs;
           T.nseg = A.nseg;
         }
         T.packed_b = packed_b;
@@ -783,17 +793,40 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
 
 void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
           int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
-  const ARows A{a, lda, K, nullptr, nullptr, 0, 0};
+  const ARows A{a, lda, K, nullptr, nullptr, 0, true};
   run_chunks(A, M, generic::round_up(K, kKR), packed_b, N, n0, n1, e, c, ldc);
 }
 
-// Indirect GEMM (qgemm.h, implicit-GEMM conv): as gemm(), A's rows read from the segments; kseg
-// is a multiple of kKR, so every segment starts a k-group.
+// Indirect GEMM over K ranges (qgemm.h igemm_segs): as gemm(), A's rows read from the segments.
+// With c_rows, the tiles write a contiguous scratch block (the tile epilogues address rows as
+// m * ldc) that is then copied to the listed rows: for the convs that take this path (K = taps x
+// C_in >= 4 x 4 bytes per output byte, typically hundreds) the copy is a small share.
+void igemm_segs(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
+                const IgemmSeg* segs, int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N,
+                int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+  int64_t covered = 0;
+  for (int64_t s = 0; s < nseg; ++s) covered += segs[s].len;
+  const ARows A{nullptr, 0, 0, rows, segs, nseg, covered == Kp};
+  if (c_rows == nullptr) {
+    run_chunks(A, M, Kp, packed_b, N, n0, n1, e, c, ldc);
+    return;
+  }
+  const int64_t es = e.out_i32 != 0 || e.out_f32 != 0 ? 4 : 1;  // output element bytes
+  thread_local std::vector<uint8_t> tmp;
+  if (static_cast<int64_t>(tmp.size()) < M * ldc) tmp.resize(static_cast<size_t>(M * ldc));
+  run_chunks(A, M, Kp, packed_b, N, n0, n1, e, tmp.data(), ldc);
+  for (int64_t i = 0; i < M; ++i)
+    std::memcpy(c + c_rows[i] * ldc + n0 * es, tmp.data() + i * ldc + n0 * es,
+                static_cast<size_t>((n1 - n0) * es));
+}
+
+// Indirect GEMM (qgemm.h igemm): igemm_segs with segment s the K range [s * kseg, (s + 1) * kseg).
 void igemm(const uint8_t* const* rows, int64_t M, const int64_t* seg_off, int64_t nseg,
            int64_t kseg, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
            const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
-  const ARows A{nullptr, 0, 0, rows, seg_off, nseg, kseg};
-  run_chunks(A, M, nseg * kseg, packed_b, N, n0, n1, e, c, ldc);
+  std::vector<IgemmSeg> segs(static_cast<size_t>(nseg));
+  for (int64_t s = 0; s < nseg; ++s) segs[s] = {seg_off[s], s * kseg, kseg};
+  igemm_segs(rows, nullptr, M, segs.data(), nseg, nseg * kseg, packed_b, N, n0, n1, e, c, ldc);
 }
 
 void row_sums(const uint8_t* a, int64_t lda, int64_t M, int64_t K, int32_t* out) {
@@ -826,6 +859,7 @@ const QGemmKernels& qgemm_table() {
                               &row_sums,
                               &gemm,
                               &igemm,
+                              &igemm_segs,
                               /*a_7bit_fast=*/true};
   return t;
 }
