@@ -667,7 +667,9 @@ struct ARows {
     }
     return true;
   }
-  // Rows [m0, m0 + mr) into dst (mr rows of Kp bytes, zero tail), each byte clamped to 127.
+  // Rows [m0, m0 + mr) into dst (mr rows of Kp bytes, zero tail), each byte clamped to 127; IND:
+  // each segment at its packed K position (without full cover the other bytes stay unwritten:
+  // run_chunks then reads the copy through the segments).
   void copy_clamped(int64_t m0, int64_t mr, int64_t Kp, uint8_t* dst) const {
     const __m256i c127 = _mm256_set1_epi8(127);
     auto copy = [&](const uint8_t* src, int64_t n, uint8_t* d) {
@@ -684,7 +686,6 @@ struct ARows {
         copy(a + (m0 + i) * lda, K, d);
         std::memset(d + K, 0, static_cast<size_t>(Kp - K));
       } else {
-        if (!covers) std::memset(d, 0, static_cast<size_t>(Kp));
         for (int64_t s = 0; s < nseg; ++s)
           copy(rows[m0 + i] + segs[s].a_off, segs[s].len, d + segs[s].k);
       }
@@ -706,6 +707,7 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
   // chunks.
   std::vector<uint8_t> clamped;
   std::vector<std::vector<Outlier>> outl;
+  std::vector<IgemmSeg> csegs;  // skipping segments: their places in the clamped rows
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
   if (chunk < kNR) chunk = kNR;
   // Row tiles as even as possible (M = 7: 4 + 3 rather than 6 + 1).
@@ -750,9 +752,25 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
         else kWiden[mr - 1](A.a + m0 * A.lda, A.lda, A.K, aw.data());
       }
       if (mode[t] != 0) {
-        const bool direct = mode[t] == 2 || !A.ind();
+        // The clamped copy of skipping segments is read through them (its rows hold each at its
+        // packed K position; the rest is never written or read).
+        const bool sparse2 = mode[t] == 2 && A.ind() && !A.covers;
+        const bool direct = (mode[t] == 2 && !sparse2) || !A.ind();
         UbswRowTile T{};
-        if (mode[t] == 2) {  // the clamped copy (direct rows of Kp bytes) and its outliers
+        const uint8_t* crows[kMR];
+        if (sparse2) {
+          if (csegs.empty()) {
+            for (int64_t s = 0; s < A.nseg; ++s)
+              csegs.push_back({A.segs[s].k, A.segs[s].k, A.segs[s].len});
+          }
+          for (int64_t i = 0; i < mr; ++i) crows[i] = clamped.data() + (m0 + i) * Kp;
+          T.K = 0;
+          T.rows = crows;
+          T.segs = csegs.data();
+          T.nseg = A.nseg;
+          T.outl = outl[t].data();
+          T.nout = static_cast<int64_t>(outl[t].size());
+        } else if (mode[t] == 2) {  // the clamped copy (direct rows of Kp bytes) and its outliers
           T.a = clamped.data() + m0 * Kp;
           T.lda = Kp;
           T.K = Kp;
