@@ -251,56 +251,55 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
 }
 
 // Padding-skipping implicit GEMM through QGemmKernels::igemm_segs (Phase::tap_col_sums set, i.e.
-// kseg = KW * C_in). Along each dimension the taps of an output position that land inside the
-// input form one range [t0, t1) (the input index j * s - p + t * d grows with t); output pixels
-// are grouped by their three ranges (a 3x3 pad-1 conv: four corners, four edges, the interior),
-// and each group's A rows read only those taps, in place in the input (no padded copy, no
-// multiplications by the padding), with the zero-point term a_zp * (the group's tap column sums).
-// Equal to run_igemm's result: there a padded tap adds A - a_zp = 0 times its weights.
+// C_in a multiple of kr). Along each dimension the taps of an output position j that land inside
+// the input form one range [t0, t1) (the input index j * s - p + t * d grows with t), and both
+// ends fall as j grows, so the positions sharing a range are one run [j0, j1). Output pixels are
+// grouped by their three runs (a 3x3 pad-1 conv: the interior, four edges, four corners); each
+// group's A rows read only its taps, in place in the input (no padded copy, no multiplications by
+// the padding), with the zero-point term a_zp * (the group's tap column sums). Equal to run_igemm's
+// result: there a padded tap adds (A - a_zp) * w = 0.
 void run_igemm_skip(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
                     const int64_t in[3], uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
   using kernels::gemm::IgemmSeg;
   const QGemmKernels& k = *p.gemm_;
   const int64_t C = p.Cin_, Cout = p.Cout_;
-  const int64_t pix = out[0] * out[1] * out[2], M = N * pix;
-  if (M == 0) return;
+  if (N * out[0] * out[1] * out[2] == 0) return;
   const int64_t K = ph.nseg * ph.kseg;
   const int64_t threads = at::get_num_threads();
-  const bool serial = threads <= 1 || M * Cout * K < kMinParallelMacs || at::in_parallel_region();
-  // Per dimension: the distinct tap ranges (classes) and the class of every output position.
-  struct Range {
-    int64_t t0, t1;
+  const bool serial = threads <= 1 || N * out[0] * out[1] * out[2] * Cout * K < kMinParallelMacs ||
+                      at::in_parallel_region();
+  struct Run {
+    int64_t j0, j1, t0, t1;  // positions [j0, j1) read taps [t0, t1) (t0 = t1: none)
   };
-  std::vector<Range> cls[3];
-  std::vector<int64_t> cls_of[3];
+  std::vector<Run> runs[3];
   for (int i = 0; i < 3; ++i) {
-    cls_of[i].resize(static_cast<size_t>(out[i]));
     for (int64_t j = 0; j < out[i]; ++j) {
-      Range r{0, 0};
-      bool any = false;
+      int64_t t0 = 0, t1 = 0;
       for (int64_t t = 0; t < p.k_[i]; ++t) {
         const int64_t ix = j * p.s_[i] - p.p_[i] + t * p.d_[i];
         if (ix < 0 || ix >= in[i]) continue;
-        if (!any) r.t0 = t;
-        r.t1 = t + 1;
-        any = true;
+        if (t1 == t0) t0 = t;
+        t1 = t + 1;
       }
-      size_t c = 0;
-      while (c < cls[i].size() && (cls[i][c].t0 != r.t0 || cls[i][c].t1 != r.t1)) ++c;
-      if (c == cls[i].size()) cls[i].push_back(r);
-      cls_of[i][j] = static_cast<int64_t>(c);
+      if (!runs[i].empty() && runs[i].back().t0 == t0 && runs[i].back().t1 == t1) {
+        runs[i].back().j1 = j + 1;
+      } else {
+        runs[i].push_back({j, j + 1, t0, t1});
+      }
     }
   }
-  const int64_t nh = static_cast<int64_t>(cls[1].size()), nw = static_cast<int64_t>(cls[2].size());
-  const int64_t ncls = static_cast<int64_t>(cls[0].size()) * nh * nw;
+  const int64_t nh = static_cast<int64_t>(runs[1].size()), nw = static_cast<int64_t>(runs[2].size());
+  const int64_t ngroups = static_cast<int64_t>(runs[0].size()) * nh * nw;
   const int64_t row_b = in[2] * C, plane_b = in[1] * row_b, img = in[0] * plane_b;
-  // Per class: its K ranges (one per (kd, kh) tap with the kw taps [t0, t1) of the span) and
+  // Per group: its K ranges (one per (kd, kh) tap, holding the kw taps [t0, t1) of the span) and
   // its column offsets a_zp * sum of the tap column sums (int32, wrapping as qgemm.h's).
-  std::vector<std::vector<IgemmSeg>> segs(static_cast<size_t>(ncls));
-  std::vector<std::vector<int32_t>> col_off(static_cast<size_t>(ncls));
+  std::vector<std::vector<IgemmSeg>> segs(static_cast<size_t>(ngroups));
+  std::vector<std::vector<int32_t>> col_off(static_cast<size_t>(ngroups));
   std::vector<int64_t> sums(static_cast<size_t>(Cout));
-  for (int64_t q = 0; q < ncls; ++q) {
-    const Range rd = cls[0][q / (nh * nw)], rh = cls[1][q / nw % nh], rw = cls[2][q % nw];
+  for (int64_t q = 0; q < ngroups; ++q) {
+    const Run& rd = runs[0][q / (nh * nw)];
+    const Run& rh = runs[1][q / nw % nh];
+    const Run& rw = runs[2][q % nw];
     std::fill(sums.begin(), sums.end(), 0);
     if (rd.t1 > rd.t0 && rh.t1 > rh.t0 && rw.t1 > rw.t0) {
       for (int64_t td = rd.t0; td < rd.t1; ++td) {
@@ -308,7 +307,8 @@ void run_igemm_skip(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_
           segs[q].push_back({(td - rd.t0) * p.d_[0] * plane_b + (th - rh.t0) * p.d_[1] * row_b,
                              (td * p.k_[1] + th) * ph.kseg + rw.t0 * C, (rw.t1 - rw.t0) * C});
           for (int64_t tw = rw.t0; tw < rw.t1; ++tw) {
-            const int32_t* ts = ph.tap_col_sums.data() + ((td * p.k_[1] + th) * p.k_[2] + tw) * Cout;
+            const int32_t* ts =
+                ph.tap_col_sums.data() + ((td * p.k_[1] + th) * p.k_[2] + tw) * Cout;
             for (int64_t n = 0; n < Cout; ++n) sums[n] += ts[n];
           }
         }
@@ -319,56 +319,24 @@ void run_igemm_skip(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_
       col_off[q][n] = static_cast<int32_t>(static_cast<uint32_t>(
           static_cast<uint64_t>(static_cast<int64_t>(rq.in_zp) * sums[n])));
   }
-  // The pixels bucketed by class (in pixel order within a class): A row pointers (at the class's
-  // first tap) and output rows.
-  std::vector<int64_t> start(static_cast<size_t>(ncls + 1), 0);
-  std::vector<int64_t> q_of(static_cast<size_t>(pix));
-  {
-    int64_t m = 0;
-    for (int64_t jd = 0; jd < out[0]; ++jd)
-      for (int64_t jh = 0; jh < out[1]; ++jh)
-        for (int64_t jw = 0; jw < out[2]; ++jw, ++m) {
-          q_of[m] = (cls_of[0][jd] * nh + cls_of[1][jh]) * nw + cls_of[2][jw];
-          start[q_of[m] + 1] += N;
-        }
-  }
-  for (int64_t q = 0; q < ncls; ++q) start[q + 1] += start[q];
-  std::vector<const uint8_t*> rows(static_cast<size_t>(M));
-  std::vector<int64_t> crow(static_cast<size_t>(M));
-  {
-    std::vector<int64_t> fill(start.begin(), start.end() - 1);
-    for (int64_t n = 0; n < N; ++n) {
-      int64_t m = 0;
-      for (int64_t jd = 0; jd < out[0]; ++jd)
-        for (int64_t jh = 0; jh < out[1]; ++jh)
-          for (int64_t jw = 0; jw < out[2]; ++jw, ++m) {
-            const int64_t q = q_of[m];
-            const int64_t i = fill[q]++;
-            crow[i] = n * pix + m;
-            const Range rd = cls[0][cls_of[0][jd]], rh = cls[1][cls_of[1][jh]],
-                        rw = cls[2][cls_of[2][jw]];
-            rows[i] = segs[q].empty()
-                          ? x
-                          : x + n * img + (jd * p.s_[0] - p.p_[0] + rd.t0 * p.d_[0]) * plane_b +
-                                (jh * p.s_[1] - p.p_[1] + rh.t0 * p.d_[1]) * row_b +
-                                (jw * p.s_[2] - p.p_[2] + rw.t0) * C;
-          }
-    }
-  }
   // The input's bytes all <= 127 (for a kernel with a 7-bit fast path; no padding byte is read).
   const int32_t a7 = k.a_7bit_fast && all_bytes_7bit(x, N * in[0] * in[1] * in[2] * C) ? 1 : 0;
   const int64_t es = rq.out_i32 ? 4 : 1;  // output element bytes
   int64_t MB = kIm2colBytes / std::max<int64_t>(K, 1);
   MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
-  // Row blocks: up to MB pixels of one class.
-  std::vector<int64_t> blk;  // start row of each block; blk_q its class
-  std::vector<int64_t> blk_q;
-  for (int64_t q = 0; q < ncls; ++q)
-    for (int64_t i = start[q]; i < start[q + 1]; i += MB) {
-      blk.push_back(i);
+  // Row blocks: up to MB pixels of one group, in (n, jd, jh, jw) order within the group's box.
+  std::vector<int64_t> blk_q, blk_i;
+  for (int64_t q = 0; q < ngroups; ++q) {
+    const Run& rd = runs[0][q / (nh * nw)];
+    const Run& rh = runs[1][q / nw % nh];
+    const Run& rw = runs[2][q % nw];
+    const int64_t size = N * (rd.j1 - rd.j0) * (rh.j1 - rh.j0) * (rw.j1 - rw.j0);
+    for (int64_t i = 0; i < size; i += MB) {
       blk_q.push_back(q);
+      blk_i.push_back(i);
     }
-  const int64_t mblocks = static_cast<int64_t>(blk.size());
+  }
+  const int64_t mblocks = static_cast<int64_t>(blk_q.size());
   const int64_t panels = div_up(Cout, k.nr);
   // Column blocks outer, row blocks inner: one column block of the packed weights (at most
   // kSkipBChunkBytes, L2-resident) serves every row block of every group before the next is
@@ -378,17 +346,59 @@ void run_igemm_skip(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_
   if (!serial && mblocks * nblocks < 2 * threads)
     nblocks = std::min(panels, div_up(2 * threads, mblocks));
   const int8_t* pb = ph.packed_ind.data_ptr<int8_t>();
+  const int64_t pix = out[0] * out[1] * out[2];
   auto task_range = [&](int64_t b0, int64_t b1) {
+    std::vector<const uint8_t*> rows(static_cast<size_t>(MB));
+    std::vector<int64_t> crow(static_cast<size_t>(MB));
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t nb = b / mblocks, mb = b % mblocks;
-      const int64_t q = blk_q[mb], i0 = blk[mb], i1 = std::min(start[q + 1], i0 + MB);
       const int64_t pn0 = nb * panels / nblocks, pn1 = (nb + 1) * panels / nblocks;
       const int64_t n0 = pn0 * k.nr, n1 = std::min(Cout, pn1 * k.nr);
       if (n1 <= n0) continue;
+      const int64_t q = blk_q[mb];
+      const Run& rd = runs[0][q / (nh * nw)];
+      const Run& rh = runs[1][q / nw % nh];
+      const Run& rw = runs[2][q % nw];
+      const int64_t Ld = rd.j1 - rd.j0, Lh = rh.j1 - rh.j0, Lw = rw.j1 - rw.j0;
+      const int64_t cnt = std::min(MB, N * Ld * Lh * Lw - blk_i[mb]);
+      // The block's first pixel, then stepped through the box.
+      int64_t r = blk_i[mb];
+      int64_t jw = r % Lw;
+      r /= Lw;
+      int64_t jh = r % Lh;
+      r /= Lh;
+      int64_t jd = r % Ld, n = r / Ld;
+      const bool empty = segs[q].empty();
+      // Along a row of the box (jw = 0 .. Lw) the A pointer steps by sw and the output row by 1.
+      const int64_t sw = p.s_[2] * C;
+      const int64_t xw0 = (rw.j0 * p.s_[2] - p.p_[2] + rw.t0) * C;
+      for (int64_t i = 0; i < cnt;) {
+        const int64_t od = rd.j0 + jd, oh = rh.j0 + jh;
+        const int64_t c0 = n * pix + (od * out[1] + oh) * out[2] + rw.j0 + jw;
+        const uint8_t* x0 =
+            empty ? x
+                  : x + n * img + (od * p.s_[0] - p.p_[0] + rd.t0 * p.d_[0]) * plane_b +
+                        (oh * p.s_[1] - p.p_[1] + rh.t0 * p.d_[1]) * row_b + xw0 + jw * sw;
+        const int64_t run = std::min(Lw - jw, cnt - i);
+        const int64_t step = empty ? 0 : sw;
+        for (int64_t j = 0; j < run; ++j) {
+          crow[i + j] = c0 + j;
+          rows[i + j] = x0 + j * step;
+        }
+        i += run;
+        jw = 0;
+        if (++jh == Lh) {
+          jh = 0;
+          if (++jd == Ld) {
+            jd = 0;
+            ++n;
+          }
+        }
+      }
       QGemmEpilogue e{col_off[q].data(), p.w_zp_i32_.data(), 0, nullptr, rq.bias_q, rq.mult,
                       rq.lo, rq.hi, rq.out_zp, a7};
       e.out_i32 = rq.out_i32;
-      k.igemm_segs(rows.data() + i0, crow.data() + i0, i1 - i0, segs[q].data(),
+      k.igemm_segs(rows.data(), crow.data(), cnt, segs[q].data(),
                    static_cast<int64_t>(segs[q].size()), K, pb, Cout, n0, n1, e, y, Cout * es);
     }
   };
