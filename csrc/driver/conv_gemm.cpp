@@ -66,6 +66,17 @@ constexpr int64_t kSkipBChunkBytes = 384 * 1024;
 // Below this many multiply-adds a conv runs on the calling thread.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 
+// Row-block height of a threaded M loop: at most about MB (a multiple of mr), with the blocks of
+// equal height and, where M has enough row tiles, their count a multiple of the thread count, so
+// that at::parallel_for's equal split of the block range gives every thread the same rows (a
+// 1x1 conv on 14x14, M = 196 with MB = 192, was 192 + 4 rows: one thread did 98% of the work).
+int64_t balanced_rows(int64_t M, int64_t MB, int64_t mr, int64_t threads) {
+  int64_t blocks = div_up(M, MB);
+  const int64_t tiles = div_up(M, mr);
+  if (threads > 1 && tiles >= threads) blocks = std::min(tiles, div_up(blocks, threads) * threads);
+  return div_up(div_up(M, blocks), mr) * mr;
+}
+
 void run_depthwise(const ConvPlan& p, const uint8_t* x, int64_t N, const int64_t in[3],
                    uint8_t* y, const int64_t out[3], const ConvRequant& rq, bool x_nchw) {
   const int64_t C = p.Cout_, Cin = p.Cin_, m = C / Cin;
@@ -218,6 +229,7 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
 
   int64_t MB = kIm2colBytes / std::max<int64_t>(K, 1);
   MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
+  if (!serial) MB = balanced_rows(M, MB, k.mr, threads);
   const int64_t mblocks = div_up(M, MB);
   const int64_t panels = div_up(Cout, k.nr);
   int64_t nblocks = 1;
@@ -402,8 +414,33 @@ void run_igemm_skip(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_
                    static_cast<int64_t>(segs[q].size()), K, pb, Cout, n0, n1, e, y, Cout * es);
     }
   };
-  if (serial) task_range(0, mblocks * nblocks);
-  else at::parallel_for(0, mblocks * nblocks, 1, task_range);
+  const int64_t ntasks = mblocks * nblocks;
+  if (serial) {
+    task_range(0, ntasks);
+    return;
+  }
+  // The groups' blocks differ in height (a corner's block is one pixel), so the tasks go to the
+  // threads by their work, not their count: slot i takes the tasks whose work starts in
+  // [i, i + 1) / slots of the total.
+  std::vector<int64_t> cum(static_cast<size_t>(ntasks) + 1, 0);
+  for (int64_t b = 0; b < ntasks; ++b) {
+    const int64_t nb = b / mblocks, mb = b % mblocks, q = blk_q[mb];
+    const Run& rd = runs[0][q / (nh * nw)];
+    const Run& rh = runs[1][q / nw % nh];
+    const Run& rw = runs[2][q % nw];
+    const int64_t size = N * (rd.j1 - rd.j0) * (rh.j1 - rh.j0) * (rw.j1 - rw.j0);
+    const int64_t np = (nb + 1) * panels / nblocks - nb * panels / nblocks;
+    cum[b + 1] = cum[b] + std::min(MB, size - blk_i[mb]) * np;
+  }
+  const int64_t total = cum[ntasks], slots = std::min(threads, ntasks);
+  at::parallel_for(0, slots, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t sl = s0; sl < s1; ++sl) {
+      const auto first = [&](int64_t v) {
+        return static_cast<int64_t>(std::lower_bound(cum.begin(), cum.end() - 1, v) - cum.begin());
+      };
+      task_range(first(sl * total / slots), sl + 1 == slots ? ntasks : first((sl + 1) * total / slots));
+    }
+  });
 }
 
 // One GEMM phase (the direct conv, or one output phase of a transposed conv).
@@ -467,11 +504,12 @@ void run_phase(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
   const int64_t Kb = std::max<int64_t>(K, 1);
   int64_t MB = direct_a ? 192 : kIm2colBytes / Kb;
   MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
-  const int64_t mblocks = div_up(M, MB);
   const int64_t panels = div_up(Cout_g, k.nr);
   const int64_t threads = at::get_num_threads();
   const int64_t macs = M * Cout * Kb;
   const bool serial = threads <= 1 || macs < kMinParallelMacs || at::in_parallel_region();
+  if (!serial) MB = balanced_rows(M, MB, k.mr, threads);
+  const int64_t mblocks = div_up(M, MB);
   int64_t nblocks = 1;
   if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
   const uint8_t zp = static_cast<uint8_t>(rq.in_zp);
