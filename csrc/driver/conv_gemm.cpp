@@ -207,10 +207,13 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
     else at::parallel_for(0, nrows, 16, body);
     xb = xp;
   }
-  std::vector<int64_t> seg_off(static_cast<size_t>(ph.nseg));
+  // One K range per (kd, kh) tap: the kseg bytes of its input row span, in packed-K order.
+  std::vector<kernels::gemm::IgemmSeg> segs(static_cast<size_t>(ph.nseg));
   for (int64_t td = 0; td < p.k_[0]; ++td)
-    for (int64_t th = 0; th < p.k_[1]; ++th)
-      seg_off[td * p.k_[1] + th] = (td * p.d_[0] * IHp + th * p.d_[1]) * IWp * C;
+    for (int64_t th = 0; th < p.k_[1]; ++th) {
+      const int64_t s = td * p.k_[1] + th;
+      segs[s] = {(td * p.d_[0] * IHp + th * p.d_[1]) * IWp * C, s * ph.kseg, ph.kseg};
+    }
   // Column offsets (qgemm.h) with every weight zero point 0: a_zp * colsum[n].
   std::vector<int32_t> col_off(static_cast<size_t>(Cout));
   for (int64_t n = 0; n < Cout; ++n)
@@ -254,7 +257,7 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
         rows[m - m0] = xb + n * img + jd * sd + jh * sh + jw * sw;
         next_pixel(P0, P1, P2, &n, &jd, &jh, &jw);
       }
-      k.igemm(rows.data(), m1 - m0, seg_off.data(), ph.nseg, ph.kseg, pb, Cout, n0, n1, e,
+      k.igemm(rows.data(), nullptr, m1 - m0, segs.data(), ph.nseg, K, pb, Cout, n0, n1, e,
               y + m0 * Cout * es, Cout * es);
     }
   };
@@ -262,7 +265,7 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
   else at::parallel_for(0, mblocks * nblocks, 1, task_range);
 }
 
-// Padding-skipping implicit GEMM through QGemmKernels::igemm_segs (Phase::tap_col_sums set, i.e.
+// Padding-skipping implicit GEMM through QGemmKernels::igemm (Phase::tap_col_sums set, i.e.
 // C_in a multiple of kr). Along each dimension the taps of an output position j that land inside
 // the input form one range [t0, t1) (the input index j * s - p + t * d grows with t), and both
 // ends fall as j grows, so the positions sharing a range are one run [j0, j1). Output pixels are
@@ -410,7 +413,7 @@ void run_igemm_skip(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_
       QGemmEpilogue e{col_off[q].data(), p.w_zp_i32_.data(), 0, nullptr, rq.bias_q, rq.mult,
                       rq.lo, rq.hi, rq.out_zp, a7};
       e.out_i32 = rq.out_i32;
-      k.igemm_segs(rows.data(), crow.data(), cnt, segs[q].data(),
+      k.igemm(rows.data(), crow.data(), cnt, segs[q].data(),
                    static_cast<int64_t>(segs[q].size()), K, pb, Cout, n0, n1, e, y, Cout * es);
     }
   };
@@ -745,9 +748,9 @@ void conv_forward(const ConvPlan& p, const uint8_t* x, int64_t N, const int64_t 
     return;
   }
   for (const auto& ph : p.phases_) {
-    if (ph.nseg > 0 && !ph.tap_col_sums.empty() && p.gemm_->igemm_segs != nullptr)
-      run_igemm_skip(p, ph, x, N, in, y, out, rq);
-    else if (ph.nseg > 0 && p.gemm_->igemm != nullptr) run_igemm(p, ph, x, N, in, y, out, rq);
+    // Phase::nseg > 0 only where the plan's kernels have igemm (conv_packed_params.cpp).
+    if (ph.nseg > 0 && !ph.tap_col_sums.empty()) run_igemm_skip(p, ph, x, N, in, y, out, rq);
+    else if (ph.nseg > 0) run_igemm(p, ph, x, N, in, y, out, rq);
     else run_phase(p, ph, x, N, in, y, out, rq);
   }
 }

@@ -32,7 +32,7 @@ struct ConvPlan {
     // when kseg = taps_w * C_in). nseg = 0: not available.
     int64_t nseg = 0, kseg = 0;
     at::Tensor packed_ind;
-    // Padding-skipping implicit GEMM (QGemmKernels::igemm_segs, when kseg = taps_w * C_in):
+    // Padding-skipping implicit GEMM (QGemmKernels::igemm over K ranges, when C_in is a multiple of kr):
     // tap_col_sums[t * C_out + n] = sum over c of W[n][c][tap t] (taps in (kd, kh, kw) order), so
     // that a pixel reading only some taps gets the zero-point term of exactly those. Empty: not
     // available (run_igemm then reads the zero-point-padded copy).

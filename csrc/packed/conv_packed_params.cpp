@@ -245,7 +245,7 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
       if (ph.kseg == span) {
         ph.packed_ind = ph.packed;
         // The skipping path cuts spans at tap boundaries: every tap's C_in bytes whole k-groups.
-        if (k.igemm_segs != nullptr && Cin_ % k.kr == 0) {
+        if (Cin_ % k.kr == 0) {
           ph.tap_col_sums.assign(static_cast<size_t>(taps * Cout_), 0);
           const int8_t* src = wt.data_ptr<int8_t>();
           for (int64_t n = 0; n < Cout_; ++n)

@@ -1,4 +1,4 @@
-"""The padding-skipping implicit GEMM (driver/conv_gemm.cpp run_igemm_skip, QGemmKernels::igemm_segs;
+"""The padding-skipping implicit GEMM (driver/conv_gemm.cpp run_igemm_skip, QGemmKernels::igemm;
 AVX2 and AVX512-VNNI): output pixels grouped by the taps that land inside the input, each group reading
 only those taps and subtracting the input zero point times exactly their weight sums. Byte for
 byte against the scalar ISA (im2col over the zero-point-padded input) and within 1 unit of the
@@ -15,7 +15,7 @@ from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
 _MF = {2: torch.channels_last, 3: torch.channels_last_3d}
 
 
-VECTOR_ISAS = ["avx2", "avx512vnni"]  # the ISAs with igemm_segs
+VECTOR_ISAS = ["avx2", "avx512vnni"]  # the ISAs with an igemm
 
 
 def _need(isa):

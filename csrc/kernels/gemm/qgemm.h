@@ -77,7 +77,7 @@ inline int64_t packed_b_offset(int64_t n, int64_t k, int64_t N, int64_t Kp, int6
   return p0 * Kp + (k / kr) * width * kr + (n - p0) * kr + k % kr;
 }
 
-// One K range of an igemm_segs row: `len` bytes read at (row pointer + a_off), multiplied with the
+// One K range of an igemm row: `len` bytes read at (row pointer + a_off), multiplied with the
 // packed-B K positions [k, k + len).
 struct IgemmSeg {
   int64_t a_off;
@@ -104,24 +104,18 @@ struct QGemmKernels {
   void (*gemm)(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
                int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c,
                int64_t ldc);
-  // Indirect GEMM (implicit-GEMM conv), or null when the ISA has none (the caller then builds
-  // A explicitly and calls gemm). Row m of A is the concatenation over segments s in [0, nseg)
-  // of the kseg bytes at rows[m] + seg_off[s]; kseg is a multiple of kr, so the packed B
-  // (K = nseg * kseg) has no k-group that straddles two segments. Otherwise as gemm, except
-  // that e.row_sums must be null (every weight zero point 0).
-  void (*igemm)(const uint8_t* const* rows, int64_t M, const int64_t* seg_off, int64_t nseg,
-                int64_t kseg, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
-                const QGemmEpilogue& e, uint8_t* c, int64_t ldc) = nullptr;
-  // Indirect GEMM over an explicit list of K ranges (the padding-skipping conv: driver/conv_gemm.cpp
-  // run_igemm_skip), or null when the ISA has none. Row i of A is the concatenation over s in
-  // [0, nseg) of the segs[s].len bytes at rows[i] + segs[s].a_off, multiplied with the packed-B
-  // rows [segs[s].k, segs[s].k + segs[s].len) (k and len multiples of kr; packed B has K = Kp);
-  // the K positions no segment names are left out of the sum (the caller's col_offsets must
-  // match). Row i of C is stored at c + c_rows[i] * ldc (c_rows null: row i). Otherwise as igemm.
-  void (*igemm_segs)(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
-                     const IgemmSeg* segs, int64_t nseg, int64_t Kp, const int8_t* packed_b,
-                     int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c,
-                     int64_t ldc) = nullptr;
+  // Indirect GEMM (implicit-GEMM conv: driver/conv_gemm.cpp), or null when the ISA has none
+  // (the caller then builds A explicitly and calls gemm). Row i of A is the concatenation over
+  // s in [0, nseg) of the segs[s].len bytes at rows[i] + segs[s].a_off, multiplied with the
+  // packed-B rows [segs[s].k, segs[s].k + segs[s].len) (k and len multiples of kr, so no k-group
+  // straddles two segments; packed B has K = Kp); K positions no segment names are left out of
+  // the sum (the caller's col_offsets must match: the padding-skipping conv). Row i of C is
+  // stored at c + c_rows[i] * ldc (c_rows null: row i). Otherwise as gemm, except that
+  // e.row_sums must be null (every weight zero point 0).
+  void (*igemm)(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
+                const IgemmSeg* segs, int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N,
+                int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c,
+                int64_t ldc) = nullptr;
   // True when the kernel multiplies faster once A's bytes fit in 7 bits (AVX2: VPMADDUBSW), so a
   // caller that can prove it cheaply (one scan of a conv input) should set QGemmEpilogue::a_7bit.
   bool a_7bit_fast = false;

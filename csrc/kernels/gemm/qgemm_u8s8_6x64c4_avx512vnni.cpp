@@ -57,7 +57,7 @@ inline __m512i broadcast_a_tail(const uint8_t* p, int kt) {
 // columns (width*4 bytes per k-group), C columns [n, n + width) of rows [m, m + MR).
 // pf, pf_lines: cache lines of the next B chunk to prefetch into L2 during this tile, spread
 // over its k-loop (see gemm()); none when pf_lines = 0.
-// IND (indirect, igemm() / igemm_segs()): row i of A is the concatenation over s < nseg of the
+// IND (indirect, igemm()): row i of A is the concatenation over s < nseg of the
 // segs[s].len bytes at rows[i] + segs[s].a_off, against the panel's K positions from segs[s].k
 // (multiples of kKR; a, lda and K unused, no prefetch). crow (IND only, may be null): row i of C
 // is C's row crow[i] instead of m + i.
@@ -249,9 +249,9 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
   }
 }
 
-// Indirect GEMM over K ranges (qgemm.h igemm_segs): the same chunk and tile order as gemm(), A
-// rows through pointers, C rows through c_rows.
-void igemm_segs(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
+// Indirect GEMM over K ranges (qgemm.h igemm): the same chunk and tile order as gemm(), A rows
+// through pointers, C rows through c_rows.
+void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
                 const IgemmSeg* segs, int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N,
                 int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
@@ -271,15 +271,6 @@ void igemm_segs(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
       }
     }
   }
-}
-
-// Indirect GEMM (qgemm.h igemm): igemm_segs with segment s the K range [s * kseg, (s + 1) * kseg).
-void igemm(const uint8_t* const* rows, int64_t M, const int64_t* seg_off, int64_t nseg,
-           int64_t kseg, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
-           const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
-  std::vector<IgemmSeg> segs(static_cast<size_t>(nseg));
-  for (int64_t s = 0; s < nseg; ++s) segs[s] = {seg_off[s], s * kseg, kseg};
-  igemm_segs(rows, nullptr, M, segs.data(), nseg, nseg * kseg, packed_b, N, n0, n1, e, c, ldc);
 }
 
 // row_sums[m] = sum_k A[m][k] with VPSADBW (exact: sums of u8 into u64 lanes).
@@ -312,8 +303,7 @@ const QGemmKernels& qgemm_table() {
                               &generic::pack_b<kNR, kKR>,
                               &row_sums,
                               &gemm,
-                              &igemm,
-                              &igemm_segs};
+                              &igemm};
   return t;
 }
 

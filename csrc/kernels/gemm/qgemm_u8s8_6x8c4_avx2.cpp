@@ -815,11 +815,11 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
   run_chunks(A, M, generic::round_up(K, kKR), packed_b, N, n0, n1, e, c, ldc);
 }
 
-// Indirect GEMM over K ranges (qgemm.h igemm_segs): as gemm(), A's rows read from the segments.
+// Indirect GEMM over K ranges (qgemm.h igemm): as gemm(), A's rows read from the segments.
 // With c_rows, the tiles write a contiguous scratch block (the tile epilogues address rows as
 // m * ldc) that is then copied to the listed rows: for the convs that take this path (K = taps x
 // C_in >= 4 x 4 bytes per output byte, typically hundreds) the copy is a small share.
-void igemm_segs(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
+void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
                 const IgemmSeg* segs, int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N,
                 int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   int64_t covered = 0;
@@ -836,15 +836,6 @@ void igemm_segs(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
   for (int64_t i = 0; i < M; ++i)
     std::memcpy(c + c_rows[i] * ldc + n0 * es, tmp.data() + i * ldc + n0 * es,
                 static_cast<size_t>((n1 - n0) * es));
-}
-
-// Indirect GEMM (qgemm.h igemm): igemm_segs with segment s the K range [s * kseg, (s + 1) * kseg).
-void igemm(const uint8_t* const* rows, int64_t M, const int64_t* seg_off, int64_t nseg,
-           int64_t kseg, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
-           const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
-  std::vector<IgemmSeg> segs(static_cast<size_t>(nseg));
-  for (int64_t s = 0; s < nseg; ++s) segs[s] = {seg_off[s], s * kseg, kseg};
-  igemm_segs(rows, nullptr, M, segs.data(), nseg, nseg * kseg, packed_b, N, n0, n1, e, c, ldc);
 }
 
 void row_sums(const uint8_t* a, int64_t lda, int64_t M, int64_t K, int32_t* out) {
@@ -877,7 +868,6 @@ const QGemmKernels& qgemm_table() {
                               &row_sums,
                               &gemm,
                               &igemm,
-                              &igemm_segs,
                               /*a_7bit_fast=*/true};
   return t;
 }
