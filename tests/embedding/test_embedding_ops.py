@@ -406,3 +406,41 @@ def test_packed_params_pickle_and_bad_states():
         with pytest.raises(RuntimeError,
                            match=r"qplugin::EmbeddingPackedParams.__setstate__: " + msg):
             p._get_method("__setstate__")(bad)
+
+
+@pytest.mark.parametrize("bits", [8, 4, 2])
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_bag_lengths_across_the_row_batch(isa, bits, mode):
+    # Rows up to 128 (avx512vnni) or of 16/32/64 (avx2) columns reduce in registers as they come;
+    # wider rows in batches of 32 (the first row of a max bag sets the output, later batches
+    # continue from it): bags of 1, 31, 32, 33, 64, 65 and 100 rows, pruned rows at a batch's
+    # start and end, widths below, at and across the 16-, 64- and 128-column groups and blocks.
+    for dim in (4, 12, 16, 20, 32, 36, 60, 64, 68, 128, 132, 192, 260):
+        t = prepack(_weights(200, dim, 3 * dim + bits), bits)
+        lens = [1, 31, 32, 33, 64, 65, 100, 0, 2]
+        off = torch.tensor([0] + lens[:-1]).cumsum(0)
+        g = torch.Generator().manual_seed(dim)
+        idx = torch.randint(0, 200, (sum(lens),), generator=g)
+        idx[-1] = 199  # the table's last row: no read may pass its end (the sanitizer pass)
+        mapping = torch.arange(200, dtype=torch.int32)
+        mapping[idx[[0, 31, 32, 63, 64, 95, 96]]] = -1  # pruned rows around the batch edges
+        psw = torch.rand(sum(lens), generator=g) * 3 - 1 if mode == 0 else None
+        got = rowwise(bits)(t, idx, off, False, mode, True, psw, mapping)
+        torch.ops.qplugin._set_cpu_isa("scalar")
+        want = rowwise(bits)(t, idx, off, False, mode, True, psw, mapping)
+        torch.ops.qplugin._set_cpu_isa(isa)
+        assert torch.equal(got, want), (dim, (got - want).abs().max())
+        # Against the float reference of the dequantized table (pruned rows left out).
+        keep = mapping[idx] >= 0
+        wd = decode(t, bits)
+        for b in range(len(lens)):
+            sel = torch.arange(int(off[b]), int(off[b]) + lens[b])
+            sel = sel[keep[sel]]
+            rows = wd[idx[sel]]
+            if psw is not None:
+                rows = rows * psw[sel].double()[:, None]
+            if sel.numel() == 0:
+                ref = torch.zeros(dim, dtype=torch.float64)
+            else:
+                ref = {0: rows.sum(0), 1: rows.mean(0), 2: rows.max(0).values}[mode]
+            assert (got[b].double() - ref).abs().max() < 1e-4 * (1 + ref.abs().max()), (dim, b)

@@ -1,11 +1,16 @@
-// avx2 embedding-bag kernels: the loop of embedding_generic_impl.h with row operations 8 floats
-// wide (vpmovzxbd + vcvtdq2ps + vfmadd); the tail runs std::fma (vfmadd231ss with -mfma), so the
+// avx2 embedding-bag kernels: the loop of embedding_generic_impl.h with rows reduced 8 floats at
+// a time (vpmovzxbd + vcvtdq2ps + vfmadd, vmaxps) in ymm accumulators: rows of 16, 32 or 64
+// columns as they come (RegAcc), other widths in batches of rows (reduce_rows), the columns past
+// the last 8 by the single-row forms, whose tail runs std::fma (vfmadd231ss with -mfma); so the
 // bytes equal the scalar kernels'. 4-bit rows: 8 bytes -> 16 nibbles in order (low nibble first)
 // by mask, shift and vpunpcklbw; 2-bit rows: 2 bytes -> 8 codes by broadcast and vpsrlvd.
 // Changes with: embedding_generic_impl.h, embedding.h.
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
 
+#include <type_traits>
+
+#include "common/inline.h"
 #include "kernels/embedding/embedding_generic_impl.h"
 
 namespace qplugin {
@@ -39,13 +44,6 @@ inline __m256 codes2x8(const uint8_t* p) {
 }
 
 struct Ops {
-  static constexpr int64_t kRegCols = 0;  // 128 columns would need all 16 ymm registers
-  template <int Bits>
-  struct RegAcc {
-    explicit RegAcc(int64_t) {}
-    void add(const uint8_t*, float) {}
-    void store(float*) const {}
-  };
   static void acc8(float* o, const uint8_t* q, int64_t n, float a) {
     const __m256 av = _mm256_set1_ps(a);
     int64_t d = 0;
@@ -144,43 +142,138 @@ struct Ops {
     }
     PortableOps::max2(o + d, p + d / 4, n - d, s, b);
   }
-  // Register-blocked batch sum: 64 columns (8 accumulators) at a time across all n rows; the
-  // < 64-column tail row by row. Same per-element fma sequence as sum_rows_by_row.
-  template <int Bits>
-  static void sum_rows(float* o, const uint8_t* const* rows, const float* a, int64_t n,
-                       int64_t dim, bool init) {
-    int64_t d0 = 0;
-    for (; d0 + 64 <= dim; d0 += 64) {
-      __m256 acc[8];
-      for (int j = 0; j < 8; ++j) {
-        acc[j] = init ? _mm256_setzero_ps() : _mm256_loadu_ps(o + d0 + 8 * j);
+  // The NG groups of 8 columns of a row from column d0 as floats: f(j, x) for group j. NG = 8
+  // (the 64-column blocks) or, for the columns past them, 1 (2 for 4-bit rows: 16 columns
+  // from 8 bytes).
+  template <int Bits, int NG, class F>
+  static QPLUGIN_ALWAYS_INLINE void groups(const uint8_t* row, int64_t d0, F f) {
+    if (Bits == 8) {
+      const uint8_t* q = row + d0;
+      #pragma GCC unroll 8
+      for (int j = 0; j < NG; ++j) {
+        f(j, cvt8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * j))));
       }
-      for (int64_t r = 0; r < n; ++r) {
-        const __m256 av = _mm256_set1_ps(a[r]);
-        if (Bits == 8) {
-          const uint8_t* q = rows[r] + d0;
-          for (int j = 0; j < 8; ++j) {
-            const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * j));
-            acc[j] = _mm256_fmadd_ps(av, cvt8(v), acc[j]);
-          }
-        } else if (Bits == 2) {
-          const uint8_t* p = rows[r] + d0 / 4;
-          for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(av, codes2x8(p + 2 * j), acc[j]);
-        } else {
-          const uint8_t* p = rows[r] + d0 / 2;
-          for (int j = 0; j < 4; ++j) {
-            const __m128i c = nibbles16(p + 8 * j);
-            acc[2 * j] = _mm256_fmadd_ps(av, cvt8(c), acc[2 * j]);
-            acc[2 * j + 1] = _mm256_fmadd_ps(av, cvt8(_mm_srli_si128(c, 8)), acc[2 * j + 1]);
-          }
-        }
+    } else if (Bits == 2) {
+      const uint8_t* p = row + d0 / 4;
+      #pragma GCC unroll 8
+      for (int j = 0; j < NG; ++j) f(j, codes2x8(p + 2 * j));
+    } else {
+      const uint8_t* p = row + d0 / 2;
+      #pragma GCC unroll 8
+      for (int j = 0; j < NG / 2; ++j) {
+        const __m128i c = nibbles16(p + 8 * j);
+        f(2 * j, cvt8(c));
+        f(2 * j + 1, cvt8(_mm_srli_si128(c, 8)));
       }
-      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(o + d0 + 8 * j, acc[j]);
     }
+  }
+  // The columns [d0, d0 + 8 NG) across all n rows in NG accumulators. Sum: acc = fma(a[r], q,
+  // acc) from 0 (init) or o. Max: acc = max(fma(a[r], q, b[r]), acc) (max_ps(x, y) =
+  // x > y ? x : y, the portable order), the first row setting acc when init. The per-element
+  // operations of sum_rows_by_row / max_rows_by_row, so the same bytes.
+  template <int Bits, bool Max, int NG>
+  static QPLUGIN_ALWAYS_INLINE void reduce_block(float* o, const uint8_t* const* rows,
+                                                 const float* a, const float* b, int64_t n,
+                                                 int64_t d0, bool init) {
+    __m256 acc[NG];
+    for (int j = 0; j < NG; ++j) {
+      acc[j] = init ? _mm256_setzero_ps() : _mm256_loadu_ps(o + d0 + 8 * j);
+    }
+    int64_t r = 0;
+    if (Max && init) {
+      add_row<Bits, NG, Max, true>(acc, rows[0], d0, a[0], b[0]);
+      r = 1;
+    }
+    for (; r < n; ++r) add_row<Bits, NG, Max, false>(acc, rows[r], d0, a[r], Max ? b[r] : 0.0f);
+    for (int j = 0; j < NG; ++j) _mm256_storeu_ps(o + d0 + 8 * j, acc[j]);
+  }
+  // reduce_block over the first ng groups of 8 columns from d0 (ng < 8; even for 4-bit rows,
+  // whose groups come in pairs), NG the largest count tried. Returns the column after them.
+  template <int Bits, bool Max, int NG>
+  static QPLUGIN_ALWAYS_INLINE int64_t reduce_groups(float* o, const uint8_t* const* rows,
+                                                     const float* a, const float* b, int64_t n,
+                                                     int64_t d0, int64_t ng, bool init) {
+    if constexpr (NG <= 0) {
+      return d0;
+    } else {
+      constexpr int kStep = Bits == 4 ? 2 : 1;
+      if (ng >= NG) {
+        reduce_block<Bits, Max, NG>(o, rows, a, b, n, d0, init);
+        return d0 + 8 * NG;
+      }
+      return reduce_groups<Bits, Max, NG - kStep>(o, rows, a, b, n, d0, ng, init);
+    }
+  }
+  // Rows of 16, 32 or 64 columns reduce as they come, in NG = dim / 8 ymm accumulators
+  // (RegAcc); other widths are batched (reduce_rows). with_reg_shape calls f with the NG for dim
+  // and says whether it did.
+  static constexpr int64_t kRegCols = 64;
+  template <int Bits, class F>
+  static QPLUGIN_ALWAYS_INLINE bool with_reg_shape(int64_t dim, F f) {
+    if (dim == 16) {
+      f(std::integral_constant<int, 2>{});
+    } else if (dim == 32) {
+      f(std::integral_constant<int, 4>{});
+    } else if (dim == 64) {
+      f(std::integral_constant<int, 8>{});
+    } else {
+      return false;
+    }
+    return true;
+  }
+  // One row into the accumulators: sum: acc = fma(s, q, acc); max: acc = max(fma(s, q, b), acc)
+  // or, for a bag's first row (Set), acc = fma(s, q, b). As reduce_block's per element.
+  template <int Bits, int NG, bool Max, bool Set>
+  static QPLUGIN_ALWAYS_INLINE void add_row(__m256* acc, const uint8_t* row, int64_t d0, float s,
+                                            float b) {
+    const __m256 sv = _mm256_set1_ps(s);
+    if constexpr (Max) {
+      const __m256 bv = _mm256_set1_ps(b);
+      groups<Bits, NG>(row, d0, [&](int j, __m256 x) {
+        acc[j] = Set ? _mm256_fmadd_ps(sv, x, bv) : _mm256_max_ps(_mm256_fmadd_ps(sv, x, bv), acc[j]);
+      });
+    } else {
+      groups<Bits, NG>(row, d0, [&](int j, __m256 x) { acc[j] = _mm256_fmadd_ps(sv, x, acc[j]); });
+    }
+  }
+  template <int Bits, bool Max, int NG>
+  struct RegAcc {
+    __m256 v[NG];
+    bool first = true;
+    QPLUGIN_ALWAYS_INLINE explicit RegAcc(int64_t) {
+      for (int j = 0; j < NG; ++j) v[j] = _mm256_setzero_ps();
+    }
+    QPLUGIN_ALWAYS_INLINE void add(const uint8_t* row, float s, float b) {
+      if (Max && first) {
+        add_row<Bits, NG, true, true>(v, row, 0, s, b);
+        first = false;
+      } else {
+        add_row<Bits, NG, Max, false>(v, row, 0, s, b);
+      }
+    }
+    QPLUGIN_ALWAYS_INLINE void store(float* o) const {
+      for (int j = 0; j < NG; ++j) _mm256_storeu_ps(o + 8 * j, v[j]);
+    }
+  };
+  // Register-blocked batch reduction: 64 columns (8 accumulators) at a time, then the full
+  // 8-column groups left (4-bit: pairs of them), each block across all n rows; the last < 8
+  // (4-bit: < 16) columns row by row.
+  template <int Bits, bool Max>
+  static void reduce_rows(float* o, const uint8_t* const* rows, const float* a, const float* b,
+                          int64_t n, int64_t dim, bool init) {
+    constexpr int kSmall = Bits == 4 ? 2 : 1;
+    int64_t d0 = 0;
+    for (; d0 + 64 <= dim; d0 += 64) reduce_block<Bits, Max, 8>(o, rows, a, b, n, d0, init);
+    // The full 8-column groups left (fewer than 8; 4-bit: pairs), in one pass over the rows.
+    d0 = reduce_groups<Bits, Max, 8 - kSmall>(o, rows, a, b, n, d0, (dim - d0) / 8, init);
     if (d0 < dim) {
       const uint8_t* shifted[32];
       for (int64_t r = 0; r < n; ++r) shifted[r] = rows[r] + d0 * Bits / 8;
-      embedding_generic::sum_rows_by_row<Bits, Ops>(o + d0, shifted, a, n, dim - d0, init);
+      if constexpr (Max) {
+        embedding_generic::max_rows_by_row<Bits, Ops>(o + d0, shifted, a, b, n, dim - d0, init);
+      } else {
+        embedding_generic::sum_rows_by_row<Bits, Ops>(o + d0, shifted, a, n, dim - d0, init);
+      }
     }
   }
 };

@@ -11,10 +11,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #if defined(__F16C__)
 #include <immintrin.h>
 #endif
 
+#include "common/inline.h"
 #include "kernels/embedding/embedding.h"
 
 namespace qplugin {
@@ -151,18 +153,31 @@ void sum_rows_by_row(float* o, const uint8_t* const* rows, const float* a, int64
   for (int64_t r = 0; r < n; ++r) row_acc<Bits, Ops>(o, rows[r], dim, a[r]);
 }
 
+// Max of a batch of n >= 1 rows into o: with init the first row sets o[d] = fma(s[0], q_0[d], b[0]),
+// then each row r: o[d] = max(fma(s[r], q_r[d], b[r]), o[d]) (v > o ? v : o, so a NaN value
+// does not replace o and a NaN o stays). Row by row with Ops' single-row forms; the ISA files
+// replace it with register-blocked forms: same bytes.
+template <int Bits, class Ops>
+void max_rows_by_row(float* o, const uint8_t* const* rows, const float* s, const float* b,
+                     int64_t n, int64_t dim, bool init) {
+  int64_t r = 0;
+  if (init) {
+    row_set<Bits, Ops>(o, rows[0], dim, s[0], b[0]);
+    r = 1;
+  }
+  for (; r < n; ++r) row_max<Bits, Ops>(o, rows[r], dim, s[r], b[r]);
+}
+
 struct PortableBatchOps : PortableOps {
   static constexpr int64_t kRegCols = 0;  // no register-resident bag accumulator
-  template <int Bits>
-  struct RegAcc {  // unused (kRegCols == 0)
-    explicit RegAcc(int64_t) {}
-    void add(const uint8_t*, float) {}
-    void store(float*) const {}
-  };
-  template <int Bits>
-  static void sum_rows(float* o, const uint8_t* const* rows, const float* a, int64_t n,
-                       int64_t dim, bool init) {
-    sum_rows_by_row<Bits, PortableOps>(o, rows, a, n, dim, init);
+  template <int Bits, bool Max>
+  static void reduce_rows(float* o, const uint8_t* const* rows, const float* a, const float* b,
+                          int64_t n, int64_t dim, bool init) {
+    if constexpr (Max) {
+      max_rows_by_row<Bits, PortableOps>(o, rows, a, b, n, dim, init);
+    } else {
+      sum_rows_by_row<Bits, PortableOps>(o, rows, a, n, dim, init);
+    }
   }
 };
 
@@ -189,7 +204,7 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
   const int64_t code_bytes = Bits == 8 ? dim : Bits == 4 ? dim / 2 : dim / 4;
   const int64_t pend = a.offsets[b1];
   const int64_t kPrefetch = a.prefetch;
-  auto row_of = [&](int64_t i) -> int64_t {
+  auto row_of = [&](int64_t i) QPLUGIN_LAMBDA_INLINE -> int64_t {
     const int64_t r = static_cast<int64_t>(idx[i]);
     return map != nullptr ? static_cast<int64_t>(map[r]) : r;
   };
@@ -197,7 +212,7 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
   // random rows of a large table miss the TLB, and several prefetches into one unmapped page
   // start several walks), kPrefetch / 2 ahead the rest of its lines (the translation is cached
   // by then; 8-bit rows of 136 bytes span up to 4 lines).
-  auto prefetch = [&](int64_t i) {
+  auto prefetch = [&](int64_t i) QPLUGIN_LAMBDA_INLINE {
     const int64_t j = i - kPrefetch / 2;
     if (j < pend && j >= a.offsets[b0]) {
       const int64_t r = row_of(j);
@@ -212,7 +227,7 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
     if (r < 0) return;
     prefetch_line(reinterpret_cast<const char*>(table + r * rb));
   };
-  auto scale_bias = [&](const uint8_t* row, float* s, float* b) {
+  auto scale_bias = [&](const uint8_t* row, float* s, float* b) QPLUGIN_LAMBDA_INLINE {
     if (Bits == 8) {
       std::memcpy(s, row + code_bytes, sizeof(float));
       std::memcpy(b, row + code_bytes + sizeof(float), sizeof(float));
@@ -232,66 +247,11 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
     for (int64_t off = 0; off < rb; off += 64) prefetch_line(p + off);
     prefetch_line(p + rb - 1);
   }
-  constexpr int64_t kBatch = 32;  // rows summed per Ops::sum_rows call
-  auto sum_batch = [](float* o, const uint8_t* const* rs, const float* m, int64_t n, int64_t d,
-                      bool init) {
-    Ops::template sum_rows<Bits>(o, rs, m, n, d, init);
-  };
-  const uint8_t* rows[kBatch];
-  float mult[kBatch];
-
-  for (int64_t bag = b0; bag < b1; ++bag) {
-    float* __restrict o = a.out + bag * dim;
-    const int64_t s0 = a.offsets[bag];
-    int64_t s1 = a.offsets[bag + 1];
-    if (a.mode == BagMode::kMax) {
-      bool first = true;
-      for (int64_t i = s0; i < s1; ++i) {
-        prefetch(i + kPrefetch);
-        const int64_t r = row_of(i);
-        if (r < 0) continue;
-        const uint8_t* row = table + r * rb;
-        float sc, bi;
-        scale_bias(row, &sc, &bi);
-        if (first) {
-          row_set<Bits, Ops>(o, row, dim, sc, bi);
-          first = false;
-        } else {
-          row_max<Bits, Ops>(o, row, dim, sc, bi);
-        }
-      }
-      if (first) std::memset(o, 0, static_cast<size_t>(dim) * sizeof(float));
-      continue;
-    }
-    float bsum = 0.0f;
-    int64_t count = 0, nb = 0;
-    bool init = true;
-    const float* __restrict w = a.weights;
-    if constexpr (Ops::kRegCols > 0) {
-      // Narrow rows: the bag's sums stay in registers, one row at a time (as the batch path:
-      // acc = fma(a, q, acc) from 0, rows in order, so the same bytes).
-      if (dim <= Ops::kRegCols) {
-        typename Ops::template RegAcc<Bits> acc(dim);
-        for (int64_t i = s0; i < s1; ++i) {
-          prefetch(i + kPrefetch);
-          const int64_t r = row_of(i);
-          if (r < 0) continue;
-          ++count;
-          const uint8_t* row = table + r * rb;
-          float sc, bi;
-          scale_bias(row, &sc, &bi);
-          if (w != nullptr) {
-            sc = w[i] * sc;
-            bi = w[i] * bi;
-          }
-          acc.add(row, sc);
-          bsum += bi;
-        }
-        acc.store(o);
-        init = false;
-        s1 = s0;  // done: skip the batch loop below
-      }
-    }
+  // The rows of positions [s0, s1) in order: add(row, scale, bias) for each row not pruned (scale
+  // and bias times the sample's weight when there are weights). Returns how many.
+  const float* __restrict w = a.weights;
+  auto walk = [&](int64_t s0, int64_t s1, auto&& add) QPLUGIN_LAMBDA_INLINE -> int64_t {
+    int64_t count = 0;
     for (int64_t i = s0; i < s1; ++i) {
       prefetch(i + kPrefetch);
       const int64_t r = row_of(i);
@@ -304,23 +264,86 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
         sc = w[i] * sc;
         bi = w[i] * bi;
       }
-      rows[nb] = row;
-      mult[nb] = sc;
-      ++nb;
-      bsum += bi;
-      if (nb == kBatch) {
-        sum_batch(o, rows, mult, nb, dim, init);
-        init = false;
-        nb = 0;
-      }
+      add(row, sc, bi);
     }
-    if (nb > 0 || init) sum_batch(o, rows, mult, nb, dim, init);
+    return count;
+  };
+  // Sum and mean: o holds the sum of the rows' scale * q terms; add the biases' sum (or the mean).
+  auto finish_sum = [&](float* __restrict o, int64_t count, float bsum) QPLUGIN_LAMBDA_INLINE {
     if (a.mode == BagMode::kMean && count > 0) {
       const float n = static_cast<float>(count);
       for (int64_t d = 0; d < dim; ++d) o[d] = (o[d] + bsum) / n;
     } else {
       for (int64_t d = 0; d < dim; ++d) o[d] = o[d] + bsum;
     }
+  };
+  // Rows up to Ops::kRegCols wide (of the widths Ops::with_reg_shape takes) reduce as they
+  // come, in registers (Ops::RegAcc<Bits, Max, NG>, NG from with_reg_shape:
+  // a max bag's first row sets, the others take the max; a sum is acc = fma(a, q, acc) from 0,
+  // rows in order). Wider rows are collected kBatch at a time and reduced by the mode's
+  // register-blocked batch form, Ops::reduce_rows<Bits, Max> (the same bytes).
+  constexpr int64_t kBatch = 32;
+  const uint8_t* rows[kBatch];
+  float mult[kBatch];
+  float bias[kBatch];
+  const bool is_max = a.mode == BagMode::kMax;
+
+  for (int64_t bag = b0; bag < b1; ++bag) {
+    float* __restrict o = a.out + bag * dim;
+    const int64_t s0 = a.offsets[bag], s1 = a.offsets[bag + 1];
+    float bsum = 0.0f;
+    if constexpr (Ops::kRegCols > 0) {
+      if (dim <= Ops::kRegCols) {
+        auto in_regs = [&](auto max_tag, auto ng_tag) QPLUGIN_LAMBDA_INLINE {
+          constexpr bool kMax = decltype(max_tag)::value;
+          typename Ops::template RegAcc<Bits, kMax, decltype(ng_tag)::value> acc(dim);
+          const int64_t count = walk(s0, s1, [&](const uint8_t* row, float sc, float bi)
+                                                 QPLUGIN_LAMBDA_INLINE {
+            acc.add(row, sc, bi);
+            bsum += bi;
+          });
+          if (kMax && count == 0) {  // an empty bag, or all its rows pruned
+            std::memset(o, 0, static_cast<size_t>(dim) * sizeof(float));
+          } else {
+            acc.store(o);  // zeros for an empty sum
+          }
+          if (!kMax) finish_sum(o, count, bsum);
+        };
+        const bool done = Ops::template with_reg_shape<Bits>(dim, [&](auto ng_tag) QPLUGIN_LAMBDA_INLINE {
+          if (is_max) {
+            in_regs(std::true_type{}, ng_tag);
+          } else {
+            in_regs(std::false_type{}, ng_tag);
+          }
+        });
+        if (done) continue;
+      }
+    }
+    int64_t nb = 0;
+    bool init = true;  // no row reduced into o yet
+    auto flush = [&]() {
+      if (is_max) {
+        Ops::template reduce_rows<Bits, true>(o, rows, mult, bias, nb, dim, init);
+      } else {
+        Ops::template reduce_rows<Bits, false>(o, rows, mult, bias, nb, dim, init);
+      }
+      init = false;
+      nb = 0;
+    };
+    const int64_t count = walk(s0, s1, [&](const uint8_t* row, float sc, float bi) {
+      rows[nb] = row;
+      mult[nb] = sc;
+      bias[nb] = bi;
+      ++nb;
+      bsum += bi;
+      if (nb == kBatch) flush();
+    });
+    if (nb > 0) flush();
+    if (init) {  // an empty bag, or all its rows pruned: zeros in every mode
+      std::memset(o, 0, static_cast<size_t>(dim) * sizeof(float));
+      continue;
+    }
+    if (!is_max) finish_sum(o, count, bsum);
   }
 }
 
