@@ -40,8 +40,13 @@ struct BagArgs {
   const float* weights;    // nullable (sum mode only)
   BagMode mode;
   float* out;              // [nbags][dim]
-  int64_t prefetch;        // positions prefetched ahead (0: none)
+  int64_t prefetch;        // positions prefetched ahead (0: none; see kNearPrefetch)
 };
+
+// A prefetch distance of at most kNearPrefetch marks a table the caches hold (0: within L2):
+// without mapping or weights the kernels then walk the rows with one prefetch stage and no
+// per-row checks.
+constexpr int64_t kNearPrefetch = 16;
 
 struct EmbeddingKernelTable {
   Isa isa;

@@ -2,8 +2,9 @@
 // a time (vpmovzxbd + vcvtdq2ps + vfmadd, vmaxps) in ymm accumulators: rows of 16, 32 or 64
 // columns as they come (RegAcc), other widths in batches of rows (reduce_rows), the columns past
 // the last 8 by the single-row forms, whose tail runs std::fma (vfmadd231ss with -mfma); so the
-// bytes equal the scalar kernels'. 4-bit rows: 8 bytes -> 16 nibbles in order (low nibble first)
-// by mask, shift and vpunpcklbw; 2-bit rows: 2 bytes -> 8 codes by broadcast and vpsrlvd.
+// bytes equal the scalar kernels'. 4-bit rows: 4 bytes -> 8 codes by broadcast and vpsrlvd in the
+// register forms (8 bytes -> 16 nibbles by mask, shift and vpunpcklbw in the single-row ones);
+// 2-bit rows: 2 bytes -> 8 codes by broadcast and vpsrlvd.
 // Changes with: embedding_generic_impl.h, embedding.h.
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
@@ -33,14 +34,19 @@ inline __m128i nibbles16(const uint8_t* p) {
   return _mm_unpacklo_epi8(lo, hi);
 }
 
-// 8 codes of a 2-bit row from the 2 bytes at p: element i is bits [2i, 2i + 2) of the
-// little-endian halfword (embedding.h), so one broadcast and a per-lane shift by 2i.
-inline __m256 codes2x8(const uint8_t* p) {
-  uint16_t w;
-  std::memcpy(&w, p, sizeof(w));
-  const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+// 8 codes of a Bits-wide row (Bits = 2 or 4) from the Bits bytes at p: element i is bits
+// [Bits i, Bits (i + 1)) of the little-endian halfword / word (embedding.h; 4-bit: low nibble
+// first), so one broadcast and a per-lane shift by Bits i (for 4-bit rows fewer operations per
+// code than nibbles16's mask, shift, unpack and widening).
+template <int Bits>
+inline __m256 codes_x8(const uint8_t* p) {
+  uint32_t w = 0;
+  std::memcpy(&w, p, Bits);  // little-endian: the low Bits bytes of w
+  const __m256i sh = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                        _mm256_set1_epi32(Bits));
   return _mm256_cvtepi32_ps(_mm256_and_si256(
-      _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(w)), sh), _mm256_set1_epi32(3)));
+      _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(w)), sh),
+      _mm256_set1_epi32((1 << Bits) - 1)));
 }
 
 struct Ops {
@@ -121,7 +127,7 @@ struct Ops {
     const __m256 av = _mm256_set1_ps(a);
     int64_t d = 0;
     for (; d + 8 <= n; d += 8) {
-      _mm256_storeu_ps(o + d, _mm256_fmadd_ps(av, codes2x8(p + d / 4), _mm256_loadu_ps(o + d)));
+      _mm256_storeu_ps(o + d, _mm256_fmadd_ps(av, codes_x8<2>(p + d / 4), _mm256_loadu_ps(o + d)));
     }
     PortableOps::acc2(o + d, p + d / 4, n - d, a);
   }
@@ -129,7 +135,7 @@ struct Ops {
     const __m256 sv = _mm256_set1_ps(s), bv = _mm256_set1_ps(b);
     int64_t d = 0;
     for (; d + 8 <= n; d += 8) {
-      _mm256_storeu_ps(o + d, _mm256_fmadd_ps(sv, codes2x8(p + d / 4), bv));
+      _mm256_storeu_ps(o + d, _mm256_fmadd_ps(sv, codes_x8<2>(p + d / 4), bv));
     }
     PortableOps::set2(o + d, p + d / 4, n - d, s, b);
   }
@@ -137,14 +143,12 @@ struct Ops {
     const __m256 sv = _mm256_set1_ps(s), bv = _mm256_set1_ps(b);
     int64_t d = 0;
     for (; d + 8 <= n; d += 8) {
-      _mm256_storeu_ps(o + d, _mm256_max_ps(_mm256_fmadd_ps(sv, codes2x8(p + d / 4), bv),
+      _mm256_storeu_ps(o + d, _mm256_max_ps(_mm256_fmadd_ps(sv, codes_x8<2>(p + d / 4), bv),
                                             _mm256_loadu_ps(o + d)));
     }
     PortableOps::max2(o + d, p + d / 4, n - d, s, b);
   }
-  // The NG groups of 8 columns of a row from column d0 as floats: f(j, x) for group j. NG = 8
-  // (the 64-column blocks) or, for the columns past them, 1 (2 for 4-bit rows: 16 columns
-  // from 8 bytes).
+  // The NG groups of 8 columns of a row from column d0 as floats: f(j, x) for group j.
   template <int Bits, int NG, class F>
   static QPLUGIN_ALWAYS_INLINE void groups(const uint8_t* row, int64_t d0, F f) {
     if (Bits == 8) {
@@ -156,15 +160,11 @@ struct Ops {
     } else if (Bits == 2) {
       const uint8_t* p = row + d0 / 4;
       #pragma GCC unroll 8
-      for (int j = 0; j < NG; ++j) f(j, codes2x8(p + 2 * j));
+      for (int j = 0; j < NG; ++j) f(j, codes_x8<2>(p + 2 * j));
     } else {
       const uint8_t* p = row + d0 / 2;
       #pragma GCC unroll 8
-      for (int j = 0; j < NG / 2; ++j) {
-        const __m128i c = nibbles16(p + 8 * j);
-        f(2 * j, cvt8(c));
-        f(2 * j + 1, cvt8(_mm_srli_si128(c, 8)));
-      }
+      for (int j = 0; j < NG; ++j) f(j, codes_x8<4>(p + 4 * j));
     }
   }
   // The columns [d0, d0 + 8 NG) across all n rows in NG accumulators. Sum: acc = fma(a[r], q,
@@ -187,8 +187,8 @@ struct Ops {
     for (; r < n; ++r) add_row<Bits, NG, Max, false>(acc, rows[r], d0, a[r], Max ? b[r] : 0.0f);
     for (int j = 0; j < NG; ++j) _mm256_storeu_ps(o + d0 + 8 * j, acc[j]);
   }
-  // reduce_block over the first ng groups of 8 columns from d0 (ng < 8; even for 4-bit rows,
-  // whose groups come in pairs), NG the largest count tried. Returns the column after them.
+  // reduce_block over the first ng groups of 8 columns from d0 (ng < 8), NG the largest count
+  // tried. Returns the column after them.
   template <int Bits, bool Max, int NG>
   static QPLUGIN_ALWAYS_INLINE int64_t reduce_groups(float* o, const uint8_t* const* rows,
                                                      const float* a, const float* b, int64_t n,
@@ -196,18 +196,20 @@ struct Ops {
     if constexpr (NG <= 0) {
       return d0;
     } else {
-      constexpr int kStep = Bits == 4 ? 2 : 1;
       if (ng >= NG) {
         reduce_block<Bits, Max, NG>(o, rows, a, b, n, d0, init);
         return d0 + 8 * NG;
       }
-      return reduce_groups<Bits, Max, NG - kStep>(o, rows, a, b, n, d0, ng, init);
+      return reduce_groups<Bits, Max, NG - 1>(o, rows, a, b, n, d0, ng, init);
     }
   }
   // Rows of 16, 32 or 64 columns reduce as they come, in NG = dim / 8 ymm accumulators
   // (RegAcc); other widths are batched (reduce_rows). with_reg_shape calls f with the NG for dim
   // and says whether it did.
   static constexpr int64_t kRegCols = 64;
+  struct RowShape {  // nothing: the accepted widths are whole groups
+    explicit RowShape(int64_t) {}
+  };
   template <int Bits, class F>
   static QPLUGIN_ALWAYS_INLINE bool with_reg_shape(int64_t dim, F f) {
     if (dim == 16) {
@@ -230,17 +232,19 @@ struct Ops {
     if constexpr (Max) {
       const __m256 bv = _mm256_set1_ps(b);
       groups<Bits, NG>(row, d0, [&](int j, __m256 x) {
-        acc[j] = Set ? _mm256_fmadd_ps(sv, x, bv) : _mm256_max_ps(_mm256_fmadd_ps(sv, x, bv), acc[j]);
+        const __m256 y = _mm256_fmadd_ps(sv, x, bv);
+        acc[j] = Set ? y : _mm256_max_ps(y, acc[j]);
       });
     } else {
       groups<Bits, NG>(row, d0, [&](int j, __m256 x) { acc[j] = _mm256_fmadd_ps(sv, x, acc[j]); });
     }
   }
-  template <int Bits, bool Max, int NG>
+  template <int Bits, bool Max, class S>
   struct RegAcc {
+    static constexpr int NG = S::value;
     __m256 v[NG];
     bool first = true;
-    QPLUGIN_ALWAYS_INLINE explicit RegAcc(int64_t) {
+    QPLUGIN_ALWAYS_INLINE explicit RegAcc(const RowShape&) {
       for (int j = 0; j < NG; ++j) v[j] = _mm256_setzero_ps();
     }
     QPLUGIN_ALWAYS_INLINE void add(const uint8_t* row, float s, float b) {
@@ -254,18 +258,26 @@ struct Ops {
     QPLUGIN_ALWAYS_INLINE void store(float* o) const {
       for (int j = 0; j < NG; ++j) _mm256_storeu_ps(o + 8 * j, v[j]);
     }
+    // A sum's finish in registers, the operations of bag_loop's finish_sum: o = v + add, then
+    // / div when div != 0.
+    QPLUGIN_ALWAYS_INLINE void store_sum(float* o, float add, float div) const {
+      const __m256 av = _mm256_set1_ps(add), dv = _mm256_set1_ps(div);
+      for (int j = 0; j < NG; ++j) {
+        __m256 x = _mm256_add_ps(v[j], av);
+        if (div != 0.0f) x = _mm256_div_ps(x, dv);
+        _mm256_storeu_ps(o + 8 * j, x);
+      }
+    }
   };
   // Register-blocked batch reduction: 64 columns (8 accumulators) at a time, then the full
-  // 8-column groups left (4-bit: pairs of them), each block across all n rows; the last < 8
-  // (4-bit: < 16) columns row by row.
+  // 8-column groups left, each block across all n rows; the last < 8 columns row by row.
   template <int Bits, bool Max>
   static void reduce_rows(float* o, const uint8_t* const* rows, const float* a, const float* b,
                           int64_t n, int64_t dim, bool init) {
-    constexpr int kSmall = Bits == 4 ? 2 : 1;
     int64_t d0 = 0;
     for (; d0 + 64 <= dim; d0 += 64) reduce_block<Bits, Max, 8>(o, rows, a, b, n, d0, init);
-    // The full 8-column groups left (fewer than 8; 4-bit: pairs), in one pass over the rows.
-    d0 = reduce_groups<Bits, Max, 8 - kSmall>(o, rows, a, b, n, d0, (dim - d0) / 8, init);
+    // The full 8-column groups left (fewer than 8), in one pass over the rows.
+    d0 = reduce_groups<Bits, Max, 7>(o, rows, a, b, n, d0, (dim - d0) / 8, init);
     if (d0 < dim) {
       const uint8_t* shifted[32];
       for (int64_t r = 0; r < n; ++r) shifted[r] = rows[r] + d0 * Bits / 8;

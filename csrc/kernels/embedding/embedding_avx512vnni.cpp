@@ -124,49 +124,72 @@ struct Ops {
     if constexpr (Max) {
       const __m512 bv = _mm512_set1_ps(b);
       groups<Bits, NG, W>(row, d0, c, [&](int j, __m512 x) {
-        acc[j] = Set ? _mm512_fmadd_ps(sv, x, bv) : _mm512_max_ps(_mm512_fmadd_ps(sv, x, bv), acc[j]);
+        const __m512 y = _mm512_fmadd_ps(sv, x, bv);
+        acc[j] = Set ? y : _mm512_max_ps(y, acc[j]);
       });
     } else {
       groups<Bits, NG, W>(row, d0, c,
                           [&](int j, __m512 x) { acc[j] = _mm512_fmadd_ps(sv, x, acc[j]); });
     }
   }
-  // Rows up to 128 columns wide reduce as they come, in NG zmm accumulators: 1 for up to 16
-  // columns (4-bit rows: 2, a masked pair), 2 for up to 32, 4 for up to 64, 8 for up to 128;
-  // so the first NG / 2 groups are whole, RegAcc's W. with_reg_shape calls f with the NG for
-  // dim (any dim <= kRegCols).
+  // Rows up to 128 columns wide reduce as they come, in NG zmm accumulators of which the first
+  // W groups are whole (unmasked loads): all 4 for rows of 64 columns, all 8 for 128 (the common
+  // widths); otherwise 1 group for up to 16 columns (4-bit rows: 2, a masked pair), 2 for up to
+  // 32, 4 for up to 64, 8 for up to 128, the first NG / 2 whole.
+  // with_reg_shape calls f with the Shape<NG, W> for dim (any dim <= kRegCols).
   static constexpr int64_t kRegCols = 128;
+  using RowShape = Cols;  // of the whole row (dim columns)
+  template <int NG_, int W_>
+  struct Shape {
+    static constexpr int NG = NG_, W = W_;
+  };
   template <int Bits, class F>
   static QPLUGIN_ALWAYS_INLINE bool with_reg_shape(int64_t dim, F f) {
-    if (dim <= 16 && Bits != 4) {
-      f(std::integral_constant<int, 1>{});
+    if (dim == 64) {
+      f(Shape<4, 4>{});
+    } else if (dim == 128) {
+      f(Shape<8, 8>{});
+    } else if (dim <= 16 && Bits != 4) {
+      f(Shape<1, 0>{});
     } else if (dim <= 32) {
-      f(std::integral_constant<int, 2>{});
+      f(Shape<2, 1>{});
     } else if (dim <= 64) {
-      f(std::integral_constant<int, 4>{});
+      f(Shape<4, 2>{});
     } else {
-      f(std::integral_constant<int, 8>{});
+      f(Shape<8, 4>{});
     }
     return true;
   }
-  template <int Bits, bool Max, int NG>
+  template <int Bits, bool Max, class S>
   struct RegAcc {
+    static constexpr int NG = S::NG, W = S::W;
     __m512 v[NG];
     Cols c;
     bool first = true;
-    QPLUGIN_ALWAYS_INLINE explicit RegAcc(int64_t dim) : c(dim) {
+    QPLUGIN_ALWAYS_INLINE explicit RegAcc(const Cols& cols) : c(cols) {
       for (int j = 0; j < NG; ++j) v[j] = _mm512_setzero_ps();
     }
     QPLUGIN_ALWAYS_INLINE void add(const uint8_t* row, float s, float b) {
       if (Max && first) {
-        add_row<Bits, NG, NG / 2, true, true>(v, row, 0, c, s, b);
+        add_row<Bits, NG, W, true, true>(v, row, 0, c, s, b);
         first = false;
       } else {
-        add_row<Bits, NG, NG / 2, Max, false>(v, row, 0, c, s, b);
+        add_row<Bits, NG, W, Max, false>(v, row, 0, c, s, b);
       }
     }
     QPLUGIN_ALWAYS_INLINE void store(float* o) const {
       for (int j = 0; j < NG; ++j) _mm512_mask_storeu_ps(o + 16 * j, c.m[j], v[j]);
+    }
+    // A sum's finish in registers, the operations of bag_loop's finish_sum: o = v + add, then
+    // / div when div != 0. (Stored first and read back, the masked store would not forward to
+    // the load: a stall per bag.)
+    QPLUGIN_ALWAYS_INLINE void store_sum(float* o, float add, float div) const {
+      const __m512 av = _mm512_set1_ps(add), dv = _mm512_set1_ps(div);
+      for (int j = 0; j < NG; ++j) {
+        __m512 x = _mm512_add_ps(v[j], av);
+        if (div != 0.0f) x = _mm512_div_ps(x, dv);
+        _mm512_mask_storeu_ps(o + 16 * j, c.m[j], x);
+      }
     }
   };
   // Batch reduction of rows wider than 128 columns: the columns [d0, d0 + min(width, 16 NG))
