@@ -8,6 +8,8 @@
 # tested against torch.nn.functional.embedding_bag on the dequantized table, never against
 # torch.ops.quantized. Its 2-D-indices path also drops the last bag when include_last_offset=True
 # (F.embedding_bag keeps it; so does qplugin).
+import functools
+
 import pytest
 import torch
 
@@ -444,3 +446,41 @@ def test_bag_lengths_across_the_row_batch(isa, bits, mode):
             else:
                 ref = {0: rows.sum(0), 1: rows.mean(0), 2: rows.max(0).values}[mode]
             assert (got[b].double() - ref).abs().max() < 1e-4 * (1 + ref.abs().max()), (dim, b)
+
+
+@functools.lru_cache(maxsize=None)
+def _big_table(rows, bits):
+    """A table of `rows` rows of 136 (8-bit, 128 columns) or 132 bytes (4-bit, 256 columns)."""
+    g = torch.Generator().manual_seed(rows + bits)
+    return prepack(torch.randn(rows, 128 if bits == 8 else 256, generator=g), bits)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_tables_beyond_l2_take_the_prefetching_walks(isa, bits):
+    # Tables within the core's L2 run without prefetch; larger ones prefetch rows ahead (16
+    # positions up to 16 MB, 64 / 40 beyond): the lean walk (no mapping, no weights) and the
+    # general one (weights; a mapping; max mode). Prefetching changes no byte: every ISA gives
+    # the scalar bytes, and the sanitizer pass checks that no prefetch reads outside its inputs.
+    g = torch.Generator().manual_seed(bits)
+    for rows in (34_000, 130_000):  # ~4.5 MB and ~17.5 MB (beyond the 16 MB of the near tables)
+        t = _big_table(rows, bits)
+        n = 3000
+        idx = torch.randint(0, rows, (n,), generator=g)
+        idx[-1] = rows - 1
+        off = torch.sort(torch.randint(0, n, (150,), generator=g))[0]
+        off[0] = 0
+        psw = torch.rand(n, generator=g)
+        mapping = torch.arange(rows, dtype=torch.int32)
+        mapping[idx[::7]] = -1
+        calls = [(0, False, None, None), (1, False, None, None), (0, False, psw, None),
+                 (0, True, None, mapping), (2, False, None, None), (2, True, None, mapping)]
+        for mode, pruned, pw, mp in calls:
+            got = rowwise(bits)(t, idx, off, False, mode, pruned, pw, mp)
+            torch.ops.qplugin._set_cpu_isa("scalar")
+            want = rowwise(bits)(t, idx, off, False, mode, pruned, pw, mp)
+            torch.ops.qplugin._set_cpu_isa(isa)
+            assert torch.equal(got, want), (rows, mode, pruned, pw is not None)
+            if not pruned:  # the float reference on the rows used (decoding all is 0.3 GB)
+                sub, pos = t[idx], torch.arange(n)
+                assert_bag_close(got, float_bag(sub, bits, pos, off, mode, pw), sub, bits, pos,
+                                 pw)
