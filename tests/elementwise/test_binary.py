@@ -314,6 +314,37 @@ def test_out_in_place_aliasing(isa):
     assert np.array_equal(codes(base[100:900]), expect)
 
 
+# Qparams whose calls leave many lanes undecided get a table of all 65536 exact results after a
+# call (kernels/binary/binary_plan.h, ExactCtx::after_call): above 1 lane in 1024 the undecided
+# lanes look theirs up, above 1 in 16 every lane does. The first call builds it, the later ones
+# use it: each call must stay exact. Measured undecided rates of these uint8 inputs (uniform
+# codes): add/add_relu 0.03, 0.025 -> 0.05: 9% (every lane looked up); mul 0.03 * 0.025 -> 0.05:
+# 2% (the undecided lanes); mul 0.05 * 0.05 -> 0.05 and 0.1 * 0.1 -> 0.2: 9-10%. Shapes with
+# tails (6771 and 4403 elements), a broadcast operand, and the in-place out= form.
+@pytest.mark.parametrize("op,relu", list(OPS))
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
+@pytest.mark.parametrize("sa,sb,so", [(0.03, 0.025, 0.05), (0.05, 0.05, 0.05), (0.1, 0.1, 0.2)])
+def test_tie_heavy_scales_through_the_exact_table(isa, op, relu, dtype, sa, sb, so):
+    za, zb, zo = (10, 12, 3) if dtype == torch.quint8 else (-5, 7, 1)
+    fn = OPS[(op, relu)][0]
+    qa = rand_q((3, 37, 61), sa, za, dtype, 21)
+    qb = rand_q((3, 37, 61), sb, zb, dtype, 22)
+    qc = rand_q((1, 37, 1), sb, zb, dtype, 23)  # broadcast over the other dims
+    qd = rand_q((7, 629), sa, za, dtype, 24)
+    for _ in range(3):  # the table is built after the first call and used by the next
+        check_exact(fn(qa, qb, so, zo), qa, qb, op, so, zo, relu)
+        check_exact(fn(qa, qc, so, zo), qa, qc, op, so, zo, relu)
+        check_exact(fn(qc, qa, so, zo), qc, qa, op, so, zo, relu)
+        check_exact(fn(qd, qd, so, zo), qd, qd, op, so, zo, relu)
+    if not relu:  # in place: out is qa itself (so its qparams are the output's)
+        out_fn = getattr(torch.ops.qplugin, op).out
+        for _ in range(3):
+            a = torch._make_per_tensor_quantized_tensor(qa.int_repr().clone(), sa, za)
+            expect = exact_binary(op, codes(a) - za, codes(qb) - zb, sa, sb, sa, za, dtype)
+            out_fn(a, qb, out=a)
+            assert np.array_equal(codes(a), expect)
+
+
 # ------------------------------------------------------------------------------------------
 # Tensor x Scalar
 

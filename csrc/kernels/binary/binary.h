@@ -44,7 +44,20 @@ struct Params {
   double ra_lo, rb_lo, c_lo, err;
   FixFn fix;
   const void* ctx;
+  // Told, once per kernel call that had any, how many lanes the first level left undecided.
+  void (*note)(const void* ctx, int64_t undecided);
+  // The exact results of all 65536 code pairs, table[(a & 0xFF) << 8 | (b & 0xFF)] (raw code
+  // bytes; 65536 + 4 bytes, the vector kernels gather dwords), or nullptr. Set for qparams whose
+  // calls leave lanes undecided often enough to pay for building it (ExactCtx::after_call): the
+  // undecided lanes look their result up instead of fix(). table_only: so many lanes are
+  // undecided that every output is looked up (a gather costs less than the fast path and the
+  // lookups then).
+  const uint8_t* table;
+  bool table_only;
 };
+
+// The table entry of raw codes a, b.
+inline int table_key(int32_t a, int32_t b) { return ((a & 0xFF) << 8) | (b & 0xFF); }
 
 // n output elements y[i] = op(a[i * a_step], b[i * b_step]); a_step, b_step are 1 or 0 (0: the
 // operand is broadcast over the run). y may alias a or b exactly (in-place).

@@ -66,13 +66,40 @@ inline __m256i narrow32(__m256i q0, __m256i q1, __m256i q2, __m256i q3, const Co
   return _mm256_min_epu8(_mm256_max_epu8(b, k.blo), k.bhi);
 }
 
+// The table's results (Params::table) for 32 code pairs (4 x 8 int32 lanes, sign- or
+// zero-extended codes), as 32 bytes in order: 4 dword gathers.
+inline __m256i lookup32(const __m256i* ai, const __m256i* bi, const uint8_t* table) {
+  const int* base = reinterpret_cast<const int*>(table);
+  const __m256i ff = _mm256_set1_epi32(0xFF);
+  __m256i q[4];
+  for (int j = 0; j < 4; ++j) {
+    const __m256i key = _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(ai[j], ff), 8),
+                                        _mm256_and_si256(bi[j], ff));
+    q[j] = _mm256_and_si256(_mm256_i32gather_epi32(base, key, 1), ff);
+  }
+  const __m256i w = _mm256_packus_epi16(_mm256_packus_epi32(q[0], q[1]),
+                                        _mm256_packus_epi32(q[2], q[3]));
+  return _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Byte l of the result is 0xFF where bit l of m is set.
+inline __m256i byte_mask(uint32_t m) {
+  const __m256i rep = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(m)),
+      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit);
+}
+
 template <typename T, bool kMul>
 inline void fixup(const T* a, int64_t as, const T* b, int64_t bs, T* y, uint32_t m,
                   const Params& p) {
   while (m) {
     const int l = __builtin_ctz(m);
     m &= m - 1;
-    y[l] = static_cast<T>(p.fix(p.ctx, a[l * as], b[l * bs]));
+    y[l] = static_cast<T>(p.table != nullptr
+                                ? p.table[table_key(a[l * as], b[l * bs])]
+                                : p.fix(p.ctx, a[l * as], b[l * bs]));
   }
 }
 
@@ -109,6 +136,7 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
   const Consts k(p);
   const __m256i abc = _mm256_set1_epi32(static_cast<int32_t>(a[0]));
   const __m256i bbc = _mm256_set1_epi32(static_cast<int32_t>(b[0]));
+  int64_t undecided = 0;  // lanes the fast path left (Params::note)
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     __m256i ai[4], bi[4];
@@ -118,7 +146,13 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
     }
     uint32_t m = 0;
     const __m256i q = block32<T, kMul, kCheck, kClampF>(ai, bi, k, &m);
-    if (kCheck && m) {
+    if (kCheck && m && p.table != nullptr) {
+      // The block's exact results gathered from the table, taken for the undecided lanes.
+      undecided += __builtin_popcount(m);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                          _mm256_blendv_epi8(q, lookup32(ai, bi, p.table), byte_mask(m)));
+    } else if (kCheck && m) {
+      undecided += __builtin_popcount(m);
       // Fix the undecided lanes in a copy first: y may alias the inputs the fixup reads.
       alignas(32) T tmp[32];
       _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), q);
@@ -145,14 +179,41 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
     const __m256i q = block32<T, kMul, kCheck, kClampF>(ai, bi, k, &m);
     _mm256_store_si256(reinterpret_cast<__m256i*>(ty), q);
     m &= (1u << left) - 1u;  // left < 32
-    if (kCheck && m) fixup<T, kMul>(ta, 1, tb, 1, ty, m, p);
+    if (kCheck && m) {
+      undecided += __builtin_popcount(m);
+      fixup<T, kMul>(ta, 1, tb, 1, ty, m, p);
+    }
     std::memcpy(y + i, ty, static_cast<size_t>(left));
   }
+  if (kCheck && undecided) p.note(p.ctx, undecided);
+}
+
+// The table form (Params::table_only): every output looked up; y may alias a or b exactly (each
+// block is read before it is written).
+template <typename T>
+void run_table(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n,
+               const uint8_t* table) {
+  const __m256i abc = _mm256_set1_epi32(static_cast<int32_t>(a[0]));
+  const __m256i bbc = _mm256_set1_epi32(static_cast<int32_t>(b[0]));
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i ai[4], bi[4];
+    for (int j = 0; j < 4; ++j) {
+      ai[j] = as ? widen8<T>(a + i + 8 * j) : abc;
+      bi[j] = bs ? widen8<T>(b + i + 8 * j) : bbc;
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), lookup32(ai, bi, table));
+  }
+  generic::run_table(a + i * as, as, b + i * bs, bs, y + i, n - i, table);
 }
 
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   if (n <= 0) return;
+  if (p.table_only) {
+    run_table(a, as, b, bs, y, n, p.table);
+    return;
+  }
   const bool check = p.thr < 0.5f;
   if (p.clamp_float) {
     if (check) {

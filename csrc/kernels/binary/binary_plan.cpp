@@ -53,6 +53,7 @@ Params finish(Params p, const ExactCtx& ctx, int64_t za, int64_t zb, int64_t lo,
   p.lo = static_cast<float>(lo);
   p.hi = static_cast<float>(hi);
   p.fix = &ExactCtx::fix;
+  p.note = &ExactCtx::note;
   p.ctx = &ctx;
   return p;
 }
@@ -75,12 +76,21 @@ int64_t ExactCtx::compute(int64_t a, int64_t b) const {
   return r < lo_ ? lo_ : (r > hi_ ? hi_ : r);
 }
 
+// Every entry of the cache and the table is a pure function of the registry key, so calls (and
+// their threads) with the same key share them; cache entries are written with relaxed atomics
+// (any writer stores the same value), the table once (call_once) and then only read.
+struct SharedExact {
+  std::unique_ptr<std::atomic<uint16_t>[]> cache;  // 65536 entries, bit 15: filled
+  std::once_flag full_once;
+  std::unique_ptr<uint8_t[]> full_storage;        // 65536 output bytes + 4 (gathers read dwords)
+  std::atomic<const uint8_t*> full{nullptr};
+  std::atomic<float> rate{0.0f};  // undecided lanes per element, the last call that measured it
+};
+
 namespace {
 
-// Registry of exact-result caches by (op, signedness, qparams, output bounds): every entry of a
-// cache is a pure function of that key, so calls (and their threads) with the same key may share
-// it; entries are written with relaxed atomics (any writer stores the same value). Holds the last
-// kSlots keys (2 MiB at most); older ones are dropped when their last call finishes.
+// Registry of SharedExact by (op, signedness, qparams, output bounds). Holds the last kSlots keys
+// (2 MiB at most); older ones are dropped when their last call finishes.
 struct CacheKey {
   bool is_mul, is_signed;
   double sa, sb, so;
@@ -91,38 +101,76 @@ struct CacheKey {
   }
 };
 
-std::shared_ptr<std::atomic<uint16_t>[]> shared_cache(const CacheKey& key) {
-  constexpr int kSlots = 16;
-  static std::mutex mu;
-  static CacheKey keys[kSlots];
-  static std::shared_ptr<std::atomic<uint16_t>[]> caches[kSlots];
-  static int next = 0;
-  std::lock_guard<std::mutex> lock(mu);
+constexpr int kSlots = 16;
+std::mutex registry_mu;
+CacheKey registry_keys[kSlots];
+std::shared_ptr<SharedExact> registry[kSlots];
+int registry_next = 0;
+
+// The entry of key; created if `create`, else nullptr when there is none.
+std::shared_ptr<SharedExact> lookup(const CacheKey& key, bool create) {
+  std::lock_guard<std::mutex> lock(registry_mu);
   for (int i = 0; i < kSlots; ++i) {
-    if (caches[i] && keys[i] == key) return caches[i];
+    if (registry[i] && registry_keys[i] == key) return registry[i];
   }
-  std::shared_ptr<std::atomic<uint16_t>[]> c(new std::atomic<uint16_t>[65536]);
-  for (int i = 0; i < 65536; ++i) c[i].store(0, std::memory_order_relaxed);
-  keys[next] = key;
-  caches[next] = c;
-  next = (next + 1) % kSlots;
-  return c;
+  if (!create) return nullptr;
+  auto e = std::make_shared<SharedExact>();
+  e->cache.reset(new std::atomic<uint16_t>[65536]);
+  for (int i = 0; i < 65536; ++i) e->cache[i].store(0, std::memory_order_relaxed);
+  registry_keys[registry_next] = key;
+  registry[registry_next] = e;
+  registry_next = (registry_next + 1) % kSlots;
+  return e;
 }
 
 }  // namespace
 
-int32_t ExactCtx::cached(int32_t a, int32_t b) const {
+const std::shared_ptr<SharedExact>& ExactCtx::shared() const {
   std::call_once(once_, [this] {
-    cache_ = shared_cache(
-        CacheKey{is_mul_, is_signed_, sa_, sb_, so_, za_, zb_, zo_, lo_, hi_});
+    shared_ = lookup(CacheKey{is_mul_, is_signed_, sa_, sb_, so_, za_, zb_, zo_, lo_, hi_}, true);
   });
+  return shared_;
+}
+
+int32_t ExactCtx::cached(int32_t a, int32_t b) const {
+  const auto& e = shared();
   const int key = ((a & 0xFF) << 8) | (b & 0xFF);
-  const uint16_t c = cache_[key].load(std::memory_order_relaxed);
+  const uint16_t c = e->cache[key].load(std::memory_order_relaxed);
   if (c & 0x8000u) return is_signed_ ? static_cast<int8_t>(c & 0xFF) : (c & 0xFF);
   const int64_t v = compute(a, b);
-  cache_[key].store(static_cast<uint16_t>(0x8000u | (static_cast<uint16_t>(v) & 0xFF)),
-                    std::memory_order_relaxed);
+  e->cache[key].store(static_cast<uint16_t>(0x8000u | (static_cast<uint16_t>(v) & 0xFF)),
+                      std::memory_order_relaxed);
   return static_cast<int32_t>(v);
+}
+
+void ExactCtx::use_table(Params* p) const {
+  const auto e =
+      lookup(CacheKey{is_mul_, is_signed_, sa_, sb_, so_, za_, zb_, zo_, lo_, hi_}, false);
+  p->table = e ? e->full.load(std::memory_order_acquire) : nullptr;
+  p->table_only = p->table != nullptr && e->rate.load(std::memory_order_relaxed) > 1.0f / 16;
+}
+
+void ExactCtx::after_call(int64_t n) const {
+  if (n < 4096) return;
+  const double rate = static_cast<double>(undecided_.load(std::memory_order_relaxed)) / n;
+  if (rate <= 1.0 / 1024) {
+    if (shared_) shared_->rate.store(static_cast<float>(rate), std::memory_order_relaxed);
+    return;
+  }
+  const auto& e = shared();
+  e->rate.store(static_cast<float>(rate), std::memory_order_relaxed);
+  std::call_once(e->full_once, [&] {
+    std::unique_ptr<uint8_t[]> t(new uint8_t[65536 + 4]());
+    for (int ka = 0; ka < 256; ++ka) {
+      for (int kb = 0; kb < 256; ++kb) {
+        const int32_t av = is_signed_ ? static_cast<int8_t>(ka) : ka;
+        const int32_t bv = is_signed_ ? static_cast<int8_t>(kb) : kb;
+        t[table_key(av, bv)] = static_cast<uint8_t>(cached(av, bv));
+      }
+    }
+    e->full.store(t.get(), std::memory_order_release);
+    e->full_storage = std::move(t);
+  });
 }
 
 Params plan_add(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, double sb, int64_t zb,

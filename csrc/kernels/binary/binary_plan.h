@@ -13,6 +13,8 @@ namespace qplugin {
 namespace kernels {
 namespace binary {
 
+struct SharedExact;  // binary_plan.cpp: the per-qparams cache and full table
+
 // The exact fallback of one add/mul call: the op's qparams and a lazily allocated cache of
 // results per (a, b) code pair (8-bit inputs have 65536 pairs), shared by the threads.
 class ExactCtx {
@@ -28,16 +30,29 @@ class ExactCtx {
   static int32_t fix(const void* ctx, int32_t a, int32_t b) {
     return static_cast<const ExactCtx*>(ctx)->cached(a, b);
   }
+  static void note(const void* ctx, int64_t undecided) {
+    static_cast<const ExactCtx*>(ctx)->undecided_.fetch_add(undecided, std::memory_order_relaxed);
+  }
+  // Sets p.table / p.table_only from what earlier calls with these qparams measured.
+  void use_table(Params* p) const;
+  // After a call over n elements (n >= 4096) that left more than 1 lane in 1024 undecided,
+  // builds the full table (once per qparams): an undecided lane costs ~40 ns through the second
+  // level and fix(), a lookup a few; that rate pays for the ~65536 exact results within a few
+  // calls. Above 1 in 16 (tie-heavy scales, e.g. 0.03 and 0.025 -> 0.05, or 0.05 * 0.05 ->
+  // 0.05) every output is looked up. The rate is the last measured one.
+  void after_call(int64_t n) const;
 
  private:
+  const std::shared_ptr<SharedExact>& shared() const;
   bool is_mul_, is_signed_;
   double sa_, sb_, so_;
   int64_t za_, zb_, zo_, lo_, hi_;
   mutable std::once_flag once_;
-  // 65536 entries, bit 15: filled. Shared with earlier calls of the same op and qparams (a small
-  // process-wide registry, binary_plan.cpp): a model calls each add/mul with the same qparams
-  // every time, and building a fresh cache cost 128 KiB of allocation and 65536 stores per call.
-  mutable std::shared_ptr<std::atomic<uint16_t>[]> cache_;
+  // Shared with earlier calls of the same op and qparams (a small process-wide registry,
+  // binary_plan.cpp): a model calls each add/mul with the same qparams every time, and building
+  // a fresh cache cost 128 KiB of allocation and 65536 stores per call.
+  mutable std::shared_ptr<SharedExact> shared_;
+  mutable std::atomic<int64_t> undecided_{0};  // this call's (note)
 };
 
 // Plans for 8-bit operands of one signedness; lo/hi are the output code bounds.
