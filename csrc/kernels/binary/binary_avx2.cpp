@@ -145,7 +145,9 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
       bi[j] = bs ? widen8<T>(b + i + 8 * j) : bbc;
     }
     uint32_t m = 0;
-    const __m256i q = block32<T, kMul, kCheck, kClampF>(ai, bi, k, &m);
+    // Params::table_only: every output looked up (then m stays 0).
+    const __m256i q = kCheck && p.table_only ? lookup32(ai, bi, p.table)
+                                             : block32<T, kMul, kCheck, kClampF>(ai, bi, k, &m);
     if (kCheck && m && p.table != nullptr) {
       // The block's exact results gathered from the table, taken for the undecided lanes.
       undecided += __builtin_popcount(m);
@@ -176,7 +178,8 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
       bi[j] = widen8<T>(tb + 8 * j);
     }
     uint32_t m = 0;
-    const __m256i q = block32<T, kMul, kCheck, kClampF>(ai, bi, k, &m);
+    const __m256i q = kCheck && p.table_only ? lookup32(ai, bi, p.table)
+                                             : block32<T, kMul, kCheck, kClampF>(ai, bi, k, &m);
     _mm256_store_si256(reinterpret_cast<__m256i*>(ty), q);
     m &= (1u << left) - 1u;  // left < 32
     if (kCheck && m) {
@@ -188,32 +191,9 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
   if (kCheck && undecided) p.note(p.ctx, undecided);
 }
 
-// The table form (Params::table_only): every output looked up; y may alias a or b exactly (each
-// block is read before it is written).
-template <typename T>
-void run_table(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n,
-               const uint8_t* table) {
-  const __m256i abc = _mm256_set1_epi32(static_cast<int32_t>(a[0]));
-  const __m256i bbc = _mm256_set1_epi32(static_cast<int32_t>(b[0]));
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    __m256i ai[4], bi[4];
-    for (int j = 0; j < 4; ++j) {
-      ai[j] = as ? widen8<T>(a + i + 8 * j) : abc;
-      bi[j] = bs ? widen8<T>(b + i + 8 * j) : bbc;
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), lookup32(ai, bi, table));
-  }
-  generic::run_table(a + i * as, as, b + i * bs, bs, y + i, n - i, table);
-}
-
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   if (n <= 0) return;
-  if (p.table_only) {
-    run_table(a, as, b, bs, y, n, p.table);
-    return;
-  }
   const bool check = p.thr < 0.5f;
   if (p.clamp_float) {
     if (check) {
