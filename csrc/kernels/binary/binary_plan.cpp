@@ -90,7 +90,8 @@ struct SharedExact {
 namespace {
 
 // Registry of SharedExact by (op, signedness, qparams, output bounds). Holds the last kSlots keys
-// (2 MiB at most); older ones are dropped when their last call finishes.
+// (3 MiB at most: a 128 KiB cache and a 64 KiB table each); older ones are dropped when their
+// last call finishes.
 struct CacheKey {
   bool is_mul, is_signed;
   double sa, sb, so;
@@ -144,8 +145,10 @@ int32_t ExactCtx::cached(int32_t a, int32_t b) const {
 }
 
 void ExactCtx::use_table(Params* p) const {
-  const auto e =
+  // Held for the call: another thread may drop the entry from the registry meanwhile.
+  table_owner_ =
       lookup(CacheKey{is_mul_, is_signed_, sa_, sb_, so_, za_, zb_, zo_, lo_, hi_}, false);
+  const auto& e = table_owner_;
   p->table = e ? e->full.load(std::memory_order_acquire) : nullptr;
   p->table_only = p->table != nullptr && e->rate.load(std::memory_order_relaxed) > 1.0f / 16;
 }

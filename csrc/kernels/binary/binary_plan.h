@@ -53,6 +53,7 @@ class ExactCtx {
   // a fresh cache cost 128 KiB of allocation and 65536 stores per call.
   mutable std::shared_ptr<SharedExact> shared_;
   mutable std::atomic<int64_t> undecided_{0};  // this call's (note)
+  mutable std::shared_ptr<SharedExact> table_owner_;  // keeps use_table's table for the call
 };
 
 // Plans for 8-bit operands of one signedness; lo/hi are the output code bounds.
