@@ -48,12 +48,10 @@ struct Params {
   void (*note)(const void* ctx, int64_t undecided);
   // The exact results of all 65536 code pairs, table[(a & 0xFF) << 8 | (b & 0xFF)] (raw code
   // bytes; 65536 + 4 bytes, the vector kernels gather dwords), or nullptr. Set for qparams whose
-  // calls leave lanes undecided often enough to pay for building it (ExactCtx::after_call): the
-  // undecided lanes look their result up instead of fix(). table_only: so many lanes are
-  // undecided that every output is looked up (a gather costs less than the fast path and the
-  // lookups then).
+  // calls leave more than 1 lane in 64 undecided (ExactCtx::after_call; tie-heavy scales such as
+  // 0.05 * 0.05 -> 0.1): every output is then looked up, which costs less than the fast path
+  // plus the exact work for that many lanes.
   const uint8_t* table;
-  bool table_only;
 };
 
 // The table entry of raw codes a, b.

@@ -82,24 +82,13 @@ inline __m256i lookup32(const __m256i* ai, const __m256i* bi, const uint8_t* tab
   return _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-// Byte l of the result is 0xFF where bit l of m is set.
-inline __m256i byte_mask(uint32_t m) {
-  const __m256i rep = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(m)),
-      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  return _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit);
-}
-
 template <typename T, bool kMul>
 inline void fixup(const T* a, int64_t as, const T* b, int64_t bs, T* y, uint32_t m,
                   const Params& p) {
   while (m) {
     const int l = __builtin_ctz(m);
     m &= m - 1;
-    y[l] = static_cast<T>(p.table != nullptr
-                                ? p.table[table_key(a[l * as], b[l * bs])]
-                                : p.fix(p.ctx, a[l * as], b[l * bs]));
+    y[l] = static_cast<T>(p.fix(p.ctx, a[l * as], b[l * bs]));
   }
 }
 
@@ -145,15 +134,10 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
       bi[j] = bs ? widen8<T>(b + i + 8 * j) : bbc;
     }
     uint32_t m = 0;
-    // Params::table_only: every output looked up (then m stays 0).
-    const __m256i q = kCheck && p.table_only ? lookup32(ai, bi, p.table)
+    // Params::table: every output looked up (then m stays 0).
+    const __m256i q = kCheck && p.table != nullptr ? lookup32(ai, bi, p.table)
                                              : block32<T, kMul, kCheck, kClampF>(ai, bi, k, &m);
-    if (kCheck && m && p.table != nullptr) {
-      // The block's exact results gathered from the table, taken for the undecided lanes.
-      undecided += __builtin_popcount(m);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
-                          _mm256_blendv_epi8(q, lookup32(ai, bi, p.table), byte_mask(m)));
-    } else if (kCheck && m) {
+    if (kCheck && m) {
       undecided += __builtin_popcount(m);
       // Fix the undecided lanes in a copy first: y may alias the inputs the fixup reads.
       alignas(32) T tmp[32];
@@ -178,7 +162,7 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
       bi[j] = widen8<T>(tb + 8 * j);
     }
     uint32_t m = 0;
-    const __m256i q = kCheck && p.table_only ? lookup32(ai, bi, p.table)
+    const __m256i q = kCheck && p.table != nullptr ? lookup32(ai, bi, p.table)
                                              : block32<T, kMul, kCheck, kClampF>(ai, bi, k, &m);
     _mm256_store_si256(reinterpret_cast<__m256i*>(ty), q);
     m &= (1u << left) - 1u;  // left < 32

@@ -128,9 +128,7 @@ inline void fixup(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t 
     const int l = __builtin_ctz(m);
     m &= m - 1;
     const int64_t i = i0 + l;
-    y[i] = static_cast<T>(p.table != nullptr
-                                ? p.table[table_key(a[i * as], b[i * bs])]
-                                : p.fix(p.ctx, a[i * as], b[i * bs]));
+    y[i] = static_cast<T>(p.fix(p.ctx, a[i * as], b[i * bs]));
   }
 }
 
@@ -195,17 +193,6 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
           __mmask16 m = _mm512_cmp_ps_mask(_mm512_and_ps(d[j], k.absmask), k.thr, _CMP_GT_OQ);
           if (!m) continue;
           undecided += __builtin_popcount(m);
-          if (p.table != nullptr) {  // the lanes' exact results, gathered (no fix() left)
-            const __m512i ff = _mm512_set1_epi32(0xFF);
-            const __m512i key = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(ai[j], ff), 8),
-                                                _mm512_and_si512(bi[j], ff));
-            const __m512i g =
-                _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, key, p.table, 1);
-            const __m512i c64 = _mm512_broadcast_i32x4(_mm512_cvtepi32_epi8(g));
-            q2 = _mm512_mask_blend_epi8(static_cast<__mmask64>(static_cast<uint64_t>(m) << (16 * j)),
-                                        q2, c64);
-            continue;
-          }
           if (p.two_level) {
             __mmask16 un = 0;
             __m512i codes = resolve16<kMul>(ai[j], bi[j], v[j], p, &un);
@@ -298,7 +285,7 @@ void run_table(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n,
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   if (n <= 0) return;
-  if (p.table_only) {
+  if (p.table != nullptr) {
     run_table(a, as, b, bs, y, n, p.table);
     return;
   }

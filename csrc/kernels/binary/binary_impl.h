@@ -31,8 +31,7 @@ inline T one(T a, T b, const Params& p, int64_t* undecided) {
   const float r = std::nearbyint(v);
   if (std::fabs(v - r) > p.thr) {
     ++*undecided;
-    return static_cast<T>(p.table != nullptr ? p.table[table_key(ai, bi)]
-                                             : p.fix(p.ctx, ai, bi));
+    return static_cast<T>(p.fix(p.ctx, ai, bi));
   }
   return static_cast<T>(static_cast<int32_t>(r) + p.zadd);
 }
@@ -48,7 +47,7 @@ void run_table(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n,
 
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
-  if (p.table_only) {
+  if (p.table != nullptr) {
     run_table(a, as, b, bs, y, n, p.table);
     return;
   }

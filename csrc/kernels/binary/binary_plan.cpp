@@ -84,7 +84,6 @@ struct SharedExact {
   std::once_flag full_once;
   std::unique_ptr<uint8_t[]> full_storage;        // 65536 output bytes + 4 (gathers read dwords)
   std::atomic<const uint8_t*> full{nullptr};
-  std::atomic<float> rate{0.0f};  // undecided lanes per element, the last call that measured it
 };
 
 namespace {
@@ -148,20 +147,12 @@ void ExactCtx::use_table(Params* p) const {
   // Held for the call: another thread may drop the entry from the registry meanwhile.
   table_owner_ =
       lookup(CacheKey{is_mul_, is_signed_, sa_, sb_, so_, za_, zb_, zo_, lo_, hi_}, false);
-  const auto& e = table_owner_;
-  p->table = e ? e->full.load(std::memory_order_acquire) : nullptr;
-  p->table_only = p->table != nullptr && e->rate.load(std::memory_order_relaxed) > 1.0f / 16;
+  p->table = table_owner_ ? table_owner_->full.load(std::memory_order_acquire) : nullptr;
 }
 
 void ExactCtx::after_call(int64_t n) const {
-  if (n < 4096) return;
-  const double rate = static_cast<double>(undecided_.load(std::memory_order_relaxed)) / n;
-  if (rate <= 1.0 / 1024) {
-    if (shared_) shared_->rate.store(static_cast<float>(rate), std::memory_order_relaxed);
-    return;
-  }
+  if (n < 4096 || undecided_.load(std::memory_order_relaxed) * 64 <= n) return;
   const auto& e = shared();
-  e->rate.store(static_cast<float>(rate), std::memory_order_relaxed);
   std::call_once(e->full_once, [&] {
     std::unique_ptr<uint8_t[]> t(new uint8_t[65536 + 4]());
     for (int ka = 0; ka < 256; ++ka) {

@@ -33,13 +33,12 @@ class ExactCtx {
   static void note(const void* ctx, int64_t undecided) {
     static_cast<const ExactCtx*>(ctx)->undecided_.fetch_add(undecided, std::memory_order_relaxed);
   }
-  // Sets p.table / p.table_only from what earlier calls with these qparams measured.
+  // Sets p.table when an earlier call with these qparams built the table.
   void use_table(Params* p) const;
-  // After a call over n elements (n >= 4096) that left more than 1 lane in 1024 undecided,
-  // builds the full table (once per qparams): an undecided lane costs ~40 ns through the second
-  // level and fix(), a lookup a few; that rate pays for the ~65536 exact results within a few
-  // calls. Above 1 in 16 (tie-heavy scales, e.g. 0.03 and 0.025 -> 0.05, or 0.05 * 0.05 ->
-  // 0.05) every output is looked up. The rate is the last measured one.
+  // After a call over n elements (n >= 4096) that left more than 1 lane in 64 undecided (tie-heavy
+  // scales, e.g. 0.03 + 0.025 -> 0.05 or 0.05 * 0.05 -> 0.1, where the float fast path lands on
+  // or next to ties): builds the full table (once per qparams; ~65536 exact results), which the
+  // next calls look up for every lane. Fewer undecided lanes are cheaper on the fast path.
   void after_call(int64_t n) const;
 
  private:

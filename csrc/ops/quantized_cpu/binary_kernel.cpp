@@ -133,7 +133,7 @@ void run_binary(const char* op, const QArg& qa, const QArg& qb, const at::Tensor
   const kb::ExactCtx ctx(kMul, is_signed, sa, za, sb, zb, so, zo, lo, hi);
   kb::Params p = kMul ? kb::plan_mul(ctx, is_signed, sa, za, sb, zb, so, zo, lo, hi)
                       : kb::plan_add(ctx, is_signed, sa, za, sb, zb, so, zo, lo, hi);
-  // Qparams whose earlier calls left lanes undecided often: table lookups (ExactCtx).
+  // Qparams whose earlier calls left many lanes undecided: table lookups (ExactCtx).
   const bool check = p.thr < 0.5f;
   if (check) ctx.use_table(&p);
   const auto& t = kb::table();
@@ -153,7 +153,7 @@ void run_binary(const char* op, const QArg& qa, const QArg& qb, const at::Tensor
          reinterpret_cast<const uint8_t*>(b.data_ptr()), reinterpret_cast<uint8_t*>(y.data_ptr()),
          kMul ? t.mul_u8 : t.add_u8);
   }
-  if (check && !p.table_only) ctx.after_call(numel);
+  if (check && p.table == nullptr) ctx.after_call(numel);
 }
 
 template <bool kMul, bool kRelu>
