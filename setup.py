@@ -34,6 +34,7 @@ SOURCE_DIRS = [
     "csrc/kernels/gemm",
     "csrc/kernels/normalization",
     "csrc/kernels/pool",
+    "csrc/kernels/softmax",
     "csrc/driver",
     "csrc/packed",
     "csrc/ops",

@@ -22,6 +22,7 @@
 #include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
+#include "kernels/softmax/softmax.h"
 #include "ops/quantized_cpu/unary_lut.h"
 #include "register.h"
 
@@ -429,7 +430,9 @@ at::Tensor softplus_core(const QArg& qx, double output_scale, int64_t output_zer
 }
 
 // softmax over `dim`: y = quantize(exp(x - max) / sum exp(x - max)) in double. For 8-bit codes
-// x - max = (q - qmax) * s takes at most 256 values: a table of exp(-k s).
+// x - max = (q - qmax) * s takes at most 256 values: a table of exp(-k s), and the kernels of
+// kernels/softmax (the reference in double, vector fast paths that reproduce it). qint32 codes
+// take exp per element here.
 at::Tensor softmax_core(const QArg& qx, int64_t dim, double output_scale,
                         int64_t output_zero_point) {
   const char* op = "softmax";
@@ -448,40 +451,61 @@ at::Tensor softmax_core(const QArg& qx, int64_t dim, double output_scale,
   for (int64_t d = dim + 1; d < qx.dim(); ++d) inner *= qx.size(d);
   const double s = qx.q_scale();
   const auto r = qrange(qx.scalar_type());
-  const bool wide = qx.scalar_type() == at::kQInt32;
-  std::vector<double> etab(256);
-  for (int k = 0; k < 256; ++k) etab[k] = std::exp(-k * s);
-  auto code = [&](const void* base, int64_t i) -> int64_t {
-    switch (qx.scalar_type()) {
-      case at::kQUInt8: return static_cast<const uint8_t*>(base)[i];
-      case at::kQInt8: return static_cast<const int8_t*>(base)[i];
-      default: return static_cast<const int32_t*>(base)[i];
+  if (qx.scalar_type() != at::kQInt32) {
+    double etab[256];
+    for (int k = 0; k < 256; ++k) etab[k] = std::exp(-k * s);
+    const kernels::softmax::Params p =
+        kernels::softmax::plan(etab, output_scale, output_zero_point, r.first, r.second, D);
+    const auto& tab = kernels::softmax::table();
+    const bool u8 = qx.scalar_type() == at::kQUInt8;
+    const void* xp = x.data_ptr();
+    void* yp = y.data_ptr();
+    // About 64K codes per task.
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / D);
+    if (inner == 1) {
+      at::parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
+        if (u8) {
+          tab.u8.rows(static_cast<const uint8_t*>(xp) + b * D, static_cast<uint8_t*>(yp) + b * D,
+                      D, e - b, p);
+        } else {
+          tab.s8.rows(static_cast<const int8_t*>(xp) + b * D, static_cast<int8_t*>(yp) + b * D,
+                      D, e - b, p);
+        }
+      });
+    } else {
+      // Columns of the [outer][D][inner] view, flattened (o, j); a task takes a run of them.
+      at::parallel_for(0, outer * inner, std::max<int64_t>(64, grain), [&](int64_t b, int64_t e) {
+        while (b < e) {
+          const int64_t o = b / inner, j0 = b % inner, j1 = std::min(inner, j0 + (e - b));
+          const int64_t base = o * D * inner;
+          if (u8) {
+            tab.u8.cols(static_cast<const uint8_t*>(xp) + base, static_cast<uint8_t*>(yp) + base,
+                        D, inner, j0, j1, p);
+          } else {
+            tab.s8.cols(static_cast<const int8_t*>(xp) + base, static_cast<int8_t*>(yp) + base,
+                        D, inner, j0, j1, p);
+          }
+          b += j1 - j0;
+        }
+      });
     }
-  };
-  auto put = [&](void* base, int64_t i, int64_t v) {
-    switch (qx.scalar_type()) {
-      case at::kQUInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
-      case at::kQInt8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); break;
-      default: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    }
-  };
-  const void* xp = x.data_ptr();
-  void* yp = y.data_ptr();
+    return y;
+  }
+  const int32_t* xp = static_cast<const int32_t*>(x.data_ptr());
+  int32_t* yp = static_cast<int32_t*>(y.data_ptr());
   at::parallel_for(0, outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
                    [&](int64_t b, int64_t e) {
     for (int64_t row = b; row < e; ++row) {
       const int64_t o = row / inner, j = row % inner;
       const int64_t base = o * D * inner + j;
-      int64_t m = code(xp, base);
-      for (int64_t t = 1; t < D; ++t) m = std::max(m, code(xp, base + t * inner));
-      auto ex = [&](int64_t q) {
-        return wide ? std::exp(static_cast<double>(q - m) * s) : etab[m - q];
-      };
+      int64_t m = xp[base];
+      for (int64_t t = 1; t < D; ++t) m = std::max<int64_t>(m, xp[base + t * inner]);
+      auto ex = [&](int64_t q) { return std::exp(static_cast<double>(q - m) * s); };
       double sum = 0.0;
-      for (int64_t t = 0; t < D; ++t) sum += ex(code(xp, base + t * inner));
+      for (int64_t t = 0; t < D; ++t) sum += ex(xp[base + t * inner]);
       for (int64_t t = 0; t < D; ++t) {
-        const double v = ex(code(xp, base + t * inner)) / sum;
-        put(yp, base + t * inner,
+        const double v = ex(xp[base + t * inner]) / sum;
+        yp[base + t * inner] = static_cast<int32_t>(
             quantize_exact(v, output_scale, output_zero_point, r.first, r.second));
       }
     }
