@@ -127,6 +127,64 @@ void cols(const T* x, T* y, int64_t D, int64_t inner, int64_t j0, int64_t j1, co
   if (j < j1) generic::cols(x, y, D, inner, j, j1, p);
 }
 
+// S' of a row (max code mx): eight codes at a time, two pairs of accumulators, the last codes
+// added one by one.
+template <typename T>
+inline double row_sum8(const T* xr, int64_t D, int32_t mx, const Params& p, const Consts& c) {
+  const __m256i m = _mm256_set1_epi32(mx);
+  const int64_t D8 = D & ~int64_t(7);
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+  __m256d s2 = _mm256_setzero_pd(), s3 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= D8; i += 16) {
+    add8(exp8(_mm256_sub_epi32(m, widen8(xr + i)), c), &s0, &s1);
+    add8(exp8(_mm256_sub_epi32(m, widen8(xr + i + 8)), c), &s2, &s3);
+  }
+  if (i < D8) add8(exp8(_mm256_sub_epi32(m, widen8(xr + i)), c), &s0, &s1);
+  double Sv = 0.0;
+  for (i = D8; i < D; ++i) Sv += p.etab[mx - static_cast<int32_t>(xr[i])];
+  alignas(32) double s[4];
+  _mm256_store_pd(s, _mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
+  return Sv + ((s[0] + s[1]) + (s[2] + s[3]));
+}
+
+// The codes of one row given its max code and float(1 / (S' * os)).
+template <typename T>
+inline void row_out(const T* xr, T* yr, int64_t D, int32_t mx, float invf, const Params& p,
+                    const Consts& c) {
+  const __m256i m = _mm256_set1_epi32(mx);
+  const __m256 inv = _mm256_set1_ps(invf);
+  const int64_t D8 = D & ~int64_t(7), tail = D - D8;
+  // The last partial vector, padded with the max (k = 0; those lanes are not stored).
+  alignas(8) T last[8];
+  for (int l = 0; l < 8; ++l) last[l] = static_cast<T>(l < tail ? xr[D8 + l] : mx);
+  double S = -1.0;  // the reference's S, summed when a lane needs it
+  for (int64_t i = 0; i < D; i += 8) {
+    const T* xi = i < D8 ? xr + i : last;
+    const int n = i < D8 ? 8 : static_cast<int>(tail);
+    uint32_t und;
+    __m128i b = codes8<T>(_mm256_sub_epi32(m, widen8(xi)), inv, c, &und);
+    und &= (1u << n) - 1u;
+    if (und) {
+      if (S < 0) S = generic::row_sum(xr, 1, D, mx, p);
+      alignas(16) T tmp[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
+      for (uint32_t u = und; u; u &= u - 1) {
+        const int l = __builtin_ctz(u);
+        tmp[l] = static_cast<T>(generic::out_code(p.etab[mx - static_cast<int32_t>(xi[l])], S, p));
+      }
+      b = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+    }
+    if (n == 8) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(yr + i), b);
+    } else {
+      alignas(16) T tmp[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
+      std::memcpy(yr + i, tmp, static_cast<size_t>(n));
+    }
+  }
+}
+
 template <typename T>
 void rows(const T* x, T* y, int64_t D, int64_t nrows, const Params& p) {
   if (!p.fast) {
@@ -134,47 +192,19 @@ void rows(const T* x, T* y, int64_t D, int64_t nrows, const Params& p) {
     return;
   }
   const Consts c(p);
-  const int64_t D8 = D & ~int64_t(7), tail = D - D8;
-  for (int64_t r = 0; r < nrows; ++r) {
-    const T* xr = x + r * D;
-    T* yr = y + r * D;
-    const int32_t mx = generic::row_max(xr, 1, D);  // GCC vectorizes the plain loop
-    const __m256i m = _mm256_set1_epi32(mx);
-    // The last partial vector, padded with the max (k = 0; its lanes are not summed or stored).
-    alignas(8) T last[8];
-    for (int l = 0; l < 8; ++l) last[l] = static_cast<T>(l < tail ? xr[D8 + l] : mx);
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    for (int64_t i = 0; i < D8; i += 8) add8(exp8(_mm256_sub_epi32(m, widen8(xr + i)), c), &s0, &s1);
-    double Sv = 0.0;
-    for (int64_t i = D8; i < D; ++i) Sv += p.etab[mx - static_cast<int32_t>(xr[i])];
-    {
-      alignas(32) double s[4];
-      _mm256_store_pd(s, _mm256_add_pd(s0, s1));
-      Sv += (s[0] + s[1]) + (s[2] + s[3]);  // S' (another order)
-    }
-    const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / (Sv * p.os)));
-    double S = -1.0;  // the reference's S, summed when a lane needs it
-    for (int64_t i = 0; i < D; i += 8) {
-      const T* xi = i < D8 ? xr + i : last;
-      const int n = i < D8 ? 8 : static_cast<int>(tail);
-      uint32_t und;
-      __m128i b = codes8<T>(_mm256_sub_epi32(m, widen8(xi)), inv, c, &und);
-      und &= (1u << n) - 1u;
-      alignas(16) T tmp[16];
-      _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
-      if (und) {
-        if (S < 0) S = generic::row_sum(xr, 1, D, mx, p);
-        for (uint32_t u = und; u; u &= u - 1) {
-          const int l = __builtin_ctz(u);
-          tmp[l] = static_cast<T>(
-              generic::out_code(p.etab[mx - static_cast<int32_t>(xi[l])], S, p));
-        }
-      }
-      if (n == 8) {
-        std::memcpy(yr + i, tmp, 8);
-      } else {
-        std::memcpy(yr + i, tmp, static_cast<size_t>(n));
-      }
+  // Eight rows per phase: a row's max, sum and division are one latency chain; the rows of a
+  // block are independent, so their chains overlap.
+  constexpr int64_t kRows = 8;
+  for (int64_t r0 = 0; r0 < nrows; r0 += kRows) {
+    const int64_t nb = nrows - r0 < kRows ? nrows - r0 : kRows;
+    const T* xb = x + r0 * D;
+    int32_t mx[kRows];
+    double Sv[kRows];
+    for (int64_t b = 0; b < nb; ++b) mx[b] = generic::row_max(xb + b * D, 1, D);
+    for (int64_t b = 0; b < nb; ++b) Sv[b] = row_sum8(xb + b * D, D, mx[b], p, c);
+    for (int64_t b = 0; b < nb; ++b) {
+      row_out(xb + b * D, y + (r0 + b) * D, D, mx[b], static_cast<float>(1.0 / (Sv[b] * p.os)),
+              p, c);
     }
   }
 }

@@ -116,6 +116,88 @@ void cols(const T* x, T* y, int64_t D, int64_t inner, int64_t j0, int64_t j1, co
   }
 }
 
+// The max code of a row of D codes.
+template <typename T>
+inline int32_t row_max(const T* xr, int64_t D) {
+  const __m512i lowest = _mm512_set1_epi8(std::is_signed<T>::value ? -128 : 0);
+  __m512i mv = lowest;
+  for (int64_t i = 0; i < D; i += 64) {
+    const int64_t n = D - i < 64 ? D - i : 64;
+    const __mmask64 lm = n == 64 ? ~0ull : (1ull << n) - 1ull;
+    const __m512i v = _mm512_mask_loadu_epi8(lowest, lm, xr + i);
+    mv = std::is_signed<T>::value ? _mm512_max_epi8(mv, v) : _mm512_max_epu8(mv, v);
+  }
+  const __m128i m16 = max16<T>(
+      max16<T>(_mm512_castsi512_si128(mv), _mm512_extracti32x4_epi32(mv, 1)),
+      max16<T>(_mm512_extracti32x4_epi32(mv, 2), _mm512_extracti32x4_epi32(mv, 3)));
+  return _mm512_reduce_max_epi32(widen<T>(m16));
+}
+
+// k = m - code for the 16 codes at x (lanes off in lm: 0).
+template <typename T>
+inline __m512i k16(const T* x, __m512i m) {
+  return _mm512_sub_epi32(m, widen<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))));
+}
+template <typename T>
+inline __m512i k16(const T* x, __m512i m, __mmask16 lm) {
+  return _mm512_maskz_sub_epi32(lm, m, widen<T>(_mm_maskz_loadu_epi8(lm, x)));
+}
+
+// S' of a row (max code mx): sixteen codes at a time, two pairs of accumulators.
+template <typename T>
+inline double row_sum16(const T* xr, int64_t D, int32_t mx, const Consts& c) {
+  const __m512i m = _mm512_set1_epi32(mx);
+  const int64_t D16 = D & ~int64_t(15);
+  __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+  __m512d s2 = _mm512_setzero_pd(), s3 = _mm512_setzero_pd();
+  int64_t i = 0;
+  for (; i + 32 <= D16; i += 32) {
+    add16(exp16(k16(xr + i, m), c), &s0, &s1);
+    add16(exp16(k16(xr + i + 16, m), c), &s2, &s3);
+  }
+  if (i < D16) add16(exp16(k16(xr + i, m), c), &s0, &s1);
+  if (D16 < D) {
+    const __mmask16 tm = static_cast<__mmask16>((1u << (D - D16)) - 1u);
+    add16(_mm512_maskz_mov_ps(tm, exp16(k16(xr + D16, m, tm), c)), &s2, &s3);
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3)));
+}
+
+// The codes of one row given its max code and float(1 / (S' * os)).
+template <typename T>
+inline void row_out(const T* xr, T* yr, int64_t D, int32_t mx, float invf, const Params& p,
+                    const Consts& c) {
+  const __m512i m = _mm512_set1_epi32(mx);
+  const __m512 inv = _mm512_set1_ps(invf);
+  const int64_t D16 = D & ~int64_t(15);
+  double S = -1.0;  // the reference's S, summed when a lane needs it
+  auto fix = [&](int64_t i0, __m128i b, __mmask16 und) {
+    if (S < 0) S = generic::row_sum(xr, 1, D, mx, p);
+    alignas(16) T tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
+    for (uint32_t u = und; u; u &= u - 1) {
+      const int l = __builtin_ctz(u);
+      tmp[l] = static_cast<T>(
+          generic::out_code(p.etab[mx - static_cast<int32_t>(xr[i0 + l])], S, p));
+    }
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+  };
+  for (int64_t i = 0; i < D16; i += 16) {
+    __mmask16 und;
+    __m128i b = codes16(k16(xr + i, m), inv, c, &und);
+    if (und) b = fix(i, b, und);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(yr + i), b);
+  }
+  if (D16 < D) {
+    const __mmask16 tm = static_cast<__mmask16>((1u << (D - D16)) - 1u);
+    __mmask16 und;
+    __m128i b = codes16(k16(xr + D16, m, tm), inv, c, &und);
+    und &= tm;
+    if (und) b = fix(D16, b, und);
+    _mm_mask_storeu_epi8(yr + D16, tm, b);
+  }
+}
+
 template <typename T>
 void rows(const T* x, T* y, int64_t D, int64_t nrows, const Params& p) {
   if (!p.fast) {
@@ -123,52 +205,19 @@ void rows(const T* x, T* y, int64_t D, int64_t nrows, const Params& p) {
     return;
   }
   const Consts c(p);
-  const __m512i lowest = _mm512_set1_epi8(std::is_signed<T>::value ? -128 : 0);
-  for (int64_t r = 0; r < nrows; ++r) {
-    const T* xr = x + r * D;
-    T* yr = y + r * D;
-    __m512i mv = lowest;
-    for (int64_t i = 0; i < D; i += 64) {
-      const int64_t n = D - i < 64 ? D - i : 64;
-      const __mmask64 lm = n == 64 ? ~0ull : (1ull << n) - 1ull;
-      const __m512i v = _mm512_mask_loadu_epi8(lowest, lm, xr + i);
-      mv = std::is_signed<T>::value ? _mm512_max_epi8(mv, v) : _mm512_max_epu8(mv, v);
-    }
-    const __m128i m16 = max16<T>(
-        max16<T>(_mm512_castsi512_si128(mv), _mm512_extracti32x4_epi32(mv, 1)),
-        max16<T>(_mm512_extracti32x4_epi32(mv, 2), _mm512_extracti32x4_epi32(mv, 3)));
-    const int32_t mx = _mm512_reduce_max_epi32(widen<T>(m16));
-    const __m512i m = _mm512_set1_epi32(mx);
-    auto k_at = [&](int64_t i, __mmask16 lm) {
-      return _mm512_maskz_sub_epi32(lm, m, widen<T>(_mm_maskz_loadu_epi8(lm, xr + i)));
-    };
-    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
-    for (int64_t i = 0; i < D; i += 16) {
-      const int64_t n = D - i < 16 ? D - i : 16;
-      const __mmask16 lm = static_cast<__mmask16>(n == 16 ? 0xFFFFu : (1u << n) - 1u);
-      add16(_mm512_maskz_mov_ps(lm, exp16(k_at(i, lm), c)), &s0, &s1);
-    }
-    const double Sv = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));  // S'
-    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / (Sv * p.os)));
-    double S = -1.0;  // the reference's S, summed when a lane needs it
-    for (int64_t i = 0; i < D; i += 16) {
-      const int64_t n = D - i < 16 ? D - i : 16;
-      const __mmask16 lm = static_cast<__mmask16>(n == 16 ? 0xFFFFu : (1u << n) - 1u);
-      __mmask16 und;
-      __m128i b = codes16(k_at(i, lm), inv, c, &und);
-      und &= lm;
-      if (und) {
-        if (S < 0) S = generic::row_sum(xr, 1, D, mx, p);
-        alignas(16) T tmp[16];
-        _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
-        for (uint32_t u = und; u; u &= u - 1) {
-          const int l = __builtin_ctz(u);
-          tmp[l] = static_cast<T>(
-              generic::out_code(p.etab[mx - static_cast<int32_t>(xr[i + l])], S, p));
-        }
-        b = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
-      }
-      _mm_mask_storeu_epi8(yr + i, lm, b);
+  // Eight rows per phase: a row's max, sum and division are one latency chain; the rows of a
+  // block are independent, so their chains overlap.
+  constexpr int64_t kRows = 8;
+  for (int64_t r0 = 0; r0 < nrows; r0 += kRows) {
+    const int64_t nb = nrows - r0 < kRows ? nrows - r0 : kRows;
+    const T* xb = x + r0 * D;
+    int32_t mx[kRows];
+    double Sv[kRows];
+    for (int64_t b = 0; b < nb; ++b) mx[b] = row_max(xb + b * D, D);
+    for (int64_t b = 0; b < nb; ++b) Sv[b] = row_sum16(xb + b * D, D, mx[b], c);
+    for (int64_t b = 0; b < nb; ++b) {
+      row_out(xb + b * D, y + (r0 + b) * D, D, mx[b], static_cast<float>(1.0 / (Sv[b] * p.os)),
+              p, c);
     }
   }
 }
