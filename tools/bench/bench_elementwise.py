@@ -146,6 +146,15 @@ def cases():
         xf = torch.randn(shape, generator=g) * 2
         x, xf = _q(xf, cl)
         out += activation_cases(x, xf, _fmt(shape, cl))
+    # Softmax over the innermost dim (attention scores: batch 8, 12 heads, sequence 128), the
+    # kernels' row form; the table's case above is over dim 1 (their column form).
+    shape = (8, 12, 128, 128)
+    xf = torch.randn(shape, generator=g) * 2
+    x, xf = _q(xf, False)
+    out.append((f"softmax {_fmt(shape, False)} dim -1",
+                lambda x=x: torch.ops.qplugin.softmax(x, -1, 1 / 256, 0),
+                lambda x=x: torch.ops.quantized.softmax(x, -1, 1 / 256, 0),
+                lambda xf=xf: torch.softmax(xf, -1), 2 * x.numel()))
     return out
 
 
