@@ -320,9 +320,14 @@ def test_out_in_place_aliasing(isa):
 # stay exact. Undecided rates of these inputs (measured on avx512vnni, 0.9% to 24%) fall on both
 # sides of 1 in 64, so both paths run. Shapes with tails (6771 and 4403 elements), a broadcast
 # operand, and the in-place out= form.
+# For mul the vector kernels then take the rational form of binary.h when it holds on all pairs
+# (sa*sb/so near a fraction N/Dn: 0.05*0.05/0.05 = 1/20 and 0.1*0.1/0.2 = 1/20 from above,
+# 0.05*0.05/0.1 = 1/40 from above, 0.7*0.1/0.1 = 7/10 from below), so its lanes on and next to
+# the fraction's half-integers are checked here against the exact results.
 @pytest.mark.parametrize("op,relu", list(OPS))
 @pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
-@pytest.mark.parametrize("sa,sb,so", [(0.03, 0.025, 0.05), (0.05, 0.05, 0.05), (0.1, 0.1, 0.2)])
+@pytest.mark.parametrize("sa,sb,so", [(0.03, 0.025, 0.05), (0.05, 0.05, 0.05), (0.1, 0.1, 0.2),
+                                      (0.05, 0.05, 0.1), (0.7, 0.1, 0.1)])
 def test_tie_heavy_scales_through_the_exact_table(isa, op, relu, dtype, sa, sb, so):
     za, zb, zo = (10, 12, 3) if dtype == torch.quint8 else (-5, 7, 1)
     fn = OPS[(op, relu)][0]

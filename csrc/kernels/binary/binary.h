@@ -15,6 +15,25 @@ namespace binary {
 // Output code of raw input codes (a, b), exact; see Plan::fix.
 using FixFn = int32_t (*)(const void* ctx, int32_t a, int32_t b);
 
+// The rational form of mul (Params::rat), for output scales that make sa*sb/so (nearly) a
+// fraction N/Dn with a small denominator, i.e. tie-heavy decimal scales (0.05*0.05/0.1 = 1/40):
+// with P = (a - za)(b - zb) (exact in float) and x = P*N/Dn + zo, whose fractional part is a
+// multiple of 1/m (m = 2Dn) after adding 1/2,
+//   f = fma(float(P), c1, c0)      c1 = float(N/Dn), c0 = float(zo + 1/2 + 1/(2m))
+//   q = floor(f)                   = floor(x + 1/2): x rounded half up
+//   half = f - q < h               h = float(1/m): x is a half-integer
+//   y = clamp(q - (half && below), lo, hi), below by mode: +1 (sa*sb/so > N/Dn): P < 0;
+//       -1 (sa*sb/so < N/Dn): P > 0; 0 (equal): q odd (half to even)
+// i.e. the exact result when the float error of f stays below 1/(2m) and |P| * |sa*sb/so - N/Dn|
+// below 1/m. No proof is needed at run time: binary_plan.cpp uses a Rational only after checking
+// that it gives the exact result on all 65536 code pairs (with these same float operations), so
+// every ISA still gives the exact bytes. Float and integer operations only, no table lookups.
+struct Rational {
+  float c1, c0, h;
+  float lo, hi;
+  int32_t mode;
+};
+
 // Per-lane math, in float, identical in every ISA (explicit FMAs, -ffp-contract=off):
 //   add: v = fma(a, ra, fma(b, rb, c))           with c = zo - za*ra - zb*rb
 //   mul: v = fma(float((a - za) * (b - zb)), ra, c) with c = zo, ra = sa*sb/so
@@ -52,6 +71,9 @@ struct Params {
   // 0.05 * 0.05 -> 0.1): every output is then looked up, which costs less than the fast path
   // plus the exact work for that many lanes.
   const uint8_t* table;
+  // Set with table when the rational form holds for these qparams (mul only): the vector kernels
+  // compute every lane with it instead of gathering from the table.
+  const Rational* rat;
 };
 
 // The table entry of raw codes a, b.

@@ -175,9 +175,88 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
   if (kCheck && undecided) p.note(p.ctx, undecided);
 }
 
+// The rational form (Params::rat, binary.h) for 8 lanes of sign- or zero-extended codes, with
+// binary.h's operations (the differences and P are exact in float): the codes as int32, clamped.
+struct RatConsts {
+  __m256 za, zb, c1, c0, h, lo, hi, one;
+  RatConsts(const Params& p, const Rational& r)
+      : za(_mm256_set1_ps(static_cast<float>(p.za))), zb(_mm256_set1_ps(static_cast<float>(p.zb))),
+        c1(_mm256_set1_ps(r.c1)), c0(_mm256_set1_ps(r.c0)), h(_mm256_set1_ps(r.h)),
+        lo(_mm256_set1_ps(r.lo)), hi(_mm256_set1_ps(r.hi)), one(_mm256_set1_ps(1.0f)) {}
+};
+
+// kClamp: [lo, hi] narrower than the type's range (else the saturating packs clamp).
+template <int kMode, bool kClamp>
+inline __m256i rational8(__m256i ai, __m256i bi, const RatConsts& k) {
+  const __m256 P = _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(ai), k.za),
+                                 _mm256_sub_ps(_mm256_cvtepi32_ps(bi), k.zb));
+  const __m256 f = _mm256_fmadd_ps(P, k.c1, k.c0);
+  __m256 q = _mm256_floor_ps(f);
+  const __m256 half = _mm256_cmp_ps(_mm256_sub_ps(f, q), k.h, _CMP_LT_OQ);
+  __m256 below;
+  if (kMode > 0) {
+    below = _mm256_cmp_ps(P, _mm256_setzero_ps(), _CMP_LT_OQ);
+  } else if (kMode < 0) {
+    below = _mm256_cmp_ps(P, _mm256_setzero_ps(), _CMP_GT_OQ);
+  } else {  // q odd: q/2 is not an integer
+    const __m256 hq = _mm256_mul_ps(q, _mm256_set1_ps(0.5f));
+    below = _mm256_cmp_ps(hq, _mm256_floor_ps(hq), _CMP_NEQ_OQ);
+  }
+  const __m256 down = _mm256_and_ps(half, below);
+  if (kClamp) {
+    q = _mm256_sub_ps(q, _mm256_and_ps(down, k.one));
+    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(q, k.lo), k.hi));
+  }
+  // Lanes to lower are -1 in the mask: adding it subtracts one (the packs then clamp).
+  return _mm256_add_epi32(_mm256_cvtps_epi32(q), _mm256_castps_si256(down));
+}
+
+// Every output by the rational form; y may alias a or b exactly (each block is read first).
+template <typename T, int kMode, bool kClamp>
+void run_rational(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n,
+                  const Params& p) {
+  const RatConsts k(p, *p.rat);
+  const __m256i abc = _mm256_set1_epi32(static_cast<int32_t>(a[0]));
+  const __m256i bbc = _mm256_set1_epi32(static_cast<int32_t>(b[0]));
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j) {
+      q[j] = rational8<kMode, kClamp>(as ? widen8<T>(a + i + 8 * j) : abc,
+                              bs ? widen8<T>(b + i + 8 * j) : bbc, k);
+    }
+    // In [lo, hi]: the saturating packs keep every value; then the dword order restored.
+    const __m256i w01 = _mm256_packs_epi32(q[0], q[1]), w23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i w = std::is_signed<T>::value ? _mm256_packs_epi16(w01, w23)
+                                               : _mm256_packus_epi16(w01, w23);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  }
+  generic::run_table(a + i * as, as, b + i * bs, bs, y + i, n - i, p.table);
+}
+
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   if (n <= 0) return;
+  if (kMul && p.rat != nullptr && p.table != nullptr) {
+    const bool clamp = p.lo > (std::is_signed<T>::value ? -128.0f : 0.0f) ||
+                       p.hi < (std::is_signed<T>::value ? 127.0f : 255.0f);
+    auto go = [&](auto mode) {
+      if (clamp) {
+        run_rational<T, decltype(mode)::value, true>(a, as, b, bs, y, n, p);
+      } else {
+        run_rational<T, decltype(mode)::value, false>(a, as, b, bs, y, n, p);
+      }
+    };
+    if (p.rat->mode > 0) {
+      go(std::integral_constant<int, 1>());
+    } else if (p.rat->mode < 0) {
+      go(std::integral_constant<int, -1>());
+    } else {
+      go(std::integral_constant<int, 0>());
+    }
+    return;
+  }
   const bool check = p.thr < 0.5f;
   if (p.clamp_float) {
     if (check) {

@@ -282,9 +282,73 @@ void run_table(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n,
   generic::run_table(a + i * as, as, b + i * bs, bs, y + i, n - i, table);
 }
 
+// The rational form (Params::rat, binary.h) for 16 lanes of sign- or zero-extended codes, with
+// binary.h's operations (the differences and P are exact in float).
+struct RatConsts {
+  __m512 za, zb, c1, c0, h, lo, hi, one;
+  RatConsts(const Params& p, const Rational& r)
+      : za(_mm512_set1_ps(static_cast<float>(p.za))), zb(_mm512_set1_ps(static_cast<float>(p.zb))),
+        c1(_mm512_set1_ps(r.c1)), c0(_mm512_set1_ps(r.c0)), h(_mm512_set1_ps(r.h)),
+        lo(_mm512_set1_ps(r.lo)), hi(_mm512_set1_ps(r.hi)), one(_mm512_set1_ps(1.0f)) {}
+};
+
+template <int kMode>
+inline __m128i rational16(__m512i ai, __m512i bi, const RatConsts& k) {
+  const __m512 P = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(ai), k.za),
+                                 _mm512_sub_ps(_mm512_cvtepi32_ps(bi), k.zb));
+  const __m512 f = _mm512_fmadd_ps(P, k.c1, k.c0);
+  __m512 q = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __mmask16 half = _mm512_cmp_ps_mask(_mm512_sub_ps(f, q), k.h, _CMP_LT_OQ);
+  __mmask16 below;
+  if (kMode > 0) {
+    below = _mm512_mask_cmp_ps_mask(half, P, _mm512_setzero_ps(), _CMP_LT_OQ);
+  } else if (kMode < 0) {
+    below = _mm512_mask_cmp_ps_mask(half, P, _mm512_setzero_ps(), _CMP_GT_OQ);
+  } else {  // q odd: its integer's low bit
+    below = _mm512_mask_test_epi32_mask(half, _mm512_cvtps_epi32(q), _mm512_set1_epi32(1));
+  }
+  q = _mm512_mask_sub_ps(q, below, q, k.one);
+  q = _mm512_min_ps(_mm512_max_ps(q, k.lo), k.hi);
+  return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q));
+}
+
+// Every output by the rational form; y may alias a or b exactly (each block is read first).
+template <typename T, int kMode>
+void run_rational(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n,
+                  const Params& p) {
+  const RatConsts k(p, *p.rat);
+  const __m512i abc = _mm512_set1_epi32(static_cast<int32_t>(a[0]));
+  const __m512i bbc = _mm512_set1_epi32(static_cast<int32_t>(b[0]));
+  auto load16 = [](const T* x) {
+    return widen<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+  };
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m128i q[4];
+    for (int j = 0; j < 4; ++j) {
+      q[j] = rational16<kMode>(as ? load16(a + i + 16 * j) : abc,
+                               bs ? load16(b + i + 16 * j) : bbc, k);
+    }
+    for (int j = 0; j < 4; ++j) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i + 16 * j), q[j]);
+    }
+  }
+  generic::run_table(a + i * as, as, b + i * bs, bs, y + i, n - i, p.table);
+}
+
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   if (n <= 0) return;
+  if (kMul && p.rat != nullptr && p.table != nullptr) {
+    if (p.rat->mode > 0) {
+      run_rational<T, 1>(a, as, b, bs, y, n, p);
+    } else if (p.rat->mode < 0) {
+      run_rational<T, -1>(a, as, b, bs, y, n, p);
+    } else {
+      run_rational<T, 0>(a, as, b, bs, y, n, p);
+    }
+    return;
+  }
   if (p.table != nullptr) {
     run_table(a, as, b, bs, y, n, p.table);
     return;

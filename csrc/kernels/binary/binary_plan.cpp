@@ -84,6 +84,9 @@ struct SharedExact {
   std::once_flag full_once;
   std::unique_ptr<uint8_t[]> full_storage;        // 65536 output bytes + 4 (gathers read dwords)
   std::atomic<const uint8_t*> full{nullptr};
+  // Written before `full` is published (release), read after it is acquired.
+  bool has_rational = false;
+  Rational rational{};
 };
 
 namespace {
@@ -148,7 +151,93 @@ void ExactCtx::use_table(Params* p) const {
   table_owner_ =
       lookup(CacheKey{is_mul_, is_signed_, sa_, sb_, so_, za_, zb_, zo_, lo_, hi_}, false);
   p->table = table_owner_ ? table_owner_->full.load(std::memory_order_acquire) : nullptr;
+  p->rat = p->table != nullptr && table_owner_->has_rational ? &table_owner_->rational : nullptr;
 }
+
+namespace {
+
+// Rational's output for P (binary.h), with the vector kernels' operations in the same order
+// (fma as one rounding; -ffp-contract=off keeps the rest separate).
+int32_t rational_code(int64_t P, const Rational& r) {
+  const float f = std::fma(static_cast<float>(P), r.c1, r.c0);
+  float q = std::floor(f);
+  if (f - q < r.h) {
+    const bool below = r.mode > 0   ? P < 0
+                       : r.mode < 0 ? P > 0
+                                    : std::fmod(q, 2.0f) != 0.0f;
+    if (below) q -= 1.0f;
+  }
+  q = q < r.lo ? r.lo : (q > r.hi ? r.hi : q);
+  return static_cast<int32_t>(q);
+}
+
+// A Rational for mul with these qparams that equals `exact` (the 65536 results, table_key order)
+// on every code pair, if one exists among the convergents of sa*sb/so with a denominator up to
+// 4096; each candidate is checked on all pairs, so the kernels' result is exact by exhaustion.
+bool find_rational(bool is_signed, double sa, int64_t za, double sb, int64_t zb, double so,
+                   int64_t zo, int64_t lo, int64_t hi, const uint8_t* exact, Rational* out) {
+  if (std::abs(zo) > 4096) return false;
+  const double r = sa * sb / so;
+  if (!(r > 0.0) || !std::isfinite(r) || r > 4096.0) return false;
+  const int first = is_signed ? -128 : 0;
+  // max |P| = max |a - za| * max |b - zb| over the codes.
+  const int64_t da = std::max(std::abs(first - za), std::abs(first + 255 - za));
+  const int64_t db = std::max(std::abs(first - zb), std::abs(first + 255 - zb));
+  const int64_t pmax = da * db;
+  auto holds = [&](const Rational& c) {
+    for (int ka = 0; ka < 256; ++ka) {
+      for (int kb = 0; kb < 256; ++kb) {
+        const int32_t av = is_signed ? static_cast<int8_t>(ka) : ka;
+        const int32_t bv = is_signed ? static_cast<int8_t>(kb) : kb;
+        const int32_t want = is_signed ? static_cast<int8_t>(exact[table_key(av, bv)])
+                                       : exact[table_key(av, bv)];
+        if (rational_code((av - za) * (bv - zb), c) != want) return false;
+      }
+    }
+    return true;
+  };
+  // Continued-fraction convergents h/k of r.
+  int64_t h0 = 0, h1 = 1, k0 = 1, k1 = 0;
+  double x = r;
+  for (int it = 0; it < 40; ++it) {
+    const double a = std::floor(x);
+    if (a > 1e9) break;
+    const int64_t ai = static_cast<int64_t>(a);
+    const int64_t h2 = ai * h1 + h0, k2 = ai * k1 + k0;
+    if (k2 > 4096) break;
+    h0 = h1; h1 = h2; k0 = k1; k1 = k2;
+    const double q = static_cast<double>(h2) / static_cast<double>(k2);
+    // |P| * |r - N/Dn| must stay below 1/m over the range, and f's float spacing well below 1/m.
+    const double m = 2.0 * static_cast<double>(k2);
+    const double fmax = static_cast<double>(pmax) * q + std::fabs(static_cast<double>(zo)) + 1;
+    if (h2 > 0 && std::fabs(r - q) * static_cast<double>(pmax) * m < 1.0 &&
+        fmax * m < 0x1p20 && pmax <= (int64_t(1) << 20)) {
+      Rational c{};
+      c.c1 = static_cast<float>(q);
+      c.c0 = static_cast<float>(static_cast<double>(zo) + 0.5 + 0.5 / m);
+      c.h = static_cast<float>(1.0 / m);
+      c.lo = static_cast<float>(lo);
+      c.hi = static_cast<float>(hi);
+      // Which side of N/Dn the exact ratio lies (ties of the fraction go that way); when the
+      // double quotient cannot tell, each mode is tried.
+      const int side = std::fabs(r - q) > 8 * 0x1p-53 * r ? (r > q ? 1 : -1) : 0;
+      for (int mode : {side, 1, -1}) {
+        if (side != 0 && mode != side) continue;
+        c.mode = mode;
+        if (holds(c)) {
+          *out = c;
+          return true;
+        }
+      }
+    }
+    const double frac = x - a;
+    if (frac < 1e-12) break;
+    x = 1.0 / frac;
+  }
+  return false;
+}
+
+}  // namespace
 
 void ExactCtx::after_call(int64_t n) const {
   if (n < 4096 || undecided_.load(std::memory_order_relaxed) * 64 <= n) return;
@@ -161,6 +250,10 @@ void ExactCtx::after_call(int64_t n) const {
         const int32_t bv = is_signed_ ? static_cast<int8_t>(kb) : kb;
         t[table_key(av, bv)] = static_cast<uint8_t>(cached(av, bv));
       }
+    }
+    if (is_mul_) {
+      e->has_rational =
+          find_rational(is_signed_, sa_, za_, sb_, zb_, so_, zo_, lo_, hi_, t.get(), &e->rational);
     }
     e->full.store(t.get(), std::memory_order_release);
     e->full_storage = std::move(t);
