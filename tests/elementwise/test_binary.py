@@ -467,3 +467,32 @@ def test_errors():
                                     torch.tensor([0, 0]), 0, torch.quint8)
     with pytest.raises(RuntimeError, match=r"quantized per tensor"):
         torch.ops.qplugin.add(pc, pc, 0.1, 0)
+
+
+# Tie-heavy qparams on every code pair (65536 elements): the first call builds the exact table,
+# the later ones take the rational form of binary.h where it holds on all pairs (add: ratios 3/5
+# and 1/2, 1/2 and 1/5, 6/10 twice; mul: 1/40 from above, 7/10 from below), including its exact
+# ties (a = za with a ratio of exactly 1/2: half to even before the zero point is added, odd and
+# even zero points) and a ReLU clamp.
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
+@pytest.mark.parametrize("op,relu,sa,sb,so,zs", [
+    ("add", False, 0.03, 0.025, 0.05, (10, 12, 3)),
+    ("add", False, 0.03, 0.025, 0.05, (10, 12, 4)),
+    ("add", True, 0.05, 0.02, 0.1, (7, 9, 5)),
+    ("add", False, 0.03, 0.03, 0.05, (0, 0, 1)),
+    ("mul", False, 0.05, 0.05, 0.1, (10, 12, 3)),
+    ("mul", True, 0.7, 0.1, 0.1, (4, 6, 2)),
+])
+def test_rational_form_on_every_code_pair(isa, dtype, op, relu, sa, sb, so, zs):
+    za, zb, zo = zs
+    if dtype == torch.qint8:
+        za, zb, zo = za - 128, zb - 128, zo - 128
+    lo = -128 if dtype == torch.qint8 else 0
+    c = torch.arange(256) + lo
+    a = c.repeat_interleave(256).to(INT_DTYPE[dtype])
+    b = c.repeat(256).to(INT_DTYPE[dtype])
+    qa = torch._make_per_tensor_quantized_tensor(a, sa, za)
+    qb = torch._make_per_tensor_quantized_tensor(b, sb, zb)
+    fn = OPS[(op, relu)][0]
+    for _ in range(3):
+        check_exact(fn(qa, qb, so, zo), qa, qb, op, so, zo, relu)

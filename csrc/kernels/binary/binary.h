@@ -15,23 +15,32 @@ namespace binary {
 // Output code of raw input codes (a, b), exact; see Plan::fix.
 using FixFn = int32_t (*)(const void* ctx, int32_t a, int32_t b);
 
-// The rational form of mul (Params::rat), for output scales that make sa*sb/so (nearly) a
-// fraction N/Dn with a small denominator, i.e. tie-heavy decimal scales (0.05*0.05/0.1 = 1/40):
-// with P = (a - za)(b - zb) (exact in float) and x = P*N/Dn + zo, whose fractional part is a
-// multiple of 1/m (m = 2Dn) after adding 1/2,
-//   f = fma(float(P), c1, c0)      c1 = float(N/Dn), c0 = float(zo + 1/2 + 1/(2m))
+// The rational form (Params::rat), for scales whose ratios are (nearly) fractions with a small
+// common denominator Dn, i.e. tie-heavy decimal scales (mul 0.05*0.05/0.1 = 1/40; add
+// 0.03/0.05 = 3/5 and 0.025/0.05 = 1/2). The exact value is x + e: x = X/Dn for an integer X
+// (mul: P*N/Dn + zo, P = (a - za)(b - zb); add: (a*Na + b*Nb + Nc)/Dn) and e the small rest
+// (mul: P*(sa*sb/so - N/Dn); add: (a - za)*(sa/so - Na/Dn) + (b - zb)*(sb/so - Nb/Dn)). After
+// adding 1/2, x has a fractional part that is a multiple of 1/m (m = 2Dn), so
+//   f = fma(float(P), c1, c0)                    (mul)      c1 = float(N/Dn)
+//   f = fma(float(a), c1, fma(float(b), c1b, c0)) (add)      c1, c1b = float(Na/Dn), float(Nb/Dn)
+//       c0 = float(x's constant + 1/2 + 1/(2m))
 //   q = floor(f)                   = floor(x + 1/2): x rounded half up
 //   half = f - q < h               h = float(1/m): x is a half-integer
-//   y = clamp(q - (half && below), lo, hi), below by mode: +1 (sa*sb/so > N/Dn): P < 0;
-//       -1 (sa*sb/so < N/Dn): P > 0; 0 (equal): q odd (half to even)
-// i.e. the exact result when the float error of f stays below 1/(2m) and |P| * |sa*sb/so - N/Dn|
-// below 1/m. No proof is needed at run time: binary_plan.cpp uses a Rational only after checking
-// that it gives the exact result on all 65536 code pairs (with these same float operations), so
-// every ISA still gives the exact bytes. Float and integer operations only, no table lookups.
+//   y = clamp(q - (half && below), lo, hi), where below says the exact value lies under the
+//       half-integer: mul by mode (+1: P < 0; -1: P > 0; 0: q - zo odd, half to even before
+//       the zero point is added, as the exact result); add (mode 2) by
+//       s = fma(float(a), da, fma(float(b), db, dc)) = e in float: s < 0, or s == 0 and q - zo
+//       odd
+// which is the exact result when |e| < 1/m and the float errors of f stay below 1/(2m). No proof
+// is needed at run time: binary_plan.cpp uses a Rational only after checking that it gives the
+// exact result on all 65536 code pairs (with these same float operations), so every ISA still
+// gives the exact bytes. Float and integer operations only, no table lookups.
 struct Rational {
-  float c1, c0, h;
+  float c1, c1b, c0, h;
+  float da, db, dc;
   float lo, hi;
   int32_t mode;
+  int32_t zpar;  // zo & 1: q - zo is odd iff q + zpar is
 };
 
 // Per-lane math, in float, identical in every ISA (explicit FMAs, -ffp-contract=off):
@@ -71,8 +80,8 @@ struct Params {
   // 0.05 * 0.05 -> 0.1): every output is then looked up, which costs less than the fast path
   // plus the exact work for that many lanes.
   const uint8_t* table;
-  // Set with table when the rational form holds for these qparams (mul only): the vector kernels
-  // compute every lane with it instead of gathering from the table.
+  // Set with table when the rational form holds for these qparams: the vector kernels compute
+  // every lane with it instead of gathering from the table.
   const Rational* rat;
 };
 

@@ -176,31 +176,48 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
 }
 
 // The rational form (Params::rat, binary.h) for 8 lanes of sign- or zero-extended codes, with
-// binary.h's operations (the differences and P are exact in float): the codes as int32, clamped.
+// binary.h's operations (the codes, their differences and P are exact in float): the codes as
+// int32, clamped.
 struct RatConsts {
-  __m256 za, zb, c1, c0, h, lo, hi, one;
+  __m256 za, zb, c1, c1b, c0, h, da, db, dc, lo, hi, one, zpar;
   RatConsts(const Params& p, const Rational& r)
       : za(_mm256_set1_ps(static_cast<float>(p.za))), zb(_mm256_set1_ps(static_cast<float>(p.zb))),
-        c1(_mm256_set1_ps(r.c1)), c0(_mm256_set1_ps(r.c0)), h(_mm256_set1_ps(r.h)),
-        lo(_mm256_set1_ps(r.lo)), hi(_mm256_set1_ps(r.hi)), one(_mm256_set1_ps(1.0f)) {}
+        c1(_mm256_set1_ps(r.c1)), c1b(_mm256_set1_ps(r.c1b)), c0(_mm256_set1_ps(r.c0)),
+        h(_mm256_set1_ps(r.h)), da(_mm256_set1_ps(r.da)), db(_mm256_set1_ps(r.db)),
+        dc(_mm256_set1_ps(r.dc)), lo(_mm256_set1_ps(r.lo)), hi(_mm256_set1_ps(r.hi)),
+        one(_mm256_set1_ps(1.0f)), zpar(_mm256_set1_ps(static_cast<float>(r.zpar))) {}
 };
 
-// kClamp: [lo, hi] narrower than the type's range (else the saturating packs clamp).
+// kMode: Rational::mode (+1, -1, 0: mul; 2: add). kClamp: [lo, hi] narrower than the type's
+// range (else the saturating packs clamp).
 template <int kMode, bool kClamp>
 inline __m256i rational8(__m256i ai, __m256i bi, const RatConsts& k) {
-  const __m256 P = _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(ai), k.za),
-                                 _mm256_sub_ps(_mm256_cvtepi32_ps(bi), k.zb));
-  const __m256 f = _mm256_fmadd_ps(P, k.c1, k.c0);
+  const __m256 fa = _mm256_cvtepi32_ps(ai), fb = _mm256_cvtepi32_ps(bi);
+  __m256 P, f;
+  if (kMode == 2) {
+    f = _mm256_fmadd_ps(fa, k.c1, _mm256_fmadd_ps(fb, k.c1b, k.c0));
+  } else {
+    P = _mm256_mul_ps(_mm256_sub_ps(fa, k.za), _mm256_sub_ps(fb, k.zb));
+    f = _mm256_fmadd_ps(P, k.c1, k.c0);
+  }
   __m256 q = _mm256_floor_ps(f);
   const __m256 half = _mm256_cmp_ps(_mm256_sub_ps(f, q), k.h, _CMP_LT_OQ);
+  const __m256 zero = _mm256_setzero_ps();
+  auto odd = [&] {  // q - zo is odd: (q + (zo & 1)) / 2 is not an integer
+    const __m256 hq = _mm256_mul_ps(_mm256_add_ps(q, k.zpar), _mm256_set1_ps(0.5f));
+    return _mm256_cmp_ps(hq, _mm256_floor_ps(hq), _CMP_NEQ_OQ);
+  };
   __m256 below;
-  if (kMode > 0) {
-    below = _mm256_cmp_ps(P, _mm256_setzero_ps(), _CMP_LT_OQ);
+  if (kMode == 2) {
+    const __m256 e = _mm256_fmadd_ps(fa, k.da, _mm256_fmadd_ps(fb, k.db, k.dc));
+    below = _mm256_or_ps(_mm256_cmp_ps(e, zero, _CMP_LT_OQ),
+                         _mm256_and_ps(_mm256_cmp_ps(e, zero, _CMP_EQ_OQ), odd()));
+  } else if (kMode > 0) {
+    below = _mm256_cmp_ps(P, zero, _CMP_LT_OQ);
   } else if (kMode < 0) {
-    below = _mm256_cmp_ps(P, _mm256_setzero_ps(), _CMP_GT_OQ);
-  } else {  // q odd: q/2 is not an integer
-    const __m256 hq = _mm256_mul_ps(q, _mm256_set1_ps(0.5f));
-    below = _mm256_cmp_ps(hq, _mm256_floor_ps(hq), _CMP_NEQ_OQ);
+    below = _mm256_cmp_ps(P, zero, _CMP_GT_OQ);
+  } else {
+    below = odd();
   }
   const __m256 down = _mm256_and_ps(half, below);
   if (kClamp) {
@@ -238,7 +255,7 @@ void run_rational(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t 
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   if (n <= 0) return;
-  if (kMul && p.rat != nullptr && p.table != nullptr) {
+  if (p.rat != nullptr && p.table != nullptr) {
     const bool clamp = p.lo > (std::is_signed<T>::value ? -128.0f : 0.0f) ||
                        p.hi < (std::is_signed<T>::value ? 127.0f : 255.0f);
     auto go = [&](auto mode) {
@@ -248,12 +265,11 @@ void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const 
         run_rational<T, decltype(mode)::value, false>(a, as, b, bs, y, n, p);
       }
     };
-    if (p.rat->mode > 0) {
-      go(std::integral_constant<int, 1>());
-    } else if (p.rat->mode < 0) {
-      go(std::integral_constant<int, -1>());
-    } else {
-      go(std::integral_constant<int, 0>());
+    switch (p.rat->mode) {
+      case 2: go(std::integral_constant<int, 2>()); break;
+      case 1: go(std::integral_constant<int, 1>()); break;
+      case -1: go(std::integral_constant<int, -1>()); break;
+      default: go(std::integral_constant<int, 0>()); break;
     }
     return;
   }

@@ -283,29 +283,49 @@ void run_table(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n,
 }
 
 // The rational form (Params::rat, binary.h) for 16 lanes of sign- or zero-extended codes, with
-// binary.h's operations (the differences and P are exact in float).
+// binary.h's operations (the codes, their differences and P are exact in float).
 struct RatConsts {
-  __m512 za, zb, c1, c0, h, lo, hi, one;
+  __m512 za, zb, c1, c1b, c0, h, da, db, dc, lo, hi, one;
+  __m512i zpar;
   RatConsts(const Params& p, const Rational& r)
       : za(_mm512_set1_ps(static_cast<float>(p.za))), zb(_mm512_set1_ps(static_cast<float>(p.zb))),
-        c1(_mm512_set1_ps(r.c1)), c0(_mm512_set1_ps(r.c0)), h(_mm512_set1_ps(r.h)),
-        lo(_mm512_set1_ps(r.lo)), hi(_mm512_set1_ps(r.hi)), one(_mm512_set1_ps(1.0f)) {}
+        c1(_mm512_set1_ps(r.c1)), c1b(_mm512_set1_ps(r.c1b)), c0(_mm512_set1_ps(r.c0)),
+        h(_mm512_set1_ps(r.h)), da(_mm512_set1_ps(r.da)), db(_mm512_set1_ps(r.db)),
+        dc(_mm512_set1_ps(r.dc)), lo(_mm512_set1_ps(r.lo)), hi(_mm512_set1_ps(r.hi)),
+        one(_mm512_set1_ps(1.0f)), zpar(_mm512_set1_epi32(r.zpar)) {}
 };
 
+// Lanes where q - zo is odd (binary.h): the low bit of q + (zo & 1).
+inline __mmask16 odd16(__m512 q, const RatConsts& k) {
+  return _mm512_test_epi32_mask(_mm512_add_epi32(_mm512_cvtps_epi32(q), k.zpar),
+                                _mm512_set1_epi32(1));
+}
+
+// kMode: Rational::mode (+1, -1, 0: mul; 2: add).
 template <int kMode>
 inline __m128i rational16(__m512i ai, __m512i bi, const RatConsts& k) {
-  const __m512 P = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(ai), k.za),
-                                 _mm512_sub_ps(_mm512_cvtepi32_ps(bi), k.zb));
-  const __m512 f = _mm512_fmadd_ps(P, k.c1, k.c0);
+  const __m512 fa = _mm512_cvtepi32_ps(ai), fb = _mm512_cvtepi32_ps(bi);
+  __m512 P, f;
+  if (kMode == 2) {
+    f = _mm512_fmadd_ps(fa, k.c1, _mm512_fmadd_ps(fb, k.c1b, k.c0));
+  } else {
+    P = _mm512_mul_ps(_mm512_sub_ps(fa, k.za), _mm512_sub_ps(fb, k.zb));
+    f = _mm512_fmadd_ps(P, k.c1, k.c0);
+  }
   __m512 q = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   const __mmask16 half = _mm512_cmp_ps_mask(_mm512_sub_ps(f, q), k.h, _CMP_LT_OQ);
+  const __m512 zero = _mm512_setzero_ps();
   __mmask16 below;
-  if (kMode > 0) {
-    below = _mm512_mask_cmp_ps_mask(half, P, _mm512_setzero_ps(), _CMP_LT_OQ);
+  if (kMode == 2) {
+    const __m512 e = _mm512_fmadd_ps(fa, k.da, _mm512_fmadd_ps(fb, k.db, k.dc));
+    below = _mm512_mask_cmp_ps_mask(half, e, zero, _CMP_LT_OQ) |
+            (_mm512_mask_cmp_ps_mask(half, e, zero, _CMP_EQ_OQ) & odd16(q, k));
+  } else if (kMode > 0) {
+    below = _mm512_mask_cmp_ps_mask(half, P, zero, _CMP_LT_OQ);
   } else if (kMode < 0) {
-    below = _mm512_mask_cmp_ps_mask(half, P, _mm512_setzero_ps(), _CMP_GT_OQ);
-  } else {  // q odd: its integer's low bit
-    below = _mm512_mask_test_epi32_mask(half, _mm512_cvtps_epi32(q), _mm512_set1_epi32(1));
+    below = _mm512_mask_cmp_ps_mask(half, P, zero, _CMP_GT_OQ);
+  } else {
+    below = half & odd16(q, k);
   }
   q = _mm512_mask_sub_ps(q, below, q, k.one);
   q = _mm512_min_ps(_mm512_max_ps(q, k.lo), k.hi);
@@ -339,13 +359,12 @@ void run_rational(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t 
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   if (n <= 0) return;
-  if (kMul && p.rat != nullptr && p.table != nullptr) {
-    if (p.rat->mode > 0) {
-      run_rational<T, 1>(a, as, b, bs, y, n, p);
-    } else if (p.rat->mode < 0) {
-      run_rational<T, -1>(a, as, b, bs, y, n, p);
-    } else {
-      run_rational<T, 0>(a, as, b, bs, y, n, p);
+  if (p.rat != nullptr && p.table != nullptr) {
+    switch (p.rat->mode) {
+      case 2: run_rational<T, 2>(a, as, b, bs, y, n, p); break;
+      case 1: run_rational<T, 1>(a, as, b, bs, y, n, p); break;
+      case -1: run_rational<T, -1>(a, as, b, bs, y, n, p); break;
+      default: run_rational<T, 0>(a, as, b, bs, y, n, p); break;
     }
     return;
   }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <utility>
+#include <vector>
 
 #include "kernels/binary/binary_plan.h"
 #include "kernels/binary/exact.h"
@@ -156,34 +159,69 @@ void ExactCtx::use_table(Params* p) const {
 
 namespace {
 
-// Rational's output for P (binary.h), with the vector kernels' operations in the same order
-// (fma as one rounding; -ffp-contract=off keeps the rest separate).
-int32_t rational_code(int64_t P, const Rational& r) {
-  const float f = std::fma(static_cast<float>(P), r.c1, r.c0);
+// Rational's output for codes a, b (binary.h), with the vector kernels' operations in the same
+// order (fma as one rounding; -ffp-contract=off keeps the rest separate).
+int32_t rational_code(int32_t a, int32_t b, int64_t za, int64_t zb, const Rational& r) {
+  const float P = static_cast<float>((a - za) * (b - zb));
+  const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+  const float f = r.mode == 2 ? std::fma(fa, r.c1, std::fma(fb, r.c1b, r.c0))
+                              : std::fma(P, r.c1, r.c0);
   float q = std::floor(f);
   if (f - q < r.h) {
-    const bool below = r.mode > 0   ? P < 0
-                       : r.mode < 0 ? P > 0
-                                    : std::fmod(q, 2.0f) != 0.0f;
+    const bool odd = std::fmod(q + static_cast<float>(r.zpar), 2.0f) != 0.0f;
+    bool below;
+    if (r.mode == 2) {
+      const float e = std::fma(fa, r.da, std::fma(fb, r.db, r.dc));
+      below = e < 0.0f || (e == 0.0f && odd);
+    } else {
+      below = r.mode > 0 ? P < 0.0f : r.mode < 0 ? P > 0.0f : odd;
+    }
     if (below) q -= 1.0f;
   }
   q = q < r.lo ? r.lo : (q > r.hi ? r.hi : q);
   return static_cast<int32_t>(q);
 }
 
-// A Rational for mul with these qparams that equals `exact` (the 65536 results, table_key order)
-// on every code pair, if one exists among the convergents of sa*sb/so with a denominator up to
-// 4096; each candidate is checked on all pairs, so the kernels' result is exact by exhaustion.
-bool find_rational(bool is_signed, double sa, int64_t za, double sb, int64_t zb, double so,
-                   int64_t zo, int64_t lo, int64_t hi, const uint8_t* exact, Rational* out) {
-  if (std::abs(zo) > 4096) return false;
-  const double r = sa * sb / so;
-  if (!(r > 0.0) || !std::isfinite(r) || r > 4096.0) return false;
+// Continued-fraction convergents (numerator, denominator <= 4096) of x > 0.
+std::vector<std::pair<int64_t, int64_t>> convergents(double x) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t h0 = 0, h1 = 1, k0 = 1, k1 = 0;
+  for (int it = 0; it < 40; ++it) {
+    const double a = std::floor(x);
+    if (!(a <= 1e9)) break;
+    const int64_t ai = static_cast<int64_t>(a);
+    const int64_t h2 = ai * h1 + h0, k2 = ai * k1 + k0;
+    if (k2 > 4096) break;
+    out.emplace_back(h2, k2);
+    h0 = h1; h1 = h2; k0 = k1; k1 = k2;
+    const double frac = x - a;
+    if (frac < 1e-12) break;
+    x = 1.0 / frac;
+  }
+  return out;
+}
+
+// x*y/z - n/d (d > 0, z > 0) to about a double's relative precision of the difference itself:
+// (x*y*d - n*z) / (z*d) with the products split exactly (fma) before the cancellation.
+double residual(double x, double y, double z, int64_t n, int64_t d) {
+  const double xy = x * y, xy_lo = std::fma(x, y, -xy);
+  const double nz = static_cast<double>(n) * z, nz_lo = std::fma(static_cast<double>(n), z, -nz);
+  const double dd = static_cast<double>(d);
+  const double num = std::fma(xy, dd, -nz) + (xy_lo * dd - nz_lo);
+  return num / (z * dd);
+}
+
+// A Rational for these qparams that equals `exact` (the 65536 results, table_key order) on every
+// code pair, if one exists with a denominator up to 4096 (from the convergents of the ratios);
+// each candidate is checked on all pairs, so the kernels' result is exact by exhaustion.
+bool find_rational(bool is_mul, bool is_signed, double sa, int64_t za, double sb, int64_t zb,
+                   double so, int64_t zo, int64_t lo, int64_t hi, const uint8_t* exact,
+                   Rational* out) {
+  if (std::abs(zo) > 4096 || std::abs(za) > 4096 || std::abs(zb) > 4096) return false;
   const int first = is_signed ? -128 : 0;
-  // max |P| = max |a - za| * max |b - zb| over the codes.
+  // max |a - za|, max |b - zb| over the codes.
   const int64_t da = std::max(std::abs(first - za), std::abs(first + 255 - za));
   const int64_t db = std::max(std::abs(first - zb), std::abs(first + 255 - zb));
-  const int64_t pmax = da * db;
   auto holds = [&](const Rational& c) {
     for (int ka = 0; ka < 256; ++ka) {
       for (int kb = 0; kb < 256; ++kb) {
@@ -191,36 +229,35 @@ bool find_rational(bool is_signed, double sa, int64_t za, double sb, int64_t zb,
         const int32_t bv = is_signed ? static_cast<int8_t>(kb) : kb;
         const int32_t want = is_signed ? static_cast<int8_t>(exact[table_key(av, bv)])
                                        : exact[table_key(av, bv)];
-        if (rational_code((av - za) * (bv - zb), c) != want) return false;
+        if (rational_code(av, bv, za, zb, c) != want) return false;
       }
     }
     return true;
   };
-  // Continued-fraction convergents h/k of r.
-  int64_t h0 = 0, h1 = 1, k0 = 1, k1 = 0;
-  double x = r;
-  for (int it = 0; it < 40; ++it) {
-    const double a = std::floor(x);
-    if (a > 1e9) break;
-    const int64_t ai = static_cast<int64_t>(a);
-    const int64_t h2 = ai * h1 + h0, k2 = ai * k1 + k0;
-    if (k2 > 4096) break;
-    h0 = h1; h1 = h2; k0 = k1; k1 = k2;
-    const double q = static_cast<double>(h2) / static_cast<double>(k2);
-    // |P| * |r - N/Dn| must stay below 1/m over the range, and f's float spacing well below 1/m.
-    const double m = 2.0 * static_cast<double>(k2);
-    const double fmax = static_cast<double>(pmax) * q + std::fabs(static_cast<double>(zo)) + 1;
-    if (h2 > 0 && std::fabs(r - q) * static_cast<double>(pmax) * m < 1.0 &&
-        fmax * m < 0x1p20 && pmax <= (int64_t(1) << 20)) {
-      Rational c{};
+  Rational c{};
+  c.zpar = static_cast<int32_t>(zo & 1);
+  c.lo = static_cast<float>(lo);
+  c.hi = static_cast<float>(hi);
+  if (is_mul) {
+    const double r = sa * sb / so;
+    if (!(r > 0.0) || !(r < 4096.0)) return false;
+    const int64_t pmax = da * db;
+    if (pmax > (int64_t(1) << 20)) return false;
+    for (const auto& nd : convergents(r)) {
+      const int64_t N = nd.first, Dn = nd.second;
+      const double q = static_cast<double>(N) / static_cast<double>(Dn), m = 2.0 * Dn;
+      const double e = residual(sa, sb, so, N, Dn);
+      // |e| * |P| below 1/m; f's float spacing well below 1/m.
+      const double fmax = static_cast<double>(pmax) * q + std::abs(zo) + 1;
+      if (N <= 0 || std::fabs(e) * static_cast<double>(pmax) * m >= 1.0 || fmax * m >= 0x1p20) {
+        continue;
+      }
       c.c1 = static_cast<float>(q);
       c.c0 = static_cast<float>(static_cast<double>(zo) + 0.5 + 0.5 / m);
       c.h = static_cast<float>(1.0 / m);
-      c.lo = static_cast<float>(lo);
-      c.hi = static_cast<float>(hi);
-      // Which side of N/Dn the exact ratio lies (ties of the fraction go that way); when the
-      // double quotient cannot tell, each mode is tried.
-      const int side = std::fabs(r - q) > 8 * 0x1p-53 * r ? (r > q ? 1 : -1) : 0;
+      // The side of N/Dn the exact ratio lies on; when the residual is too small to tell
+      // (or 0), each mode is tried.
+      const int side = std::fabs(e) > 0x1p-60 * q ? (e > 0 ? 1 : -1) : 0;
       for (int mode : {side, 1, -1}) {
         if (side != 0 && mode != side) continue;
         c.mode = mode;
@@ -230,9 +267,38 @@ bool find_rational(bool is_signed, double sa, int64_t za, double sb, int64_t zb,
         }
       }
     }
-    const double frac = x - a;
-    if (frac < 1e-12) break;
-    x = 1.0 / frac;
+    return false;
+  }
+  const double ra = sa / so, rb = sb / so;
+  if (!(ra > 0.0 && ra < 4096.0 && rb > 0.0 && rb < 4096.0)) return false;
+  const auto ca = convergents(ra), cb = convergents(rb);
+  int tries = 0;
+  for (const auto& x : ca) {
+    for (const auto& y : cb) {
+      const int64_t Dn = std::lcm(x.second, y.second);
+      if (Dn > 4096) continue;
+      const int64_t Na = x.first * (Dn / x.second), Nb = y.first * (Dn / y.second);
+      const double m = 2.0 * static_cast<double>(Dn);
+      const double ea = residual(sa, 1.0, so, Na, Dn), eb = residual(sb, 1.0, so, Nb, Dn);
+      const double qa = static_cast<double>(Na) / Dn, qb = static_cast<double>(Nb) / Dn;
+      const double fmax = 255.0 * (qa + qb) + std::abs(zo) + (std::abs(za) * qa + std::abs(zb) * qb) + 1;
+      if ((std::fabs(ea) * da + std::fabs(eb) * db) * m >= 1.0 || fmax * m >= 0x1p20) continue;
+      // x's constant: zo - za*Na/Dn - zb*Nb/Dn (an integer over Dn).
+      const int64_t Nc = zo * Dn - za * Na - zb * Nb;
+      c.c1 = static_cast<float>(qa);
+      c.c1b = static_cast<float>(qb);
+      c.c0 = static_cast<float>(static_cast<double>(Nc) / Dn + 0.5 + 0.5 / m);
+      c.h = static_cast<float>(1.0 / m);
+      c.da = static_cast<float>(ea);
+      c.db = static_cast<float>(eb);
+      c.dc = static_cast<float>(-static_cast<double>(za) * ea - static_cast<double>(zb) * eb);
+      c.mode = 2;
+      if (holds(c)) {
+        *out = c;
+        return true;
+      }
+      if (++tries == 4) return false;  // each check costs 65536 evaluations
+    }
   }
   return false;
 }
@@ -251,10 +317,8 @@ void ExactCtx::after_call(int64_t n) const {
         t[table_key(av, bv)] = static_cast<uint8_t>(cached(av, bv));
       }
     }
-    if (is_mul_) {
-      e->has_rational =
-          find_rational(is_signed_, sa_, za_, sb_, zb_, so_, zo_, lo_, hi_, t.get(), &e->rational);
-    }
+    e->has_rational = find_rational(is_mul_, is_signed_, sa_, za_, sb_, zb_, so_, zo_, lo_, hi_,
+                                    t.get(), &e->rational);
     e->full.store(t.get(), std::memory_order_release);
     e->full_storage = std::move(t);
   });
