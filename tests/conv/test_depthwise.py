@@ -55,3 +55,19 @@ def test_torch_depthwise_is_wrong_here():
     assert torch.equal(y.int_repr().int(), e)
     if torch.equal(r.int_repr().int(), e):
         pytest.skip("PyTorch's depthwise is right on this input (fixed upstream?)")
+
+
+# Strided 3x3 on channels-last input: the avx512vnni kernel rearranges each input row's three-tap
+# windows per 16-channel block, for full blocks with one VPERMB (when the CPU has VBMI) over the
+# outputs whose taps lie inside the row, the edges and partial blocks the general way. Widths
+# where that inner range is empty, one pixel, or all but the edges; pads 0-2; strides 2 and 3;
+# 96 channels (whole blocks) and 40 (two blocks and a partial one).
+@pytest.mark.parametrize("C", [96, 40])
+@pytest.mark.parametrize("S,s,p", [(3, 2, 0), (4, 2, 1), (5, 2, 1), (9, 2, 2), (12, 2, 1),
+                                   (13, 3, 1), (8, 3, 0)])
+def test_depthwise_strided_channels_last(isa, C, S, s, p):
+    x, w, b = make(2, 2, C, C, S, 3, C, xzp=7)
+    x = x.contiguous(memory_format=torch.channels_last)
+    pq = torch.ops.qplugin.conv2d_prepack(w, b, [s, s], [p, p], [1, 1], C)
+    y = torch.ops.qplugin.conv2d(x, pq, 0.05, 100)
+    assert_qclose(y, exact(F.conv2d, x, w, b, 0.05, 100, stride=s, padding=p, groups=C))
