@@ -195,6 +195,19 @@ inline void prefetch_line(const char* p) {
 #endif
 }
 
+// One cache line into L1 (prefetcht0), for the lean walk over tables the caches hold (<= 16 MB):
+// their lines arrive from L2/L3 in tens of cycles, so a miss buffer is not held long, and the
+// row's loads then hit L1. On Zen 5 (1 MB L2), 8-bit rows of a 1.44 MB table: 64 columns 0.189
+// -> 0.165 ms, 128 columns 0.30 -> 0.236 ms for 81,920 rows (prefetcht2 before; distances 8-32
+// alike either way). The DRAM-bound walk keeps prefetcht2 (above).
+inline void prefetch_line_l1(const char* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetcht0 %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p, 0, 3);
+#endif
+}
+
 template <int Bits, class Ops, typename I>
 void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
   const I* __restrict idx = static_cast<const I*>(a.indices);
@@ -272,8 +285,8 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
         if (i + kPrefetch < pend) {
           const char* p =
               reinterpret_cast<const char*>(table + static_cast<int64_t>(idx[i + kPrefetch]) * rb);
-          for (int64_t off = 0; off < rb; off += 64) prefetch_line(p + off);
-          prefetch_line(p + rb - 1);
+          for (int64_t off = 0; off < rb; off += 64) prefetch_line_l1(p + off);
+          prefetch_line_l1(p + rb - 1);
         }
         take(i);
       }
