@@ -16,11 +16,7 @@ namespace binary {
 namespace avx2 {
 namespace {
 
-template <typename T>
-inline __m256i widen8(const T* x) {
-  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x));
-  return std::is_signed<T>::value ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
-}
+#include "kernels/simd/widen.h"  // inside this ISA namespace
 
 struct Consts {
   __m256 ra, rb, c, lo, hi, thr, absmask;

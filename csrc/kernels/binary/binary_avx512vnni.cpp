@@ -16,10 +16,7 @@ namespace binary {
 namespace avx512vnni {
 namespace {
 
-template <typename T>
-inline __m512i widen(__m128i v) {
-  return std::is_signed<T>::value ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
-}
+#include "kernels/simd/widen.h"  // inside this ISA namespace
 
 struct Consts {
   __m512 ra, rb, c, lo, hi, thr, absmask;

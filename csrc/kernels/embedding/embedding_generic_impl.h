@@ -182,27 +182,24 @@ struct PortableBatchOps : PortableOps {
 };
 
 
-// One cache line into L2 (prefetcht2). An asm statement, not __builtin_prefetch: GCC 12 deleted
-// the builtin's calls from this loop at -O1 and above (no prefetch in the object file). L2, not
-// L1: a prefetch into L1 holds one of its few miss buffers until the line arrives, which capped
-// the rows in flight; into L2 the 1M x 128 bench ran 0.63-0.75x PyTorch's time instead of ~1.0x
-// (measured on Zen 4, prefetcht0 / t1 / t2 / nta compared).
+// One cache line into L2 (prefetch_line, prefetcht2) or L1 (prefetch_line<true>, prefetcht0).
+// An asm statement, not __builtin_prefetch: GCC 12 deleted the builtin's calls from this loop at
+// -O1 and above (no prefetch in the object file).
+// - L2 for the DRAM-bound walk: a prefetch into L1 holds one of its few miss buffers until the
+//   line arrives, which capped the rows in flight; into L2 the 1M x 128 bench ran 0.63-0.75x
+//   PyTorch's time instead of ~1.0x (measured on Zen 4, prefetcht0 / t1 / t2 / nta compared).
+// - L1 for the lean walk over tables the caches hold (<= 16 MB): their lines arrive from L2/L3 in
+//   tens of cycles, so a miss buffer is not held long, and the row's loads then hit L1. On Zen 5
+//   (1 MB L2), 8-bit rows of a 1.44 MB table: 64 columns 0.189 -> 0.165 ms, 128 columns 0.30 ->
+//   0.236 ms for 81,920 rows (distances 8-32 alike either way).
+template <bool kL1 = false>
 inline void prefetch_line(const char* p) {
 #if defined(__x86_64__) || defined(__i386__)
-  asm volatile("prefetcht2 %0" : : "m"(*p));
-#else
-  __builtin_prefetch(p, 0, 3);
-#endif
-}
-
-// One cache line into L1 (prefetcht0), for the lean walk over tables the caches hold (<= 16 MB):
-// their lines arrive from L2/L3 in tens of cycles, so a miss buffer is not held long, and the
-// row's loads then hit L1. On Zen 5 (1 MB L2), 8-bit rows of a 1.44 MB table: 64 columns 0.189
-// -> 0.165 ms, 128 columns 0.30 -> 0.236 ms for 81,920 rows (prefetcht2 before; distances 8-32
-// alike either way). The DRAM-bound walk keeps prefetcht2 (above).
-inline void prefetch_line_l1(const char* p) {
-#if defined(__x86_64__) || defined(__i386__)
-  asm volatile("prefetcht0 %0" : : "m"(*p));
+  if (kL1) {
+    asm volatile("prefetcht0 %0" : : "m"(*p));
+  } else {
+    asm volatile("prefetcht2 %0" : : "m"(*p));
+  }
 #else
   __builtin_prefetch(p, 0, 3);
 #endif
@@ -285,8 +282,8 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
         if (i + kPrefetch < pend) {
           const char* p =
               reinterpret_cast<const char*>(table + static_cast<int64_t>(idx[i + kPrefetch]) * rb);
-          for (int64_t off = 0; off < rb; off += 64) prefetch_line_l1(p + off);
-          prefetch_line_l1(p + rb - 1);
+          for (int64_t off = 0; off < rb; off += 64) prefetch_line<true>(p + off);
+          prefetch_line<true>(p + rb - 1);
         }
         take(i);
       }

@@ -17,11 +17,7 @@ namespace softmax {
 namespace avx2 {
 namespace {
 
-template <typename T>
-inline __m256i widen8(const T* x) {
-  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x));
-  return std::is_signed<T>::value ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
-}
+#include "kernels/simd/widen.h"  // inside this ISA namespace
 
 template <typename T>
 inline __m128i max16(__m128i a, __m128i b) {

@@ -15,10 +15,7 @@ namespace softmax {
 namespace avx512vnni {
 namespace {
 
-template <typename T>
-inline __m512i widen(__m128i v) {
-  return std::is_signed<T>::value ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
-}
+#include "kernels/simd/widen.h"  // inside this ISA namespace
 
 template <typename T>
 inline __m128i max16(__m128i a, __m128i b) {
