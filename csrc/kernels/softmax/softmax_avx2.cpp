@@ -108,13 +108,7 @@ void cols(const T* x, T* y, int64_t D, int64_t inner, int64_t j0, int64_t j1, co
         }
         alignas(16) T tmp[16];
         _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
-        const T* xt = x + t * inner + j;
-        for (uint32_t u = und; u; u &= u - 1) {
-          const int l = __builtin_ctz(u);
-          if (S[l] < 0) S[l] = generic::row_sum(x + j + l, inner, D, mm[l], p);
-          tmp[l] = static_cast<T>(
-              generic::out_code(p.etab[mm[l] - static_cast<int32_t>(xt[l])], S[l], p));
-        }
+        generic::fix_columns(tmp, und, x, t, inner, j, D, mm, S, p);
         b = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
       }
       _mm_storel_epi64(reinterpret_cast<__m128i*>(y + t * inner + j), b);
@@ -162,13 +156,9 @@ inline void row_out(const T* xr, T* yr, int64_t D, int32_t mx, float invf, const
     __m128i b = codes8<T>(_mm256_sub_epi32(m, widen8(xi)), inv, c, &und);
     und &= (1u << n) - 1u;
     if (und) {
-      if (S < 0) S = generic::row_sum(xr, 1, D, mx, p);
       alignas(16) T tmp[16];
       _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
-      for (uint32_t u = und; u; u &= u - 1) {
-        const int l = __builtin_ctz(u);
-        tmp[l] = static_cast<T>(generic::out_code(p.etab[mx - static_cast<int32_t>(xi[l])], S, p));
-      }
+      generic::fix_row(tmp, und, xi, xr, D, mx, &S, p);
       b = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
     }
     if (n == 8) {
@@ -188,21 +178,10 @@ void rows(const T* x, T* y, int64_t D, int64_t nrows, const Params& p) {
     return;
   }
   const Consts c(p);
-  // Eight rows per phase: a row's max, sum and division are one latency chain; the rows of a
-  // block are independent, so their chains overlap.
-  constexpr int64_t kRows = 8;
-  for (int64_t r0 = 0; r0 < nrows; r0 += kRows) {
-    const int64_t nb = nrows - r0 < kRows ? nrows - r0 : kRows;
-    const T* xb = x + r0 * D;
-    int32_t mx[kRows];
-    double Sv[kRows];
-    for (int64_t b = 0; b < nb; ++b) mx[b] = generic::row_max(xb + b * D, 1, D);
-    for (int64_t b = 0; b < nb; ++b) Sv[b] = row_sum8(xb + b * D, D, mx[b], p, c);
-    for (int64_t b = 0; b < nb; ++b) {
-      row_out(xb + b * D, y + (r0 + b) * D, D, mx[b], static_cast<float>(1.0 / (Sv[b] * p.os)),
-              p, c);
-    }
-  }
+  generic::rows_in_phases(
+      x, y, D, nrows, p, [&](const T* xr) { return generic::row_max(xr, 1, D); },
+      [&](const T* xr, int32_t mx) { return row_sum8(xr, D, mx, p, c); },
+      [&](const T* xr, T* yr, int32_t mx, float inv) { row_out(xr, yr, D, mx, inv, p, c); });
 }
 
 }  // namespace

@@ -51,6 +51,54 @@ inline void row(const T* x, T* y, int64_t step, int64_t D, const Params& p) {
   }
 }
 
+// The vector kernels' lanes their fast path left undecided (bit l of und: lane l of the vector
+// of codes tmp), recomputed by the reference in tmp. Columns form: lane l is column j + l of the
+// [D][inner] slice x at position t, with max code ms[l] and the reference's sum S[l] (summed on
+// first need: S[l] < 0 until then).
+template <typename T>
+inline void fix_columns(T* tmp, uint32_t und, const T* x, int64_t t, int64_t inner, int64_t j,
+                        int64_t D, const int32_t* ms, double* S, const Params& p) {
+  const T* xt = x + t * inner + j;
+  for (uint32_t u = und; u; u &= u - 1) {
+    const int l = __builtin_ctz(u);
+    if (S[l] < 0) S[l] = row_sum(x + j + l, inner, D, ms[l], p);
+    tmp[l] = static_cast<T>(out_code(p.etab[ms[l] - static_cast<int32_t>(xt[l])], S[l], p));
+  }
+}
+
+// Rows form: lane l holds the code xs[l] of the row xr (D codes, max mx); *S the reference's
+// sum of the row, summed on first need (< 0 until then).
+template <typename T>
+inline void fix_row(T* tmp, uint32_t und, const T* xs, const T* xr, int64_t D, int32_t mx,
+                    double* S, const Params& p) {
+  if (*S < 0) *S = row_sum(xr, 1, D, mx, p);
+  for (uint32_t u = und; u; u &= u - 1) {
+    const int l = __builtin_ctz(u);
+    tmp[l] = static_cast<T>(out_code(p.etab[mx - static_cast<int32_t>(xs[l])], *S, p));
+  }
+}
+
+// The vector kernels' rows form, eight rows per phase: a row's max, sum and division are one
+// latency chain, the rows of a block are independent, so their chains overlap. max_of(row) is the
+// row's max code, sum_of(row, max) its sum S' (any order), out(row, y_row, max, float(1 / (S' *
+// os))) writes its codes.
+template <typename T, typename MaxOf, typename SumOf, typename Out>
+inline void rows_in_phases(const T* x, T* y, int64_t D, int64_t nrows, const Params& p,
+                           MaxOf max_of, SumOf sum_of, Out out) {
+  constexpr int64_t kRows = 8;
+  for (int64_t r0 = 0; r0 < nrows; r0 += kRows) {
+    const int64_t nb = nrows - r0 < kRows ? nrows - r0 : kRows;
+    const T* xb = x + r0 * D;
+    int32_t mx[kRows];
+    double Sv[kRows];
+    for (int64_t b = 0; b < nb; ++b) mx[b] = max_of(xb + b * D);
+    for (int64_t b = 0; b < nb; ++b) Sv[b] = sum_of(xb + b * D, mx[b]);
+    for (int64_t b = 0; b < nb; ++b) {
+      out(xb + b * D, y + (r0 + b) * D, mx[b], static_cast<float>(1.0 / (Sv[b] * p.os)));
+    }
+  }
+}
+
 // Columns [j0, j1) of a [D][inner] slice, kBlock columns at a time so the walks over t read
 // whole cache lines.
 template <typename T>
