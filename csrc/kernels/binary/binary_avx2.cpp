@@ -176,24 +176,35 @@ void run_impl(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, c
 // int32, clamped.
 struct RatConsts {
   __m256 za, zb, c1, c1b, c0, h, da, db, dc, lo, hi, one, zpar;
+  __m256i za16, zb16;  // (z & 0xFFFF, 0) word pairs (uint8 codes: P by VPMADDWD)
   RatConsts(const Params& p, const Rational& r)
       : za(_mm256_set1_ps(static_cast<float>(p.za))), zb(_mm256_set1_ps(static_cast<float>(p.zb))),
         c1(_mm256_set1_ps(r.c1)), c1b(_mm256_set1_ps(r.c1b)), c0(_mm256_set1_ps(r.c0)),
         h(_mm256_set1_ps(r.h)), da(_mm256_set1_ps(r.da)), db(_mm256_set1_ps(r.db)),
         dc(_mm256_set1_ps(r.dc)), lo(_mm256_set1_ps(r.lo)), hi(_mm256_set1_ps(r.hi)),
-        one(_mm256_set1_ps(1.0f)), zpar(_mm256_set1_ps(static_cast<float>(r.zpar))) {}
+        one(_mm256_set1_ps(1.0f)), zpar(_mm256_set1_ps(static_cast<float>(r.zpar))),
+        za16(_mm256_set1_epi32(p.za & 0xFFFF)), zb16(_mm256_set1_epi32(p.zb & 0xFFFF)) {}
 };
 
 // kMode: Rational::mode (+1, -1, 0: mul; 2: add). kClamp: [lo, hi] narrower than the type's
 // range (else the saturating packs clamp).
-template <int kMode, bool kClamp>
+// kU8: zero-extended codes, whose differences to zero points within +-4096 (binary_plan.cpp)
+// fit the low word: P by one VPMADDWD of (code - z, 0) word pairs, exact like the float product.
+template <int kMode, bool kClamp, bool kU8>
 inline __m256i rational8(__m256i ai, __m256i bi, const RatConsts& k) {
-  const __m256 fa = _mm256_cvtepi32_ps(ai), fb = _mm256_cvtepi32_ps(bi);
-  __m256 P, f;
+  __m256 fa, fb, P, f;
   if (kMode == 2) {
+    fa = _mm256_cvtepi32_ps(ai);
+    fb = _mm256_cvtepi32_ps(bi);
     f = _mm256_fmadd_ps(fa, k.c1, _mm256_fmadd_ps(fb, k.c1b, k.c0));
   } else {
-    P = _mm256_mul_ps(_mm256_sub_ps(fa, k.za), _mm256_sub_ps(fb, k.zb));
+    if (kU8) {
+      P = _mm256_cvtepi32_ps(
+          _mm256_madd_epi16(_mm256_sub_epi16(ai, k.za16), _mm256_sub_epi16(bi, k.zb16)));
+    } else {
+      P = _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(ai), k.za),
+                        _mm256_sub_ps(_mm256_cvtepi32_ps(bi), k.zb));
+    }
     f = _mm256_fmadd_ps(P, k.c1, k.c0);
   }
   __m256 q = _mm256_floor_ps(f);
@@ -235,7 +246,7 @@ void run_rational(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t 
   for (; i + 32 <= n; i += 32) {
     __m256i q[4];
     for (int j = 0; j < 4; ++j) {
-      q[j] = rational8<kMode, kClamp>(as ? widen8<T>(a + i + 8 * j) : abc,
+      q[j] = rational8<kMode, kClamp, !std::is_signed<T>::value>(as ? widen8<T>(a + i + 8 * j) : abc,
                               bs ? widen8<T>(b + i + 8 * j) : bbc, k);
     }
     // In [lo, hi]: the saturating packs keep every value; then the dword order restored.
