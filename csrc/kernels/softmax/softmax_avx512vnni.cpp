@@ -17,11 +17,6 @@ namespace {
 
 #include "kernels/simd/widen.h"  // inside this ISA namespace
 
-template <typename T>
-inline __m128i max16(__m128i a, __m128i b) {
-  return std::is_signed<T>::value ? _mm_max_epi8(a, b) : _mm_max_epu8(a, b);
-}
-
 struct Consts {
   __m512 rcap, thr, absmask, e_hi, e_lo0, e_lo1;
   __m512i zp, qmin, qmax;
