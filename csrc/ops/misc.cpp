@@ -1,10 +1,13 @@
-// Library-level ops: the ISA in use and the torch version qplugin was built against.
+// Library-level ops: the ISA in use, the torch version qplugin was built against, and the pool of
+// output buffers.
 // Changes with: kernels/dispatch.{h,cpp}, qplugin/_loader.py.
 #include <torch/library.h>
 #include <torch/version.h>
 
 #include <string>
+#include <vector>
 
+#include "driver/output_pool.h"
 #include "kernels/dispatch.h"
 #include "ops/schemas.h"
 
@@ -32,6 +35,15 @@ std::string detected_cpu_isa() { return kernels::isa_name(kernels::detected_isa(
 
 std::string build_torch_version() { return TORCH_VERSION; }
 
+// The pool of large output buffers (driver/output_pool.h): idle bytes, idle buffers, reused and
+// fresh allocations, limit in bytes.
+std::vector<int64_t> output_pool_stats() {
+  const driver::OutputPoolStats s = driver::output_pool_stats();
+  return {s.idle_bytes, s.idle_buffers, s.reused, s.fresh, s.limit_bytes};
+}
+
+int64_t release_output_pool() { return driver::release_output_pool(); }
+
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
@@ -44,6 +56,8 @@ void define_misc(torch::Library& m) {
   m.def("_detected_cpu_isa() -> str", &qplugin::ops::detected_cpu_isa);
   m.def("_set_cpu_isa(str isa) -> str", &qplugin::ops::set_cpu_isa);
   m.def("_build_torch_version() -> str", &qplugin::ops::build_torch_version);
+  m.def("_output_pool_stats() -> int[]", &qplugin::ops::output_pool_stats);
+  m.def("_release_output_pool() -> int", &qplugin::ops::release_output_pool);
 }
 
 }  // namespace schemas

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/dynamic/gemm_f16.h"
+#include "driver/output_pool.h"
 #include "packed/serialization.h"
 
 namespace qplugin {
@@ -57,7 +58,7 @@ at::Tensor LinearPackedParamsFp16::apply(const at::Tensor& x) const {
               "]), got ", x.size(-1), " (input shape ", x.sizes(), ")");
   std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
   out_sizes.back() = out_features();
-  at::Tensor y = at::empty(out_sizes, x.options());
+  at::Tensor y = driver::empty_pooled_float(out_sizes);  // x is float32 (checked above)
   const int64_t M = c10::multiply_integers(x.sizes().slice(0, x.dim() - 1));
   const int64_t N = out_features();
   if (M == 0 || N == 0) return y;

@@ -12,6 +12,7 @@
 
 #include "common/checks.h"
 #include "kernels/dynamic/quant_act.h"
+#include "driver/output_pool.h"
 #include "common/non_differentiable.h"
 #include "ops/cpu/linear_dynamic.h"
 #include "packed/linear_fp16_packed_params.h"
@@ -97,7 +98,8 @@ at::Tensor linear_dynamic_cpu(const at::Tensor& x, const Packed& w, bool reduce_
   std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
   out_sizes.back() = N;
   checks::check_numel(op, "an output (batch..., out_features)", out_sizes);
-  at::Tensor y = at::empty(out_sizes, x.options().dtype(at::kFloat));
+  // Large outputs from the pool of mapped buffers (driver/output_pool.h: no page faults).
+  at::Tensor y = driver::empty_pooled_float(out_sizes);
   const int64_t M = c10::multiply_integers(x.sizes().slice(0, x.dim() - 1));
   if (M == 0 || N == 0) return y;
   const at::Tensor xc = x.contiguous();

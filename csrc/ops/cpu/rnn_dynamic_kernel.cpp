@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "driver/output_pool.h"
 #include "common/non_differentiable.h"
 #include "ops/cpu/linear_dynamic.h"
 #include "packed/cell_params.h"
@@ -130,10 +131,9 @@ std::vector<at::Tensor> rnn_layer(const char* op, const at::Tensor& x,
   const auto opts = x.options().dtype(at::kFloat);
   at::Tensor h = h0.contiguous().clone();
   at::Tensor c = Lstm ? c0->contiguous().clone() : at::Tensor();
-  at::Tensor out = at::empty(batch_sizes.has_value() && batch_sizes->defined()
-                                 ? std::vector<int64_t>{p.rows, H}
-                                 : std::vector<int64_t>{p.T, p.B, H},
-                             opts);
+  at::Tensor out = driver::empty_pooled_float(batch_sizes.has_value() && batch_sizes->defined()
+                                                 ? std::vector<int64_t>{p.rows, H}
+                                                 : std::vector<int64_t>{p.T, p.B, H});
   if (p.rows == 0 || H == 0) {
     if (Lstm) return {out, h, c};
     return {out, h};
@@ -141,7 +141,7 @@ std::vector<at::Tensor> rnn_layer(const char* op, const at::Tensor& x,
   std::vector<uint8_t> scratch;
   // Input projection of every step at once (one quantization of the whole sequence).
   const at::Tensor xc = x.contiguous();
-  at::Tensor ig = at::empty({p.rows, G}, opts);
+  at::Tensor ig = driver::empty_pooled_float({p.rows, G});
   w_ih.run(op, xc.view({p.rows, p.I}), p.rows, ig, scratch);
   at::Tensor hg_buf = at::empty({p.B, G}, opts);
   at::Tensor tanh_buf = Lstm ? at::empty({p.B, H}, opts) : at::Tensor();
