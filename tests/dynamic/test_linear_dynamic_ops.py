@@ -30,7 +30,10 @@ def qweight(N, K, per_channel=False, zp=0, seed=0):
     w = torch.randn(N, K, generator=g) * 0.2
     if per_channel:
         scales = (w.abs().amax(1) / 127).clamp_min(1e-6).double()
-        zps = torch.full([N], zp, dtype=torch.int64)
+        # zp="varying": a different zero point per channel (-3..3), so that the per-channel
+        # zero-point term of the column offsets is checked channel by channel
+        zps = ((torch.arange(N) % 7) - 3 if zp == "varying"
+               else torch.full([N], zp, dtype=torch.int64))
         return w, torch.quantize_per_channel(w, scales, zps, 0, torch.qint8)
     return w, torch.quantize_per_tensor(w, float(w.abs().max() / 127), zp, torch.qint8)
 
@@ -55,12 +58,12 @@ SHAPES = [((1, 16), 8), ((4, 33), 17), ((7, 64), 64), ((2, 3, 100), 70), ((32, 7
 
 @pytest.mark.parametrize("shape,N", SHAPES)
 @pytest.mark.parametrize("reduce_range", [True, False])
-@pytest.mark.parametrize("wkind", ["tensor", "channel", "tensor_zp"])
+@pytest.mark.parametrize("wkind", ["tensor", "channel", "tensor_zp", "channel_zp"])
 @pytest.mark.parametrize("relu", [False, True])
 def test_linear_dynamic_exact(isa, shape, N, reduce_range, wkind, relu):
     K = shape[-1]
-    w, qw = qweight(N, K, per_channel=wkind == "channel", zp=5 if wkind == "tensor_zp" else 0,
-                    seed=K * N)
+    zp = {"tensor_zp": 5, "channel_zp": "varying"}.get(wkind, 0)
+    w, qw = qweight(N, K, per_channel=wkind.startswith("channel"), zp=zp, seed=K * N)
     bias = torch.randn(N)
     x = torch.randn(*shape) * 3 + 0.5
     packed = ops.linear_prepack(qw, bias)
