@@ -1,10 +1,17 @@
-// AVX2 int8 multiply-add peak of one core (a benchmark, not a test): 12 independent accumulator
-// chains of (a) VPMADDWD + VPADDD (16 MACs: qplugin's widened exact tile) and (b) VPMADDUBSW +
-// VPMADDWD by ones + VPADDD (32 MACs: FBGEMM's tile and qplugin's 7-bit tile), registers only.
+// int8 multiply-add peak of one core (a benchmark, not a test), registers only:
+//  (a) AVX2 VPMADDWD + VPADDD (16 MACs a ymm: qplugin's widened exact tile),
+//  (b) AVX2 VPMADDUBSW + VPMADDWD by ones + VPADDD (32 MACs: FBGEMM's tile, qplugin's 7-bit tile),
+//  (c) on AVX512-VNNI CPUs: VPDPBUSD on ymm (32 MACs) and on zmm (64 MACs),
+// each over 12 (AVX2) or 24 (VNNI) independent accumulators, the whole loop in one asm block.
+// Before 2026-12-05 the chains were separate asm statements on an array, and GCC stored every
+// accumulator to the stack each iteration (12 stores an iteration). On a Zen 5 the AVX2 figures
+// are the same either way (VPMADDWD 121.9 vs 123.5, VPMADDUBSW 143.6 both), but a VNNI loop
+// written that way measured 188 instead of 574 GMAC/s (zmm): where stores are the narrower port
+// (Zen 3: one 256-bit store a cycle), the AVX2 peaks quoted before that date (docs/benchmarks.md,
+// Zen 3: 82 / 41 GMAC/s) may be the store port's; re-measure them with this version.
 // CPU time of the calling thread, so other processes on a shared machine do not count.
 //
-//   g++ -O2 -mavx2 tools/bench/int8_peak_avx2.cpp -o /tmp/int8_peak && /tmp/int8_peak
-#include <immintrin.h>
+//   g++ -O2 tools/bench/int8_peak_avx2.cpp -o /tmp/int8_peak && /tmp/int8_peak
 #include <time.h>
 
 #include <cstdio>
@@ -15,42 +22,88 @@ static double now() {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-template <bool UBSW>
-double gmacs(long iters) {
-  __m256i a = _mm256_set1_epi16(3), b = _mm256_set1_epi16(5), ones = _mm256_set1_epi16(1);
-  __m256i c[12];
-  for (int i = 0; i < 12; i++) c[i] = _mm256_set1_epi32(i);
+#define QP_CLOBBER_YMM                                                                     \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
+      "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
+
+// ymm0 = a, ymm1 = b, ymm2 = ones (words), ymm3 = the product (renamed every time), ymm4..15 the
+// 12 accumulators.
+#define QP_WD(r) "vpmaddwd %%ymm1, %%ymm0, %%ymm3\n\tvpaddd %%ymm3, %%ymm" #r ", %%ymm" #r "\n\t"
+#define QP_UB(r)                                                                             \
+  "vpmaddubsw %%ymm1, %%ymm0, %%ymm3\n\tvpmaddwd %%ymm2, %%ymm3, %%ymm3\n\t"                   \
+  "vpaddd %%ymm3, %%ymm" #r ", %%ymm" #r "\n\t"
+#define QP_12(X) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define QP_INIT                                                                              \
+  "vpcmpeqw %%ymm2, %%ymm2, %%ymm2\n\tvpsrlw $15, %%ymm2, %%ymm2\n\t"                          \
+  "vpxor %%ymm0, %%ymm0, %%ymm0\n\tvpxor %%ymm1, %%ymm1, %%ymm1\n\t"
+
+double avx2_wd(long iters) {
   const double t0 = now();
-  for (long it = 0; it < iters; it++) {
-#define S(i)                                                                                   \
-  {                                                                                            \
-    __m256i t;                                                                                 \
-    if (UBSW)                                                                                  \
-      asm volatile("vpmaddubsw %[b],%[a],%[t]\n\tvpmaddwd %[o],%[t],%[t]\n\tvpaddd %[t],%[c],%[c]" \
-                   : [c] "+x"(c[i]), [t] "=&x"(t) : [a] "x"(a), [b] "x"(b), [o] "x"(ones));   \
-    else                                                                                       \
-      asm volatile("vpmaddwd %[b],%[a],%[t]\n\tvpaddd %[t],%[c],%[c]"                         \
-                   : [c] "+x"(c[i]), [t] "=&x"(t) : [a] "x"(a), [b] "x"(b));                  \
+  asm volatile(QP_INIT "1:\n\t" QP_12(QP_WD) "dec %0\n\tjnz 1b\n\tvzeroupper"
+               : "+r"(iters)::"cc", QP_CLOBBER_YMM);
+  return 12.0 * 16 / (now() - t0);
+}
+
+double avx2_ub(long iters) {
+  const double t0 = now();
+  asm volatile(QP_INIT "1:\n\t" QP_12(QP_UB) "dec %0\n\tjnz 1b\n\tvzeroupper"
+               : "+r"(iters)::"cc", QP_CLOBBER_YMM);
+  return 12.0 * 32 / (now() - t0);
+}
+
+// VPDPBUSD: a = ymm0/zmm0, b = 1, accumulators 2..25.
+#define QP_DP(R, r) "vpdpbusd %%" R "1, %%" R "0, %%" R #r "\n\t"
+#define QP_24(X, R)                                                                          \
+  X(R, 2) X(R, 3) X(R, 4) X(R, 5) X(R, 6) X(R, 7) X(R, 8) X(R, 9) X(R, 10) X(R, 11) X(R, 12)  \
+  X(R, 13) X(R, 14) X(R, 15) X(R, 16) X(R, 17) X(R, 18) X(R, 19) X(R, 20) X(R, 21) X(R, 22)   \
+  X(R, 23) X(R, 24) X(R, 25)
+#define QP_CLOBBER_ZMM                                                                        \
+  QP_CLOBBER_YMM, "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",     \
+      "xmm24", "xmm25"
+
+__attribute__((target("avx512f,avx512vl,avx512vnni"))) double vnni_ymm(long iters) {
+  const double t0 = now();
+  asm volatile("vpxord %%zmm0, %%zmm0, %%zmm0\n\tvpxord %%zmm1, %%zmm1, %%zmm1\n\t1:\n\t" QP_24(
+                   QP_DP, "ymm") "dec %0\n\tjnz 1b\n\tvzeroupper"
+               : "+r"(iters)::"cc", QP_CLOBBER_ZMM);
+  return 24.0 * 32 / (now() - t0);
+}
+
+__attribute__((target("avx512f,avx512vl,avx512vnni"))) double vnni_zmm(long iters) {
+  const double t0 = now();
+  asm volatile("vpxord %%zmm0, %%zmm0, %%zmm0\n\tvpxord %%zmm1, %%zmm1, %%zmm1\n\t1:\n\t" QP_24(
+                   QP_DP, "zmm") "dec %0\n\tjnz 1b\n\tvzeroupper"
+               : "+r"(iters)::"cc", QP_CLOBBER_ZMM);
+  return 24.0 * 64 / (now() - t0);
+}
+
+template <class F>
+double best_gmacs(F f, long iters) {
+  double best = 0;
+  for (int r = 0; r < 3; r++) {
+    const double x = f(iters) * iters / 1e9;
+    best = x > best ? x : best;
   }
-    S(0) S(1) S(2) S(3) S(4) S(5) S(6) S(7) S(8) S(9) S(10) S(11)
-#undef S
-  }
-  const double s = now() - t0;
-  volatile int sink = _mm256_extract_epi32(c[0], 0) + _mm256_extract_epi32(c[11], 0);
-  (void)sink;
-  return double(iters) * 12 * (UBSW ? 32 : 16) / s / 1e9;
+  return best;
 }
 
 int main() {
-  const long n = 100000000;
-  double wd = 0, ub = 0;
-  for (int r = 0; r < 3; r++) {  // best of 3
-    const double x = gmacs<false>(n), y = gmacs<true>(n);
-    wd = x > wd ? x : wd;
-    ub = y > ub ? y : ub;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2")) {
+    std::printf("no AVX2 on this CPU\n");
+    return 0;
   }
-  std::printf("VPMADDWD + VPADDD (exact for all u8 x s8):      %.1f GMAC/s = %.0f GOPS\n", wd,
+  const long n = 50000000;
+  const double wd = best_gmacs(avx2_wd, n), ub = best_gmacs(avx2_ub, n);
+  std::printf("AVX2 VPMADDWD + VPADDD (exact for all u8 x s8):   %6.1f GMAC/s = %4.0f GOPS\n", wd,
               2 * wd);
-  std::printf("VPMADDUBSW + VPMADDWD(1) + VPADDD (7-bit A):    %.1f GMAC/s = %.0f GOPS\n", ub,
+  std::printf("AVX2 VPMADDUBSW + VPMADDWD(1) + VPADDD (7-bit A): %6.1f GMAC/s = %4.0f GOPS\n", ub,
               2 * ub);
+  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl")) {
+    const double y = best_gmacs(vnni_ymm, n), z = best_gmacs(vnni_zmm, n);
+    std::printf("AVX512-VNNI VPDPBUSD ymm:                         %6.1f GMAC/s = %4.0f GOPS\n", y,
+                2 * y);
+    std::printf("AVX512-VNNI VPDPBUSD zmm:                         %6.1f GMAC/s = %4.0f GOPS\n", z,
+                2 * z);
+  }
 }
