@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -446,6 +447,128 @@ void run_igemm_skip(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_
   });
 }
 
+// Implicit GEMM for one output phase of a transposed conv (Phase::nseg > 0 on a transposed plan;
+// packing: conv_packed_params.cpp). Phase position j (output o = r + j * s) reads, for tap kk,
+// input i = j + c(kk) with c(kk) = (r + p - kk * d) / s. The input is copied once into a
+// zero-point-padded NDHWC buffer (lo[i] before, hi[i] after, enough for every tap of the phase);
+// then the A row of j is nseg = taps_d * taps_h spans of taps_w * C_in bytes (the W taps in
+// descending order read consecutive pixels, dilation_w being 1), read in place, and the output
+// rows are the phase's strided pixels (igemm's c_rows). Equal to run_phase's im2col result:
+// the same products, with the padding's (A - a_zp) * w = 0.
+void run_igemm_transposed(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
+                          const int64_t in[3], uint8_t* y, const int64_t out[3],
+                          const ConvRequant& rq) {
+  const QGemmKernels& k = *p.gemm_;
+  const int64_t C = p.Cin_, Cout = p.Cout_;
+  int64_t P[3], cmin[3], cmax[3], lo[3], hi[3], ip[3];
+  for (int i = 0; i < 3; ++i) {
+    const int64_t s = p.s_[i];
+    P[i] = out[i] > ph.r[i] ? div_up(out[i] - ph.r[i], s) : 0;
+    cmin[i] = INT64_MAX;
+    cmax[i] = INT64_MIN;
+    for (const int64_t kk : ph.taps[i]) {
+      const int64_t v = ph.r[i] + p.p_[i] - kk * p.d_[i];  // divisible by s (the phase's taps)
+      const int64_t c = v >= 0 ? v / s : -((-v) / s);
+      cmin[i] = std::min(cmin[i], c);
+      cmax[i] = std::max(cmax[i], c);
+    }
+    lo[i] = std::max<int64_t>(0, -cmin[i]);
+    hi[i] = std::max<int64_t>(0, (P[i] - 1 + cmax[i]) - (in[i] - 1));
+    ip[i] = in[i] + lo[i] + hi[i];
+  }
+  const int64_t pix = P[0] * P[1] * P[2], M = N * pix;
+  if (M == 0) return;
+  const int64_t Tw = static_cast<int64_t>(ph.taps[2].size());
+  TORCH_INTERNAL_ASSERT(cmax[2] - cmin[2] == Tw - 1, "qplugin: transposed igemm W taps");
+  const int64_t threads = at::get_num_threads();
+  const int64_t K = ph.nseg * ph.kseg;
+  const bool serial = threads <= 1 || M * Cout * K < kMinParallelMacs || at::in_parallel_region();
+  const uint8_t zp = static_cast<uint8_t>(rq.in_zp);
+  // The padded copy (rows of ip[2] * C bytes; 64 bytes of slack for the last span's k-group).
+  const int64_t rowb = ip[2] * C, nrows = N * ip[0] * ip[1];
+  std::unique_ptr<uint8_t[]> xpad(new uint8_t[static_cast<size_t>(nrows * rowb + 64)]);
+  uint8_t* xp = xpad.get();
+  std::memset(xp + nrows * rowb, zp, 64);
+  const int64_t lb = lo[2] * C, wb = in[2] * C;
+  auto body = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t ih = r % ip[1] - lo[1], q = r / ip[1];
+      const int64_t id = q % ip[0] - lo[0], n = q / ip[0];
+      uint8_t* d = xp + r * rowb;
+      if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1]) {
+        std::memset(d, zp, static_cast<size_t>(rowb));
+        continue;
+      }
+      std::memset(d, zp, static_cast<size_t>(lb));
+      std::memcpy(d + lb, x + ((n * in[0] + id) * in[1] + ih) * wb, static_cast<size_t>(wb));
+      std::memset(d + lb + wb, zp, static_cast<size_t>(rowb - lb - wb));
+    }
+  };
+  if (serial) body(0, nrows);
+  else at::parallel_for(0, nrows, 16, body);
+  // One K range per (kd, kh) tap pair, relative to the pixel (j_d, j_h, j_w + c_w) of the
+  // padded input, c_w the first (largest) W tap's offset.
+  std::vector<kernels::gemm::IgemmSeg> segs(static_cast<size_t>(ph.nseg));
+  {
+    int64_t sg = 0;
+    for (const int64_t td : ph.taps[0])
+      for (const int64_t th : ph.taps[1]) {
+        const int64_t cd = (ph.r[0] + p.p_[0] - td * p.d_[0]) / p.s_[0];
+        const int64_t ch = (ph.r[1] + p.p_[1] - th * p.d_[1]) / p.s_[1];
+        segs[sg] = {((cd + lo[0]) * ip[1] + (ch + lo[1])) * rowb + (cmin[2] + lo[2]) * C,
+                    sg * ph.kseg, ph.kseg};
+        ++sg;
+      }
+  }
+  // Column offsets (qgemm.h) with every weight zero point 0: a_zp * colsum[n].
+  std::vector<int32_t> col_off(static_cast<size_t>(Cout));
+  for (int64_t n = 0; n < Cout; ++n)
+    col_off[n] = static_cast<int32_t>(static_cast<uint32_t>(
+        static_cast<uint64_t>(static_cast<int64_t>(rq.in_zp) * ph.col_sums[n])));
+  const int32_t a7 = k.a_7bit_fast && rq.in_zp >= 0 && rq.in_zp <= 127 &&
+                             all_bytes_7bit(x, N * in[0] * in[1] * in[2] * C)
+                         ? 1
+                         : 0;
+  QGemmEpilogue e{col_off.data(), p.w_zp_i32_.data(), 0, nullptr, rq.bias_q, rq.mult,
+                  rq.lo, rq.hi, rq.out_zp, a7};
+  int64_t MB = kIm2colBytes / std::max<int64_t>(K, 1);
+  MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
+  if (!serial) MB = balanced_rows(M, MB, k.mr, threads);
+  const int64_t mblocks = div_up(M, MB);
+  const int64_t panels = div_up(Cout, k.nr);
+  int64_t nblocks = 1;
+  if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
+  const int8_t* pb = ph.packed_ind.data_ptr<int8_t>();
+  const int64_t img = ip[0] * ip[1] * rowb;
+  const int64_t out_pix = out[0] * out[1] * out[2];
+  auto task_range = [&](int64_t b0, int64_t b1) {
+    std::vector<const uint8_t*> rows(static_cast<size_t>(MB));
+    std::vector<int64_t> crows(static_cast<size_t>(MB));
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t mb = b / nblocks, nb = b % nblocks;
+      const int64_t m0 = mb * MB, m1 = std::min(M, m0 + MB);
+      const int64_t pn0 = nb * panels / nblocks, pn1 = (nb + 1) * panels / nblocks;
+      const int64_t n0 = pn0 * k.nr, n1 = std::min(Cout, pn1 * k.nr);
+      if (n1 <= n0) continue;
+      int64_t n = m0 / pix, q = m0 % pix;
+      int64_t jw = q % P[2];
+      q /= P[2];
+      int64_t jh = q % P[1], jd = q / P[1];
+      for (int64_t m = m0; m < m1; ++m) {
+        rows[m - m0] = xp + n * img + (jd * ip[1] + jh) * rowb + jw * C;
+        crows[m - m0] = n * out_pix +
+                        ((ph.r[0] + jd * p.s_[0]) * out[1] + (ph.r[1] + jh * p.s_[1])) * out[2] +
+                        ph.r[2] + jw * p.s_[2];
+        next_pixel(P[0], P[1], P[2], &n, &jd, &jh, &jw);
+      }
+      k.igemm(rows.data(), crows.data(), m1 - m0, segs.data(), ph.nseg, K, pb, Cout, n0, n1, e,
+              y, Cout);
+    }
+  };
+  if (serial) task_range(0, mblocks * nblocks);
+  else at::parallel_for(0, mblocks * nblocks, 1, task_range);
+}
+
 // One GEMM phase (the direct conv, or one output phase of a transposed conv).
 void run_phase(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
                const int64_t in[3], uint8_t* y, const int64_t out[3], const ConvRequant& rq) {
@@ -749,7 +872,9 @@ void conv_forward(const ConvPlan& p, const uint8_t* x, int64_t N, const int64_t 
   }
   for (const auto& ph : p.phases_) {
     // Phase::nseg > 0 only where the plan's kernels have igemm (conv_packed_params.cpp).
-    if (ph.nseg > 0 && !ph.tap_col_sums.empty()) run_igemm_skip(p, ph, x, N, in, y, out, rq);
+    if (ph.nseg > 0 && p.kind_ == ConvPlan::Kind::kTransposed)
+      run_igemm_transposed(p, ph, x, N, in, y, out, rq);
+    else if (ph.nseg > 0 && !ph.tap_col_sums.empty()) run_igemm_skip(p, ph, x, N, in, y, out, rq);
     else if (ph.nseg > 0) run_igemm(p, ph, x, N, in, y, out, rq);
     else run_phase(p, ph, x, N, in, y, out, rq);
   }

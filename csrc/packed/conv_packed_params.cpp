@@ -312,6 +312,42 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
                    ph.packed.data_ptr<int8_t>() + g * ph.group_bytes,
                    ph.col_sums.data() + g * Cout_g);
         }
+        // Implicit GEMM for the phase (driver/conv_gemm.cpp run_igemm_transposed): with
+        // dilation_w 1 the phase's W taps read consecutive input pixels in descending tap order,
+        // so with the W taps reversed each (kd, kh) tap pair is one span of taps_w * C_in input
+        // bytes (kseg: rounded up to kr with zero weights). Not for a phase with one tap per
+        // dimension at offset 0 (kernel = stride, no padding: run_phase reads the input as A).
+        bool one_tap_ident = true;
+        for (int i = 0; i < 3; ++i) {
+          one_tap_ident = one_tap_ident && ph.taps[i].size() == 1 &&
+                          r[i] + p_[i] - ph.taps[i][0] * d_[i] == 0;
+        }
+        if (k.igemm != nullptr && groups == 1 && d_[2] == 1 && !any_w_zp_ && ph.K > 0 &&
+            !one_tap_ident) {
+          const int64_t Tw = static_cast<int64_t>(ph.taps[2].size());
+          const int64_t span = Tw * Cin_;
+          ph.nseg = static_cast<int64_t>(ph.taps[0].size() * ph.taps[1].size());
+          ph.kseg = (span + k.kr - 1) / k.kr * k.kr;
+          const int64_t Ki = ph.nseg * ph.kseg;
+          std::vector<int8_t> wi(static_cast<size_t>(Cout_ * Ki), 0);
+          for (int64_t n = 0; n < Cout_; ++n) {
+            int64_t sg = 0;
+            for (int64_t td : ph.taps[0])
+              for (int64_t th : ph.taps[1]) {
+                for (int64_t u = 0; u < Tw; ++u) {
+                  const int64_t tw = ph.taps[2][Tw - 1 - u];  // descending: ascending input
+                  const int64_t t = (td * k_[1] + th) * k_[2] + tw;
+                  for (int64_t ci = 0; ci < Cin_; ++ci)
+                    wi[n * Ki + sg * ph.kseg + u * Cin_ + ci] = wp[(ci * Cout_ + n) * taps + t];
+                }
+                ++sg;
+              }
+          }
+          std::vector<int32_t> cs(static_cast<size_t>(Cout_));
+          ph.packed_ind = at::empty({k.packed_b_bytes(Ki, Cout_)},
+                                    at::device(at::kCPU).dtype(at::kChar));
+          k.pack_b(wi.data(), Ki, Ki, Cout_, ph.packed_ind.data_ptr<int8_t>(), cs.data());
+        }
         phases_.push_back(std::move(ph));
       }
 }

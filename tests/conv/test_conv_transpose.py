@@ -9,7 +9,12 @@ from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
 CASES = [(2, 1, 128, 64, 12, 2, 2, 0, 0, 1, 1), (2, 1, 16, 16, 14, 4, 2, 1, 0, 1, 1),
          (2, 2, 8, 6, 7, 3, 3, 1, 2, 2, 2), (1, 2, 8, 6, 7, 3, 2, 1, 1, 1, 2),
          (3, 1, 4, 6, 5, 3, 2, 1, 1, 1, 1), (2, 1, 4, 6, 5, 1, 3, 0, 0, 1, 1),
-         (2, 4, 17, 3, 5, 5, 1, 2, 0, 1, 1), (1, 1, 6, 9, 8, 3, 1, 0, 0, 3, 3)]
+         (2, 4, 17, 3, 5, 5, 1, 2, 0, 1, 1), (1, 1, 6, 9, 8, 3, 1, 0, 0, 3, 3),
+         # groups 1, dilation 1: the phases' implicit GEMM (driver/conv_gemm.cpp
+         # run_igemm_transposed): phases of 1 and 2 taps with padding after (k3 s2 p0 op1), C_in
+         # not a multiple of 4 (zero weights after each span), 1-d, 3-d with stride 1
+         (2, 2, 8, 5, 9, 3, 2, 0, 1, 1, 1), (2, 1, 3, 7, 6, 4, 3, 2, 2, 1, 1),
+         (1, 3, 5, 4, 10, 5, 2, 3, 1, 1, 1), (3, 1, 4, 4, 4, 2, 1, 0, 0, 1, 1)]
 
 
 @pytest.mark.parametrize("case", CASES)
