@@ -7,6 +7,8 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <list>
 #include <mutex>
@@ -41,6 +43,11 @@ struct Block {
 class OutputPool final : public c10::Allocator {
  public:
   OutputPool() : limit_(limit_from_env()) {}
+
+  // fork() while another thread holds the lock would leave the child's copy locked for good:
+  // take it around fork (pthread_atfork, registered once by pool()).
+  void lock_for_fork() { mu_.lock(); }
+  void unlock_after_fork() { mu_.unlock(); }
 
   c10::DataPtr allocate(size_t n) override {
     if (limit_ == 0 || n < static_cast<size_t>(kMinPooledBytes)) {
@@ -128,7 +135,12 @@ class OutputPool final : public c10::Allocator {
 
 // Never destroyed: tensors may outlive static destruction at exit and still return here.
 OutputPool& pool() {
-  static OutputPool* p = new OutputPool();
+  static OutputPool* p = [] {
+    OutputPool* q = new OutputPool();
+    pthread_atfork([] { pool().lock_for_fork(); }, [] { pool().unlock_after_fork(); },
+                   [] { pool().unlock_after_fork(); });
+    return q;
+  }();
   return *p;
 }
 
