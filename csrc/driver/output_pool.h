@@ -11,7 +11,8 @@
 // holds at most QPLUGIN_OUTPUT_POOL_MB megabytes of free buffers (default 256; 0 turns the pool
 // off, every buffer then comes from PyTorch's CPU allocator), releasing the least recently
 // returned first; qplugin.release_output_pool() frees the idle ones (torch.cuda.empty_cache's
-// counterpart). Thread-safe (one mutex, taken once per allocation and per release).
+// counterpart). Thread-safe (one mutex, taken once per allocation and per release, and around
+// fork so that a child does not inherit it locked).
 // Changes with: output_pool.cpp, qplugin/__init__.py (release_output_pool, output_pool_stats).
 #pragma once
 
