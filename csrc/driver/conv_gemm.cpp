@@ -165,6 +165,81 @@ bool all_bytes_7bit(const uint8_t* p, int64_t n) {
   return (acc & 0x8080808080808080ull) == 0;
 }
 
+// A zero-point-padded NDHWC copy of x (N images of in[0] x in[1] x in[2] pixels of C bytes):
+// lo[i] pixels of padding before and hi[i] after along each dimension, plus 64 bytes of slack
+// after the last row (a span's last k-group may read past it). Rows of (in[2] + lo[2] + hi[2]) * C
+// bytes.
+std::unique_ptr<uint8_t[]> padded_copy(const uint8_t* x, int64_t N, const int64_t in[3],
+                                       const int64_t lo[3], const int64_t hi[3], int64_t C,
+                                       uint8_t zp, bool serial) {
+  const int64_t IDp = in[0] + lo[0] + hi[0], IHp = in[1] + lo[1] + hi[1];
+  const int64_t rowb = (in[2] + lo[2] + hi[2]) * C, nrows = N * IDp * IHp;
+  std::unique_ptr<uint8_t[]> xpad(new uint8_t[static_cast<size_t>(nrows * rowb + 64)]);
+  uint8_t* xp = xpad.get();
+  std::memset(xp + nrows * rowb, zp, 64);
+  const int64_t lb = lo[2] * C, wb = in[2] * C;
+  auto body = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t ih = r % IHp - lo[1], q = r / IHp;
+      const int64_t id = q % IDp - lo[0], n = q / IDp;
+      uint8_t* d = xp + r * rowb;
+      if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1]) {
+        std::memset(d, zp, static_cast<size_t>(rowb));
+        continue;
+      }
+      std::memset(d, zp, static_cast<size_t>(lb));
+      std::memcpy(d + lb, x + ((n * in[0] + id) * in[1] + ih) * wb, static_cast<size_t>(wb));
+      std::memset(d + lb + wb, zp, static_cast<size_t>(rowb - lb - wb));
+    }
+  };
+  if (serial) body(0, nrows);
+  else at::parallel_for(0, nrows, 16, body);
+  return xpad;
+}
+
+// Column offsets (qgemm.h) with every weight zero point 0: a_zp * colsum[n], wrapped to int32.
+std::vector<int32_t> zp_col_offsets(int32_t a_zp, const std::vector<int32_t>& col_sums,
+                                    int64_t Cout) {
+  std::vector<int32_t> col_off(static_cast<size_t>(Cout));
+  for (int64_t n = 0; n < Cout; ++n)
+    col_off[n] = static_cast<int32_t>(static_cast<uint32_t>(
+        static_cast<uint64_t>(static_cast<int64_t>(a_zp) * col_sums[n])));
+  return col_off;
+}
+
+// QGemmEpilogue::a_7bit for an implicit GEMM over x (`bytes` bytes) and its zero-point padding:
+// one scan of the input and the padding byte instead of one per row tile and segment, for a
+// kernel with a 7-bit fast path.
+int32_t input_7bit(const QGemmKernels& k, int32_t in_zp, const uint8_t* x, int64_t bytes) {
+  return k.a_7bit_fast && in_zp >= 0 && in_zp <= 127 && all_bytes_7bit(x, bytes) ? 1 : 0;
+}
+
+// The tasks of an implicit GEMM of M rows, K deep, Cout columns: row blocks of MB rows (im2col
+// -sized, balanced over the threads), each split into nblocks column blocks when there are too
+// few row blocks for the threads. Task b covers rows [m0, m1) and columns [n0, n1) (empty when
+// n1 <= n0).
+struct IgemmTasks {
+  int64_t MB = 0, mblocks = 0, panels = 0, nblocks = 1;
+  IgemmTasks(const QGemmKernels& k, int64_t M, int64_t K, int64_t Cout, bool serial,
+             int64_t threads) {
+    MB = kIm2colBytes / std::max<int64_t>(K, 1);
+    MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
+    if (!serial) MB = balanced_rows(M, MB, k.mr, threads);
+    mblocks = div_up(M, MB);
+    panels = div_up(Cout, k.nr);
+    if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
+  }
+  int64_t count() const { return mblocks * nblocks; }
+  void task(int64_t b, int64_t M, int64_t Cout, int64_t nr, int64_t* m0, int64_t* m1, int64_t* n0,
+            int64_t* n1) const {
+    const int64_t mb = b / nblocks, nb = b % nblocks;
+    *m0 = mb * MB;
+    *m1 = std::min(M, *m0 + MB);
+    *n0 = nb * panels / nblocks * nr;
+    *n1 = std::min(Cout, (nb + 1) * panels / nblocks * nr);
+  }
+};
+
 // Implicit GEMM through QGemmKernels::igemm (Phase::nseg > 0): the input is copied once into a
 // zero-point-padded NDHWC buffer, after which every output pixel's A row is nseg = KD * KH
 // contiguous spans of KW * C_in bytes (kseg with the zero-weight pad) starting at one pointer
@@ -185,28 +260,8 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
   std::unique_ptr<uint8_t[]> xpad;
   const uint8_t* xb = x;
   if (need_pad) {
-    const int64_t rowb = IWp * C, nrows = N * IDp * IHp;
-    xpad.reset(new uint8_t[static_cast<size_t>(nrows * rowb + 64)]);
-    uint8_t* xp = xpad.get();
-    std::memset(xp + nrows * rowb, zp, 64);
-    const int64_t lb = p.p_[2] * C, wb = in[2] * C;
-    auto body = [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t ih = r % IHp - p.p_[1], q = r / IHp;
-        const int64_t id = q % IDp - p.p_[0], n = q / IDp;
-        uint8_t* d = xp + r * rowb;
-        if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1]) {
-          std::memset(d, zp, static_cast<size_t>(rowb));
-          continue;
-        }
-        std::memset(d, zp, static_cast<size_t>(lb));
-        std::memcpy(d + lb, x + ((n * in[0] + id) * in[1] + ih) * wb, static_cast<size_t>(wb));
-        std::memset(d + lb + wb, zp, static_cast<size_t>(rowb - lb - wb));
-      }
-    };
-    if (serial) body(0, nrows);
-    else at::parallel_for(0, nrows, 16, body);
-    xb = xp;
+    xpad = padded_copy(x, N, in, p.p_, p.p_, C, zp, serial);
+    xb = xpad.get();
   }
   // One K range per (kd, kh) tap: the kseg bytes of its input row span, in packed-K order.
   std::vector<kernels::gemm::IgemmSeg> segs(static_cast<size_t>(ph.nseg));
@@ -215,40 +270,23 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
       const int64_t s = td * p.k_[1] + th;
       segs[s] = {(td * p.d_[0] * IHp + th * p.d_[1]) * IWp * C, s * ph.kseg, ph.kseg};
     }
-  // Column offsets (qgemm.h) with every weight zero point 0: a_zp * colsum[n].
-  std::vector<int32_t> col_off(static_cast<size_t>(Cout));
-  for (int64_t n = 0; n < Cout; ++n)
-    col_off[n] = static_cast<int32_t>(static_cast<uint32_t>(
-        static_cast<uint64_t>(static_cast<int64_t>(rq.in_zp) * ph.col_sums[n])));
-  // One scan of the input and the padding byte instead of one per row tile and segment, for a
-  // kernel with a 7-bit fast path (qgemm.h QGemmEpilogue::a_7bit).
-  const int32_t a7 = k.a_7bit_fast && rq.in_zp >= 0 && rq.in_zp <= 127 &&
-                             all_bytes_7bit(x, N * in[0] * in[1] * in[2] * C)
-                         ? 1
-                         : 0;
+  const std::vector<int32_t> col_off = zp_col_offsets(rq.in_zp, ph.col_sums, Cout);
+  const int32_t a7 = input_7bit(k, rq.in_zp, x, N * in[0] * in[1] * in[2] * C);
   QGemmEpilogue e{col_off.data(), p.w_zp_i32_.data(), 0, nullptr, rq.bias_q, rq.mult,
                   rq.lo, rq.hi, rq.out_zp, a7};
   e.out_i32 = rq.out_i32;
   const int64_t es = rq.out_i32 ? 4 : 1;  // output element bytes
 
-  int64_t MB = kIm2colBytes / std::max<int64_t>(K, 1);
-  MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
-  if (!serial) MB = balanced_rows(M, MB, k.mr, threads);
-  const int64_t mblocks = div_up(M, MB);
-  const int64_t panels = div_up(Cout, k.nr);
-  int64_t nblocks = 1;
-  if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
+  const IgemmTasks tasks(k, M, K, Cout, serial, threads);
   const int8_t* pb = ph.packed_ind.data_ptr<int8_t>();
   auto task_range = [&](int64_t b0, int64_t b1) {
-    std::vector<const uint8_t*> rows(static_cast<size_t>(MB));
+    std::vector<const uint8_t*> rows(static_cast<size_t>(tasks.MB));
     const int64_t P0 = out[0], P1 = out[1], P2 = out[2];
     const int64_t sd = p.s_[0] * IHp * IWp * C, sh = p.s_[1] * IWp * C, sw = p.s_[2] * C;
     const int64_t img = IDp * IHp * IWp * C;
     for (int64_t b = b0; b < b1; ++b) {
-      const int64_t mb = b / nblocks, nb = b % nblocks;
-      const int64_t m0 = mb * MB, m1 = std::min(M, m0 + MB);
-      const int64_t pn0 = nb * panels / nblocks, pn1 = (nb + 1) * panels / nblocks;
-      const int64_t n0 = pn0 * k.nr, n1 = std::min(Cout, pn1 * k.nr);
+      int64_t m0, m1, n0, n1;
+      tasks.task(b, M, Cout, k.nr, &m0, &m1, &n0, &n1);
       if (n1 <= n0) continue;
       int64_t n = m0 / pix, q = m0 % pix;
       int64_t jw = q % P2;
@@ -262,8 +300,8 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
               y + m0 * Cout * es, Cout * es);
     }
   };
-  if (serial) task_range(0, mblocks * nblocks);
-  else at::parallel_for(0, mblocks * nblocks, 1, task_range);
+  if (serial) task_range(0, tasks.count());
+  else at::parallel_for(0, tasks.count(), 1, task_range);
 }
 
 // Padding-skipping implicit GEMM through QGemmKernels::igemm (Phase::tap_col_sums set, i.e.
@@ -484,28 +522,10 @@ void run_igemm_transposed(const ConvPlan& p, const Phase& ph, const uint8_t* x, 
   const int64_t K = ph.nseg * ph.kseg;
   const bool serial = threads <= 1 || M * Cout * K < kMinParallelMacs || at::in_parallel_region();
   const uint8_t zp = static_cast<uint8_t>(rq.in_zp);
-  // The padded copy (rows of ip[2] * C bytes; 64 bytes of slack for the last span's k-group).
-  const int64_t rowb = ip[2] * C, nrows = N * ip[0] * ip[1];
-  std::unique_ptr<uint8_t[]> xpad(new uint8_t[static_cast<size_t>(nrows * rowb + 64)]);
-  uint8_t* xp = xpad.get();
-  std::memset(xp + nrows * rowb, zp, 64);
-  const int64_t lb = lo[2] * C, wb = in[2] * C;
-  auto body = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t ih = r % ip[1] - lo[1], q = r / ip[1];
-      const int64_t id = q % ip[0] - lo[0], n = q / ip[0];
-      uint8_t* d = xp + r * rowb;
-      if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1]) {
-        std::memset(d, zp, static_cast<size_t>(rowb));
-        continue;
-      }
-      std::memset(d, zp, static_cast<size_t>(lb));
-      std::memcpy(d + lb, x + ((n * in[0] + id) * in[1] + ih) * wb, static_cast<size_t>(wb));
-      std::memset(d + lb + wb, zp, static_cast<size_t>(rowb - lb - wb));
-    }
-  };
-  if (serial) body(0, nrows);
-  else at::parallel_for(0, nrows, 16, body);
+  // The padded copy (rows of ip[2] * C bytes).
+  const int64_t rowb = ip[2] * C;
+  const std::unique_ptr<uint8_t[]> xpad = padded_copy(x, N, in, lo, hi, C, zp, serial);
+  const uint8_t* xp = xpad.get();
   // One K range per (kd, kh) tap pair, relative to the pixel (j_d, j_h, j_w + c_w) of the
   // padded input, c_w the first (largest) W tap's offset.
   std::vector<kernels::gemm::IgemmSeg> segs(static_cast<size_t>(ph.nseg));
@@ -520,35 +540,20 @@ void run_igemm_transposed(const ConvPlan& p, const Phase& ph, const uint8_t* x, 
         ++sg;
       }
   }
-  // Column offsets (qgemm.h) with every weight zero point 0: a_zp * colsum[n].
-  std::vector<int32_t> col_off(static_cast<size_t>(Cout));
-  for (int64_t n = 0; n < Cout; ++n)
-    col_off[n] = static_cast<int32_t>(static_cast<uint32_t>(
-        static_cast<uint64_t>(static_cast<int64_t>(rq.in_zp) * ph.col_sums[n])));
-  const int32_t a7 = k.a_7bit_fast && rq.in_zp >= 0 && rq.in_zp <= 127 &&
-                             all_bytes_7bit(x, N * in[0] * in[1] * in[2] * C)
-                         ? 1
-                         : 0;
+  const std::vector<int32_t> col_off = zp_col_offsets(rq.in_zp, ph.col_sums, Cout);
+  const int32_t a7 = input_7bit(k, rq.in_zp, x, N * in[0] * in[1] * in[2] * C);
   QGemmEpilogue e{col_off.data(), p.w_zp_i32_.data(), 0, nullptr, rq.bias_q, rq.mult,
                   rq.lo, rq.hi, rq.out_zp, a7};
-  int64_t MB = kIm2colBytes / std::max<int64_t>(K, 1);
-  MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
-  if (!serial) MB = balanced_rows(M, MB, k.mr, threads);
-  const int64_t mblocks = div_up(M, MB);
-  const int64_t panels = div_up(Cout, k.nr);
-  int64_t nblocks = 1;
-  if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
+  const IgemmTasks tasks(k, M, K, Cout, serial, threads);
   const int8_t* pb = ph.packed_ind.data_ptr<int8_t>();
   const int64_t img = ip[0] * ip[1] * rowb;
   const int64_t out_pix = out[0] * out[1] * out[2];
   auto task_range = [&](int64_t b0, int64_t b1) {
-    std::vector<const uint8_t*> rows(static_cast<size_t>(MB));
-    std::vector<int64_t> crows(static_cast<size_t>(MB));
+    std::vector<const uint8_t*> rows(static_cast<size_t>(tasks.MB));
+    std::vector<int64_t> crows(static_cast<size_t>(tasks.MB));
     for (int64_t b = b0; b < b1; ++b) {
-      const int64_t mb = b / nblocks, nb = b % nblocks;
-      const int64_t m0 = mb * MB, m1 = std::min(M, m0 + MB);
-      const int64_t pn0 = nb * panels / nblocks, pn1 = (nb + 1) * panels / nblocks;
-      const int64_t n0 = pn0 * k.nr, n1 = std::min(Cout, pn1 * k.nr);
+      int64_t m0, m1, n0, n1;
+      tasks.task(b, M, Cout, k.nr, &m0, &m1, &n0, &n1);
       if (n1 <= n0) continue;
       int64_t n = m0 / pix, q = m0 % pix;
       int64_t jw = q % P[2];
@@ -565,8 +570,8 @@ void run_igemm_transposed(const ConvPlan& p, const Phase& ph, const uint8_t* x, 
               y, Cout);
     }
   };
-  if (serial) task_range(0, mblocks * nblocks);
-  else at::parallel_for(0, mblocks * nblocks, 1, task_range);
+  if (serial) task_range(0, tasks.count());
+  else at::parallel_for(0, tasks.count(), 1, task_range);
 }
 
 // One GEMM phase (the direct conv, or one output phase of a transposed conv).
