@@ -282,8 +282,14 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
         if (i + kPrefetch < pend) {
           const char* p =
               reinterpret_cast<const char*>(table + static_cast<int64_t>(idx[i + kPrefetch]) * rb);
-          for (int64_t off = 0; off < rb; off += 64) prefetch_line<true>(p + off);
+          // The row's first and last lines; the ones between only for rows over 129 bytes
+          // (a shorter row spans a third line only at some alignments, and the loop cost more
+          // than those misses: 8-bit rows of 64 columns 0.144 -> 0.131 ms, Zen 5).
+          prefetch_line<true>(p);
           prefetch_line<true>(p + rb - 1);
+          if (rb > 129) {
+            for (int64_t off = 64; off < rb - 1; off += 64) prefetch_line<true>(p + off);
+          }
         }
         take(i);
       }
@@ -410,6 +416,23 @@ void bag(const BagArgs& a, int64_t b0, int64_t b1) {
   }
 }
 
+template <typename I>
+bool in_range(const I* __restrict p, int64_t i0, int64_t i1, int64_t limit) {
+  if (i1 <= i0) return true;
+  I mn = p[i0], mx = p[i0];
+  for (int64_t i = i0 + 1; i < i1; ++i) {
+    mn = p[i] < mn ? p[i] : mn;
+    mx = p[i] > mx ? p[i] : mx;
+  }
+  return mn >= 0 && static_cast<int64_t>(mx) < limit;
+}
+
+inline bool indices_in_range(const void* indices, bool indices_64, int64_t i0, int64_t i1,
+                             int64_t limit) {
+  return indices_64 ? in_range(static_cast<const int64_t*>(indices), i0, i1, limit)
+                    : in_range(static_cast<const int32_t*>(indices), i0, i1, limit);
+}
+
 template <class Ops>
 EmbeddingKernelTable make(Isa isa, const char* name8, const char* name4, const char* name2) {
   EmbeddingKernelTable t{};
@@ -417,6 +440,7 @@ EmbeddingKernelTable make(Isa isa, const char* name8, const char* name4, const c
   t.bag_8bit = &bag<8, Ops>;
   t.bag_4bit = &bag<4, Ops>;
   t.bag_2bit = &bag<2, Ops>;
+  t.indices_in_range = &indices_in_range;
   t.name_8bit = name8;
   t.name_4bit = name4;
   t.name_2bit = name2;

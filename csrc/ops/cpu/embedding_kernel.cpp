@@ -464,8 +464,12 @@ at::Tensor lookup(const char* op, int bits, const Table& tab, const EmbeddingKer
   const int64_t avg = std::max<int64_t>(1, used / nbags);
   const int64_t grain = std::max<int64_t>(1, 32768 / (avg * std::max<int64_t>(tab.dim, 16)));
   at::parallel_for(0, nbags, grain, [&](int64_t b0, int64_t b1) {
-    // Validate this chunk's positions before any of its rows is read.
-    for (int64_t i = bounds[b0]; i < bounds[b1]; ++i) {
+    // Validate this chunk's positions before any of its rows is read: one vectorized scan;
+    // only when it fails (or with a mapping, whose values need checking too) the loop that
+    // names the first bad position.
+    const bool fast_ok = map == nullptr &&
+                         k.indices_in_range(a.indices, a.indices_64, bounds[b0], bounds[b1], limit);
+    for (int64_t i = fast_ok ? bounds[b1] : bounds[b0]; i < bounds[b1]; ++i) {
       const int64_t ix = a.indices_64 ? static_cast<const int64_t*>(a.indices)[i]
                                       : static_cast<const int32_t*>(a.indices)[i];
       TORCH_CHECK(ix >= 0 && ix < limit, "qplugin::", op, ": expected indices in [0, ", limit,
