@@ -8,7 +8,8 @@ quantize_dynamic vs qplugin.quantization.quantize_dynamic, same process, same in
 
 Models (random weights, nothing downloaded): a BERT-base encoder built from plain torch.nn
 modules (hidden 768, 12 heads, FFN 3072, GELU, post-LayerNorm; --layers, default a 2-layer slice),
-sequence 128, batch 1 and 8; an LSTM (2 layers, input 256, hidden 512), sequence 50, batch 1 and
+sequence 128, batch 1 and 8, and, when `transformers` imports, also its BertModel encoder of the
+same size (BertConfig, SDPA attention); an LSTM (2 layers, input 256, hidden 512), sequence 50, batch 1 and
 16, with int8 and with float16 weights. Plus one step of LSTMCell / GRUCell (256->512, batch 1 and 16, int8 and fp16 weights;
 --only cells), a dynamic conv (64->64 3x3, 1x64x56x56; --only conv) and the dynamic linear op at M = 1, 32, 256 for 768->3072 and 4096->4096 (qplugin's
 linear_dynamic vs torch.ops.quantized.linear_dynamic, both reduce_range=True as the modules;
@@ -52,6 +53,31 @@ except ImportError:  # pragma: no cover
 def bert(layers):
     torch.manual_seed(0)
     return nn.Sequential(*(EncoderBlock(768, 12, 3072) for _ in range(layers))).eval()
+
+
+class HFBertEncoder(nn.Module):
+    """transformers' BertModel encoder (random weights from BertConfig, nothing downloaded),
+    returning the last hidden state: the BERT users run, SDPA attention by default."""
+
+    def __init__(self, layers):
+        super().__init__()
+        from transformers import BertConfig, BertModel
+        cfg = BertConfig(hidden_size=768, num_hidden_layers=layers, num_attention_heads=12,
+                         intermediate_size=3072, attn_implementation="sdpa")
+        self.enc = BertModel(cfg, add_pooling_layer=False).encoder
+
+    def forward(self, x):
+        return self.enc(x)[0]
+
+
+def hf_bert(layers):
+    """HFBertEncoder in eval mode, or None when transformers does not import."""
+    try:
+        import transformers
+    except ImportError:
+        return None, None
+    torch.manual_seed(0)
+    return HFBertEncoder(layers).eval(), transformers.__version__
 
 
 class LSTMNet(nn.Module):
@@ -225,6 +251,11 @@ def main():
         bench_model(f"BERT-base {args.layers}-layer, seq 128", bert(args.layers),
                     lambda b: torch.randn(b, 128, 768, generator=g), [1, 8], threads,
                     args.min_time)
+        hf, ver = hf_bert(args.layers)
+        if hf is not None:  # the issue's "or transformers if installed": both when it is
+            bench_model(f"BERT-base {args.layers}-layer, seq 128 (transformers {ver} BertModel "
+                        "encoder, SDPA)", hf, lambda b: torch.randn(b, 128, 768, generator=g),
+                        [1, 8], threads, args.min_time)
     if "lstm" in which:
         g = torch.Generator().manual_seed(2)
         bench_model("LSTM 2x512 (in 256), seq 50", lstm(),

@@ -3,6 +3,8 @@
 q = round_half_even(clamp(fma(x, 1/scale, zp), 0, top)) and the exact int64 GEMM with the float32
 epilogue y = float32(acc) * float32(s_a * s_w[n]) + bias[n]. Independent of torch.ao (and
 torch_ao_dynamic, which finds torch.ao's dynamic modules where they exist)."""
+import math
+
 import numpy as np
 import torch
 
@@ -45,6 +47,26 @@ def quantize_codes(x, scale, zp, top):
     return torch.from_numpy(np.rint(t).astype(np.int64))
 
 
+def fma_f32(a, b, c):
+    """float32 a * b + c rounded once (an exact FMA) for float32 tensors: the product is exact in
+    float64 (24 + 24 bits); the float64 sum's rounding error (TwoSum) decides the one case in which
+    rounding the float64 sum to float32 is not the FMA's result, a sum exactly halfway between two
+    float32 values."""
+    p = a.double() * b.double()
+    c64 = c.double()
+    s = p + c64
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)
+    r = s.float()
+    r64 = r.double()
+    up = torch.nextafter(r, torch.full_like(r, math.inf))
+    dn = torch.nextafter(r, torch.full_like(r, -math.inf))
+    tie_up = (s - r64) * 2 == up.double() - r64  # s halfway between r and the next float up
+    tie_dn = (s - r64) * 2 == dn.double() - r64
+    r = torch.where(tie_up & (err > 0), up, r)
+    return torch.where(tie_dn & (err < 0), dn, r)
+
+
 def linear_dynamic_exact(x, qweight, bias, reduce_range, relu=False):
     """float32 output of linear_dynamic computed exactly (int64 GEMM) from the definition."""
     x2 = x.reshape(-1, x.shape[-1]).float()
@@ -63,9 +85,9 @@ def linear_dynamic_exact(x, qweight, bias, reduce_range, relu=False):
         wz = torch.full([wq.shape[0]], qweight.q_zero_point(), dtype=torch.int64)
     acc = (q - zp) @ (wq - wz[:, None]).t()
     mult = torch.tensor(np.float32(scale), dtype=torch.float32) * ws
-    y = acc.to(torch.float32) * mult
-    if bias is not None:
-        y = y + bias.float()
+    b = bias.float() if bias is not None else torch.zeros_like(mult)
+    # y = fma(float(acc), mult, bias) in float32, as PyTorch's build of fbgemm computes it.
+    y = fma_f32(acc.to(torch.float32), mult.expand_as(acc), b.expand_as(acc))
     if relu:
         y = torch.relu(y)
     return y.reshape(*x.shape[:-1], wq.shape[0])

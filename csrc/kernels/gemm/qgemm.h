@@ -40,8 +40,12 @@ struct QGemmEpilogue {
   int32_t a_7bit = 0;
   // Output mode. 0: requantized u8 (above). 1: float32 output, no requantization (dynamic
   // linear; also the real-valued result that ops applying a nonlinearity before quantizing need):
-  //   y = float(acc) * mult[n] + bias_q[n]     float32: one multiply, one add, no FMA
-  // with mult[n] = s_a * s_w[n] and bias_q[n] = the real bias (fbgemm's ReQuantizeForFloat order),
+  //   y = fma(float(acc), mult[n], bias_q[n])     float32, one rounding (an FMA)
+  // with mult[n] = s_a * s_w[n] (float32) and bias_q[n] = the real bias: what PyTorch's
+  // linear_dynamic returns. fbgemm's ReQuantizeForFloat is written as a multiply and an add, but
+  // PyTorch's build contracts them into an FMA (torch 2.13 on a Zen 5, FBGEMM on AVX-512 and held
+  // to AVX2, vector body and column tail: every element equals the FMA, 28% differ from the
+  // separate multiply and add; tests/dynamic/test_linear_dynamic_ops.py checks it),
   // then, when f32_relu, y = (0 > y ? 0 : y) (MAXPS(0, y): a NaN stays NaN, as torch.relu).
   // `c` then points at float storage and `ldc` is the row stride in BYTES (so the drivers'
   // row offsets `c + m * ldc` stay valid); lo, hi and out_zp are ignored.

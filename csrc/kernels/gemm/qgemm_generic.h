@@ -99,8 +99,7 @@ inline int32_t corrected_acc(int32_t raw, int64_t m, int64_t n, const QGemmEpilo
 inline void store_f32_one(int32_t raw, int64_t m, int64_t n, const QGemmEpilogue& e, uint8_t* c,
                           int64_t ldc) {
   const int32_t acc = corrected_acc(raw, m, n, e);
-  float v = static_cast<float>(acc) * e.mult[n];
-  v = v + e.bias_q[n];
+  float v = std::fma(static_cast<float>(acc), e.mult[n], e.bias_q[n]);
   if (e.f32_relu) v = 0.0f > v ? 0.0f : v;
   std::memcpy(c + m * ldc + n * static_cast<int64_t>(sizeof(float)), &v, sizeof(float));
 }

@@ -179,8 +179,8 @@ void tile(const uint8_t* a, int64_t lda, int64_t K, const int8_t* b, int64_t wid
     }                                                                                       \
     if (i32) { /* exact int32 accumulator (qgemm.h, out_i32) */                           \
       _mm512_mask_storeu_epi32(reinterpret_cast<int32_t*>(o##i) + nj, mk, v);  \
-    } else if (f32) { /* float output (qgemm.h, out_f32): y = acc * mult + bias */         \
-      __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), mult), bq);             \
+    } else if (f32) { /* float output (qgemm.h, out_f32): y = fma(acc, mult, bias) */      \
+      __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), mult, bq);                          \
       if (f32_relu) f = _mm512_max_ps(_mm512_setzero_ps(), f);                              \
       _mm512_mask_storeu_ps(reinterpret_cast<float*>(o##i) + nj, mk, f);       \
     } else {                                                                                \

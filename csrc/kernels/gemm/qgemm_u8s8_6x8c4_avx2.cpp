@@ -143,7 +143,7 @@ inline void store_tile_wide(const __m256i* acc, int cols, int64_t m, int64_t n,
   // (out_i32 above reads neither bias_q nor mult: they may be null there.)
   const __m256 bq = _mm256_maskload_ps(e.bias_q + n, mk);
   const __m256 mult = _mm256_maskload_ps(e.mult + n, mk);
-  // float output (qgemm.h, out_f32): y = acc * mult + bias, optional relu
+  // float output (qgemm.h, out_f32): y = fma(acc, mult, bias), optional relu
   const bool relu = e.f32_relu;
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
@@ -151,7 +151,7 @@ inline void store_tile_wide(const __m256i* acc, int cols, int64_t m, int64_t n,
     if (row_sums != nullptr) {
       v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zw, _mm256_set1_epi32(row_sums[m + i])));
     }
-    __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), mult), bq);
+    __m256 f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), mult, bq);
     if (relu) f = _mm256_max_ps(_mm256_setzero_ps(), f);
     _mm256_maskstore_ps(reinterpret_cast<float*>(c + (m + i) * ldc) + n, mk, f);
   }
