@@ -250,27 +250,19 @@ struct Ops {
   template <int Bits, int NG>
   static constexpr bool kStrided = Bits == 4 && (NG == 4 || NG == 8);
 
-  // The codes of block h of a strided row: f(k, x) with x the floats of columns 32h + 4m + k.
+  // The codes of block h of a strided 4-bit row: f(k, x) with x the floats of columns
+  // 32h + 4m + k. Lane m holds bytes 2m, 2m + 1 of the block, i.e. columns 4m .. 4m + 3 (low
+  // nibble first).
   template <int Bits, class F>
   static QPLUGIN_ALWAYS_INLINE void strided_codes(const uint8_t* row, int h, F f) {
-    if constexpr (Bits == 8) {
-      __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * h));
-      asm("" : "+x"(x));  // one load, not one folded into each use (row loads split lines)
-      const __m256i ff = _mm256_set1_epi32(0xff);
-      f(0, _mm256_cvtepi32_ps(_mm256_and_si256(x, ff)));
-      f(1, _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(x, 8), ff)));
-      f(2, _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(x, 16), ff)));
-      f(3, _mm256_cvtepi32_ps(_mm256_srli_epi32(x, 24)));
-    } else {
-      // Lane m: bytes 2m, 2m + 1 of the block, i.e. columns 4m .. 4m + 3 (low nibble first).
-      const __m256i x = _mm256_cvtepu16_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * h)));
-      const __m256i f15 = _mm256_set1_epi32(15);
-      f(0, _mm256_cvtepi32_ps(_mm256_and_si256(x, f15)));
-      f(1, _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(x, 4), f15)));
-      f(2, _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(x, 8), f15)));
-      f(3, _mm256_cvtepi32_ps(_mm256_srli_epi32(x, 12)));
-    }
+    static_assert(Bits == 4, "avx2 strided rows are 4-bit rows (kStrided)");
+    const __m256i x = _mm256_cvtepu16_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * h)));
+    const __m256i f15 = _mm256_set1_epi32(15);
+    f(0, _mm256_cvtepi32_ps(_mm256_and_si256(x, f15)));
+    f(1, _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(x, 4), f15)));
+    f(2, _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(x, 8), f15)));
+    f(3, _mm256_cvtepi32_ps(_mm256_srli_epi32(x, 12)));
   }
 
   // Strided accumulators r[0..4) (r[k] lane m = column 4m + k) -> column order (o[j] = columns
