@@ -5,6 +5,7 @@ quantize_dynamic vs qplugin.quantization.quantize_dynamic, same process, same in
                                                        # batch 1/8 (BERT), 1/16 (LSTM); 1, 2 threads
     python tools/bench_dynamic.py --only bert --threads 1 --layers 12
     python tools/bench_dynamic.py --isa avx2           # qplugin's AVX2 tier (torch's AVX2 paths too)
+    python tools/bench_dynamic.py --only bert --compile  # also all three under torch.compile
 
 Models (random weights, nothing downloaded): a BERT-base encoder built from plain torch.nn
 modules (hidden 768, 12 heads, FFN 3072, GELU, post-LayerNorm; --layers, default a 2-layer slice),
@@ -14,6 +15,11 @@ same size (BertConfig, SDPA attention); an LSTM (2 layers, input 256, hidden 512
 --only cells), a dynamic conv (64->64 3x3, 1x64x56x56; --only conv) and the dynamic linear op at M = 1, 32, 256 for 768->3072 and 4096->4096 (qplugin's
 linear_dynamic vs torch.ops.quantized.linear_dynamic, both reduce_range=True as the modules;
 and linear_dynamic_fp16 vs torch.ops.quantized.linear_dynamic_fp16 on the same weights).
+When torchao imports (it installs from PyPI beside torch; the default environment does not have
+it), the model rows also time torchao's `quantize_(model, Int8DynamicActivationInt8WeightConfig())`
+-- PyTorch's recommended successor -- in the same interleaved rounds, eager and, with
+--torchao-compile, under torch.compile as torchao recommends; a second table lists them (torchao
+has no LSTM path: its quantize_ leaves nn.LSTM in fp32, so those rows say so).
 Calls of the implementations are interleaved round by round (machine noise hits all alike);
 medians. Ratio columns: qplugin / torch.ao and qplugin / fp32 (the issue-17 bars, 1 thread:
 BERT batch 8 <= 0.85 and <= 0.5, batch 1 <= 1.0; LSTM <= 1.0 and <= 0.7; linear <= 1.0).
@@ -107,21 +113,74 @@ def _row(name, b, t, f32, a, q, diff):
           flush=True)
 
 
-def bench_model(name, fm, make_input, batches, threads, min_time, dtype=torch.qint8):
+TORCHAO_ROWS = []  # filled by bench_model when torchao imports; printed after the main table
+
+
+def _torchao():
+    """torchao's quantize_ and its int8 dynamic-activation config, or None."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import torchao
+            from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+    except Exception:  # not installed, or not loadable beside this torch
+        return None
+    return torchao.__version__, quantize_, Int8DynamicActivationInt8WeightConfig
+
+
+def _torchao_model(fm, compile_it):
+    """(model, note): fm quantized by torchao's int8 dynamic config (compiled if asked), or
+    (None, reason) when torchao is missing or converts nothing (it has no LSTM path)."""
+    tao = _torchao()
+    if tao is None:
+        return None, "torchao not installed"
+    _, quantize_, cfg = tao
+    m = copy.deepcopy(fm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_(m, cfg())
+    if all(type(p) in (torch.Tensor, nn.Parameter) for p in m.parameters()):
+        return None, "torchao converts nothing here (no LSTM path: nn.LSTM stays fp32)"
+    return (torch.compile(m) if compile_it else m), None
+
+
+def bench_model(name, fm, make_input, batches, threads, min_time, dtype=torch.qint8,
+                torchao_compile=False, compiled=False):
+    """One model's rows: fp32, torch.ao's and qplugin's quantize_dynamic of it (and torchao's
+    when it imports), interleaved. compiled: all three under torch.compile (default inductor)
+    instead -- qplugin's ops have fake kernels, so its model compiles whole around them."""
     ao = tq.quantize_dynamic(copy.deepcopy(fm), dtype=dtype) if tq is not None else None
     qp = qq.quantize_dynamic(copy.deepcopy(fm), dtype=dtype)
+    if compiled:
+        name += " [torch.compile, all three]"
+        fm, qp = torch.compile(fm, dynamic=False), torch.compile(qp, dynamic=False)
+        ao = torch.compile(ao, dynamic=False) if ao is not None else None
+    taos = []  # (label, model) for torchao's int8 dynamic config, eager and compiled
+    if dtype == torch.qint8 and not compiled and _torchao() is not None:
+        for comp in ((False, True) if torchao_compile else (False,)):
+            m, why = _torchao_model(fm, comp)
+            if m is None:
+                TORCHAO_ROWS.append(f"| {name} | - | - | - | n/a: {why} | - | - | - | - |")
+                break
+            taos.append(("torch.compile" if comp else "eager", m))
     for b in batches:
         x = make_input(b)
         with torch.no_grad():
             ref = qp(x)
             diff = ((ref - ao(x)).norm() / ao(x).norm()).item() if ao is not None else float("nan")
+            f_ref = fm(x)
+            t_diffs = [((m(x) - f_ref).norm() / f_ref.norm()).item() for _, m in taos]
+            q_diff32 = ((ref - f_ref).norm() / f_ref.norm()).item()
         for t in threads:
             torch.set_num_threads(t)
             fns = [lambda: fm(x), (lambda: ao(x)) if ao is not None else (lambda: None),
-                   lambda: qp(x)]
+                   lambda: qp(x)] + [(lambda m=m: m(x)) for _, m in taos]
             with torch.no_grad():
-                f32, a, q = _time(fns, min_time)
+                f32, a, q, *ts = _time(fns, min_time)
             _row(name, b, t, f32, a if ao is not None else None, q, diff)
+            for (label, _), tt, td in zip(taos, ts, t_diffs):
+                TORCHAO_ROWS.append(f"| {name} | {b} | {t} | {label} | {tt:.3f} | {q:.3f} | "
+                                    f"{q / tt:.2f} | {td:.3g} | {q_diff32:.3g} |")
 
 
 def bench_linear(threads, min_time):
@@ -238,6 +297,11 @@ def main():
     ap.add_argument("--layers", type=int, default=2, help="BERT encoder layers (12 = full)")
     ap.add_argument("--isa", default="auto", help="qplugin ISA tier (QPLUGIN_CPU_ISA)")
     ap.add_argument("--min-time", type=float, default=2.0, help="seconds per case")
+    ap.add_argument("--compile", action="store_true",
+                    help="also run the BERT and LSTM rows with fp32, torch.ao and qplugin "
+                         "models under torch.compile")
+    ap.add_argument("--torchao-compile", action="store_true",
+                    help="also time torchao's int8 dynamic model under torch.compile")
     args = ap.parse_args()
     which = args.only or ["bert", "lstm", "linear", "conv", "cells"]
     threads = args.threads or [1, 2]
@@ -246,30 +310,45 @@ def main():
     print("| model | batch | threads | fp32 ms | torch.ao ms | qplugin ms | qplugin/torch.ao | "
           "qplugin/fp32 | diff vs torch.ao (rel. norm; linear, conv, cells: max abs) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    if "bert" in which:
-        g = torch.Generator().manual_seed(1)
-        bench_model(f"BERT-base {args.layers}-layer, seq 128", bert(args.layers),
-                    lambda b: torch.randn(b, 128, 768, generator=g), [1, 8], threads,
-                    args.min_time)
-        hf, ver = hf_bert(args.layers)
-        if hf is not None:  # the issue's "or transformers if installed": both when it is
-            bench_model(f"BERT-base {args.layers}-layer, seq 128 (transformers {ver} BertModel "
-                        "encoder, SDPA)", hf, lambda b: torch.randn(b, 128, 768, generator=g),
-                        [1, 8], threads, args.min_time)
-    if "lstm" in which:
-        g = torch.Generator().manual_seed(2)
-        bench_model("LSTM 2x512 (in 256), seq 50", lstm(),
-                    lambda b: torch.randn(50, b, 256, generator=g), [1, 16], threads,
-                    args.min_time)
-        bench_model("LSTM 2x512 (in 256), seq 50, fp16 weights", lstm(),
-                    lambda b: torch.randn(50, b, 256, generator=g), [1, 16], threads,
-                    args.min_time, dtype=torch.float16)
+    for comp in ((False, True) if args.compile else (False,)):
+        kw = dict(torchao_compile=args.torchao_compile, compiled=comp)
+        if "bert" in which:
+            g = torch.Generator().manual_seed(1)
+            bench_model(f"BERT-base {args.layers}-layer, seq 128", bert(args.layers),
+                        lambda b: torch.randn(b, 128, 768, generator=g), [1, 8], threads,
+                        args.min_time, **kw)
+            hf, ver = hf_bert(args.layers)
+            if hf is not None:  # the issue's "or transformers if installed": both when it is
+                bench_model(f"BERT-base {args.layers}-layer, seq 128 (transformers {ver} "
+                            "BertModel encoder, SDPA)", hf,
+                            lambda b: torch.randn(b, 128, 768, generator=g), [1, 8], threads,
+                            args.min_time, **kw)
+        if "lstm" in which:
+            g = torch.Generator().manual_seed(2)
+            bench_model("LSTM 2x512 (in 256), seq 50", lstm(),
+                        lambda b: torch.randn(50, b, 256, generator=g), [1, 16], threads,
+                        args.min_time, **kw)
+            bench_model("LSTM 2x512 (in 256), seq 50, fp16 weights", lstm(),
+                        lambda b: torch.randn(50, b, 256, generator=g), [1, 16], threads,
+                        args.min_time, dtype=torch.float16, compiled=comp)
     if "linear" in which:
         bench_linear(threads, args.min_time)
     if "conv" in which:
         bench_conv(threads, args.min_time)
     if "cells" in which:
         bench_cells(threads, args.min_time)
+    tao = _torchao()
+    if tao is None:
+        print("\ntorchao: not installed (pip install torchao beside this torch to add its int8 "
+              "dynamic config)")
+    elif TORCHAO_ROWS:
+        print(f"\ntorchao {tao[0]}: quantize_(model, Int8DynamicActivationInt8WeightConfig()), "
+              "timed in the same rounds as the table above")
+        print("| model | batch | threads | torchao mode | torchao ms | qplugin ms | "
+              "qplugin/torchao | torchao diff vs fp32 (rel. norm) | qplugin diff vs fp32 |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in TORCHAO_ROWS:
+            print(r)
 
 
 if __name__ == "__main__":
