@@ -115,7 +115,7 @@ def test_modes_match_float_embedding_bag(isa, bits, mode, dim):
 @pytest.mark.parametrize("bits", [8, 4])
 @pytest.mark.parametrize("mode", [0, 1, 2])
 def test_every_isa_gives_the_scalar_bytes(isa, bits, mode):
-    for dim in (2, 14, 16, 30, 64, 96, 128, 130, 254, 256, 300):
+    for dim in (2, 14, 16, 30, 32, 64, 96, 128, 130, 254, 256, 300):
         t = prepack(_weights(90, dim, dim), bits)
         idx, off = _bags(90, 700, 23, seed=dim)
         psw = torch.rand(700) * 3 - 1 if mode == 0 else None

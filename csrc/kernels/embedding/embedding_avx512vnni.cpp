@@ -94,6 +94,13 @@ struct Ops {
         f(j, j < W ? codes2x16(p + 4 * j)
                    : codes2x16(_mm_cvtsi128_si32(_mm_maskz_loadu_epi8(c.b2[j], p + 4 * j))));
       }
+    } else if (NG == 1) {
+      // A 4-bit row of 16 columns (Shape<1, 1>): its 8 code bytes in one 64-bit load, the 16
+      // nibbles in order (low first), one group.
+      const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + d0 / 2));
+      const __m128i k15 = _mm_set1_epi8(15);
+      f(0, cvt16(_mm_unpacklo_epi8(_mm_and_si128(v, k15),
+                                   _mm_and_si128(_mm_srli_epi16(v, 4), k15))));
     } else {
       const uint8_t* p = row + d0 / 2;
 #pragma GCC unroll 4
@@ -134,8 +141,11 @@ struct Ops {
   }
   // Rows up to 128 columns wide reduce as they come, in NG zmm accumulators of which the first
   // W groups are whole (unmasked loads): all 4 for rows of 64 columns, all 8 for 128 (the common
-  // widths); otherwise 1 group for up to 16 columns (4-bit rows: 2, a masked pair), 2 for up to
-  // 32, 4 for up to 64, 8 for up to 128, the first NG / 2 whole.
+  // widths), both for 8-bit rows of 32 and 8- and 4-bit rows of 16 (a 4-bit one is one 8-byte
+  // load: the unmasked whole group was 10% of a 16-column 8-bit row's time, and the masked pair
+  // a 4-bit one had before decoded a second, empty group); otherwise 1 group for up to 16
+  // columns (4-bit rows: 2, a masked pair), 2 for up to 32, 4 for up to 64, 8 for up to 128, the
+  // first NG / 2 whole.
   // with_reg_shape calls f with the Shape<NG, W> for dim (any dim <= kRegCols).
   static constexpr int64_t kRegCols = 128;
   using RowShape = Cols;  // of the whole row (dim columns)
@@ -149,6 +159,10 @@ struct Ops {
       f(Shape<4, 4>{});
     } else if (dim == 128) {
       f(Shape<8, 8>{});
+    } else if (dim == 16 && Bits != 2) {
+      f(Shape<1, 1>{});
+    } else if (dim == 32 && Bits == 8) {
+      f(Shape<2, 2>{});
     } else if (dim <= 16 && Bits != 4) {
       f(Shape<1, 0>{});
     } else if (dim <= 32) {
