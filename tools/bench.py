@@ -127,6 +127,7 @@ FAMILIES = {
     "conv": _family("bench_conv"),
     "elementwise": _family("bench_elementwise"),
     "embedding": _family("bench_embedding"),
+    "dynamic": _family("bench_dynamic_ops"),
 }
 
 
