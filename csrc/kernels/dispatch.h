@@ -43,6 +43,10 @@ struct KernelTable {
   Isa isa;
   // y[i] = table[x[i]] on raw 8-bit codes (u8 or the bit pattern of s8); table has 256 entries.
   void (*lut8)(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* table);
+  // lut8 over `rows` rows of `width` codes: y[r * ys + i] = table[x[r * xs + i]]. The table is
+  // loaded once for all rows (short rows, e.g. a channels-last cat's input pieces).
+  void (*lut8_rows)(const uint8_t* x, int64_t xs, uint8_t* y, int64_t ys, int64_t width,
+                    int64_t rows, const uint8_t* table);
   // One image of raw 8-bit codes: x [C][HW] -> y [HW][C] with y[p][c] = tables[c][x[c][p]],
   // pixels [p0, p1) only; tables is [C][256]. The per-channel-table form of the affine kernel,
   // used for large NCHW inputs (each table is built with the scalar affine math, so the result

@@ -79,7 +79,14 @@ def test_cat_equal_qparams_is_a_copy(isa, shapes, dim, cl, relu, dtype):
     assert np.array_equal(codes(y), codes(ref))
 
 
-@pytest.mark.parametrize("shapes,dim,cl", CASES[2:5])
+# Channels-last cat on C with rows of >= 32 channels, not multiples of 32: the short-row path's
+# lut8_rows vector form (AVX2: whole vectors, then the row's last 32 bytes again).
+REQUANT_CASES = CASES[2:5] + [
+    ([(2, 40, 5, 6), (2, 64, 5, 6), (2, 33, 5, 6), (2, 5, 5, 6)], 1, (True, True, True, True)),
+]
+
+
+@pytest.mark.parametrize("shapes,dim,cl", REQUANT_CASES)
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8, torch.qint32])
 def test_cat_requantizes_exactly(isa, shapes, dim, cl, relu, dtype):

@@ -159,6 +159,32 @@ void lut8(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* table) {
   generic::lut8(x + i, y + i, n - i, table);
 }
 
+// Short rows: the 16 table slices stay in registers across rows; per row whole 32-byte vectors,
+// then one vector over the row's last 32 bytes (rows >= 32: it overlaps codes already done, which
+// it writes again with the same bytes; x and y do not overlap), or the scalar loop (rows < 32).
+void lut8_rows(const uint8_t* x, int64_t xs, uint8_t* y, int64_t ys, int64_t width,
+               int64_t rows, const uint8_t* table) {
+  if (width < 32) {
+    generic::lut8_rows(x, xs, y, ys, width, rows, table);
+    return;
+  }
+  const Lut8Slices s(table);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* xr = x + r * xs;
+    uint8_t* yr = y + r * ys;
+    int64_t i = 0;
+    for (; i + 32 <= width; i += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + i));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(yr + i), lut8_32(s, v));
+    }
+    if (i < width) {
+      const int64_t j = width - 32;
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + j));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(yr + j), lut8_32(s, v));
+    }
+  }
+}
+
 void lut8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
                        const uint8_t* tables) {
   constexpr int64_t kPix = 256;
@@ -259,6 +285,7 @@ constexpr TypedKernels<T> typed() {
 const KernelTable& make_table() {
   static const KernelTable t{.isa = Isa::kAvx2,
                              .lut8 = &lut8,
+                             .lut8_rows = &lut8_rows,
                              .lut8_nchw_to_nhwc = &lut8_nchw_to_nhwc,
                              .lut8_nhwc_to_nchw = &lut8_nhwc_to_nchw,
                              .copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc,

@@ -198,6 +198,12 @@ __attribute__((target("avx512vbmi"))) void lut8_vbmi(const uint8_t* x, uint8_t* 
   }
 }
 
+__attribute__((target("avx512vbmi"))) void lut8_rows_vbmi(const uint8_t* x, int64_t xs,
+                                                           uint8_t* y, int64_t ys, int64_t width,
+                                                           int64_t rows, const uint8_t* table) {
+  for (int64_t r = 0; r < rows; ++r) lut8_vbmi(x + r * xs, y + r * ys, width, table);
+}
+
 // Channels-last to contiguous with one table: for 16 channels x 64 pixels, lane L of row k holds
 // pixel 16L+k's 16 channels; after the lane-wise 16x16 transposes, out[j] holds channel c0+j for
 // 64 consecutive pixels: one 64-byte store.
@@ -243,6 +249,7 @@ const KernelTable& make_table() {
   static const KernelTable t{
       .isa = Isa::kAvx512Vnni,
       .lut8 = has_vbmi ? &lut8_vbmi : &generic::lut8,
+      .lut8_rows = has_vbmi ? &lut8_rows_vbmi : &generic::lut8_rows,
       .lut8_nchw_to_nhwc = has_vbmi ? &lut8_nchw_to_nhwc_vbmi : &generic::lut8_nchw_to_nhwc,
       .lut8_nhwc_to_nchw = has_vbmi ? &lut8_nhwc_to_nchw_vbmi : &generic::lut8_nhwc_to_nchw,
       .copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc,

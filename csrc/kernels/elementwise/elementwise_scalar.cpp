@@ -15,6 +15,7 @@ constexpr TypedKernels<T> typed() {
 const KernelTable& make_table() {
   static const KernelTable t{.isa = Isa::kScalar,
                              .lut8 = &generic::lut8,
+                             .lut8_rows = &generic::lut8_rows,
                              .lut8_nchw_to_nhwc = &generic::lut8_nchw_to_nhwc,
                              .lut8_nhwc_to_nchw = &generic::lut8_nhwc_to_nchw,
                              .u8 = typed<uint8_t>(),

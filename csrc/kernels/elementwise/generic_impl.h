@@ -77,6 +77,11 @@ inline void lut8(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* table) 
   for (; i < n; ++i) y[i] = table[x[i]];
 }
 
+inline void lut8_rows(const uint8_t* x, int64_t xs, uint8_t* y, int64_t ys, int64_t width,
+                      int64_t rows, const uint8_t* table) {
+  for (int64_t r = 0; r < rows; ++r) lut8(x + r * xs, y + r * ys, width, table);
+}
+
 // The transposing forms below: pixels [p0, p1) in blocks of 64 and, within a block, channel by
 // channel (one table or one output row at a time); f(c, pb, pe) does channel c, pixels [pb, pe).
 template <class F>

@@ -12,7 +12,6 @@
 #include <torch/library.h>
 
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -150,28 +149,34 @@ void cat_into(const char* op, const std::vector<QArg>& xs, int64_t dim, at::Tens
     return;
   }
   // Short rows (e.g. channels-last cat on C): whole rows per task, no per-piece index math.
-  // Requantized 8-bit inputs are first looked up whole (one long lut8 call per input into a
-  // scratch copy: a vector lookup per short piece would rebuild its table registers each time),
-  // then copied like the others. Same table, so the same bytes. AVX2 only: the scalar lookup has
-  // no setup per call, and AVX-512 VBMI's holds the table in four zmm loads (both kept as before).
-  std::vector<std::unique_ptr<uint8_t[]>> scratch;  // not value-initialized: fully written
-  if (st != at::kQInt32 && kt.isa == kernels::Isa::kAvx2) {
-    for (auto& sg : segs) {
-      if (sg.mode != 2) continue;
-      scratch.emplace_back(new uint8_t[static_cast<size_t>(outer * sg.width)]);
-      uint8_t* dst = scratch.back().get();
-      const uint8_t* src = sg.src;
-      const uint8_t* tb = sg.table;
-      at::parallel_for(0, outer * sg.width, kGrain, [&](int64_t b, int64_t e) {
-        kt.lut8(src + b, dst + b, e - b, tb);
-      });
-      sg.src = dst;
-      sg.mode = 0;
-    }
-  }
+  // A task's block of rows goes segment by segment; a requantized 8-bit segment is looked up over
+  // the whole block in one lut8_rows call, which loads its table once (a vector lookup per short
+  // piece would rebuild the AVX2 table registers each time; before lut8_rows the AVX2 tier looked
+  // each such input up whole into a scratch copy and then copied it). Same table, same bytes.
   auto rows = [&](int64_t r0, int64_t r1) {
-    for (int64_t row = r0; row < r1; ++row) {
-      for (const auto& sg : segs) piece(sg, row, 0, sg.width);
+    for (const auto& sg : segs) {
+      if (sg.mode == 2 && st != at::kQInt32) {
+        kt.lut8_rows(sg.src + r0 * sg.width, sg.width, yp + r0 * total + sg.offset, total,
+                     sg.width, r1 - r0, sg.table);
+      } else if (sg.mode == 0) {
+        // A copied segment: 16-byte moves inline (a libc memcpy call per short row cost about
+        // as much as the row), the row's last 16 bytes again for the tail.
+        const int64_t nb = sg.width * static_cast<int64_t>(esize);
+        const uint8_t* src = sg.src + r0 * nb;
+        uint8_t* dst = yp + (r0 * total + sg.offset) * static_cast<int64_t>(esize);
+        const int64_t ys = total * static_cast<int64_t>(esize);
+        for (int64_t row = r0; row < r1; ++row, src += nb, dst += ys) {
+          if (nb < 16) {
+            std::memcpy(dst, src, static_cast<size_t>(nb));
+            continue;
+          }
+          int64_t i = 0;
+          for (; i + 16 <= nb; i += 16) std::memcpy(dst + i, src + i, 16);
+          if (i < nb) std::memcpy(dst + nb - 16, src + nb - 16, 16);
+        }
+      } else {
+        for (int64_t row = r0; row < r1; ++row) piece(sg, row, 0, sg.width);
+      }
     }
   };
   const int64_t grain = std::max<int64_t>(1, kGrain / (total * static_cast<int64_t>(esize)));
