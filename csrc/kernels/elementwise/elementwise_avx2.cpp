@@ -107,9 +107,9 @@ void clamp(const T* x, T* y, int64_t n, T lo, T hi) {
 }
 
 // Per-channel tables into 16 channels x 256 pixels tiles: each channel's table is loaded into
-// registers once per 256 pixels (lut8_32 below, 8 vectors), then 16x16 SSE byte transposes
-// write the NHWC rows. Channels past the last multiple of 16, and pixel runs shorter than 32,
-// take the scalar form (exact lookups either way).
+// registers once per 256 pixels (lut8_32 below, 8 vectors), then 16x16 byte transposes, two
+// per ymm network, write the NHWC rows. Channels past the last multiple of 16, and pixel runs
+// shorter than 32, take the scalar form (exact lookups either way).
 void lut8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
                        const uint8_t* tables);
 
@@ -210,10 +210,10 @@ void lut8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int6
           _mm256_store_si256(reinterpret_cast<__m256i*>(&tile[k][j]), lut8_32(s, v));
         }
       }
-      for (int64_t j0 = 0; j0 < np; j0 += 16) {
-        __m128i rows[16], cols[16];
+      for (int64_t j0 = 0; j0 < np; j0 += 32) {  // two 16x16 transposes per ymm network
+        __m256i rows[16], cols[16];
         for (int k = 0; k < 16; ++k) {
-          rows[k] = _mm_load_si128(reinterpret_cast<const __m128i*>(&tile[k][j0]));
+          rows[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(&tile[k][j0]));
         }
         transpose16x16(rows, cols);
         store_columns(cols, y + (pb + j0) * C + c0, C);
@@ -231,10 +231,11 @@ void lut8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int6
   if (pb < p1) generic::lut8_nchw_to_nhwc(x, y, C, HW, pb, p1, tables);
 }
 
-// Channels-last codes to a contiguous output through one table: 16 pixels x 16 channels per
-// step, looked up two rows per ymm (lut8_32: a single table, so the lookup commutes with the
-// transpose), then the SSE byte transpose writes 16 channel rows of 16 pixels. Channels past
-// the last multiple of 16 and the last p1 % 16 pixels take the scalar form.
+// Channels-last codes to a contiguous output through one table: 32 pixels x 16 channels per
+// step, looked up two pixel rows per ymm (lut8_32: a single table, so the lookup commutes with
+// the transpose), then the byte transpose on ymm (two 16x16 networks at once) writes 16 channel
+// rows of 32 pixels. Channels past the last multiple of 16 and the last (p1 - p0) % 32 pixels
+// take the scalar form.
 void lut8_nhwc_to_nchw(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0, int64_t p1,
                        const uint8_t* table) {
   const int64_t C16 = C - C % 16;
@@ -244,39 +245,41 @@ void lut8_nhwc_to_nchw(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int6
   }
   const Lut8Slices s(table);
   int64_t pb = p0;
-  for (; pb + 16 <= p1; pb += 16) {
+  // 32 pixels x 16 channels per step: ymm row k holds pixel pb + k's 16 channels in its low lane
+  // and pixel pb + 16 + k's in its high lane, so the per-lane transpose leaves channel c0 + j's
+  // 32 consecutive pixels in cols[j]: one 32-byte store.
+  for (; pb + 32 <= p1; pb += 32) {
     for (int64_t c0 = 0; c0 < C16; c0 += 16) {
-      __m128i rows[16], cols[16];
-      for (int k = 0; k < 16; k += 2) {
-        const __m256i v = _mm256_loadu2_m128i(
-            reinterpret_cast<const __m128i*>(x + (pb + k + 1) * C + c0),
-            reinterpret_cast<const __m128i*>(x + (pb + k) * C + c0));
-        const __m256i r = lut8_32(s, v);
-        rows[k] = _mm256_castsi256_si128(r);
-        rows[k + 1] = _mm256_extracti128_si256(r, 1);
+      __m256i rows[16], cols[16];
+      for (int k = 0; k < 16; ++k) {
+        rows[k] = lut8_32(s, _mm256_loadu2_m128i(
+                                 reinterpret_cast<const __m128i*>(x + (pb + 16 + k) * C + c0),
+                                 reinterpret_cast<const __m128i*>(x + (pb + k) * C + c0)));
       }
       transpose16x16(rows, cols);
-      store_columns(cols, y + c0 * HW + pb, HW);
+      for (int j = 0; j < 16; ++j) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + (c0 + j) * HW + pb), cols[j]);
+      }
     }
     for (int64_t c = C16; c < C; ++c) {
-      for (int64_t i = pb; i < pb + 16; ++i) y[c * HW + i] = table[x[i * C + c]];
+      for (int64_t i = pb; i < pb + 32; ++i) y[c * HW + i] = table[x[i * C + c]];
     }
   }
   if (pb < p1) generic::lut8_nhwc_to_nchw(x, y, C, HW, pb, p1, table);
 }
 
-// Transposing copy (KernelTable::copy8_nchw_to_nhwc): 16 channels x 16 pixels per step through
-// the SSE byte transpose; channels past the last multiple of 16 and the last p1 % 16 pixels
-// bytewise.
+// Transposing copy (KernelTable::copy8_nchw_to_nhwc): 16 channels x 32 pixels per step through
+// the byte transpose on ymm (two 16x16 networks at once; half the unpacks of the SSE form);
+// channels past the last multiple of 16 and the last (p1 - p0) % 32 pixels bytewise.
 void copy8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
                         int64_t p1) {
-  int64_t pb = nchw_to_nhwc_blocks<__m128i>(
+  int64_t pb = nchw_to_nhwc_blocks<__m256i>(
       y, C, p0, p1,
       [&](int64_t c, int64_t px) {
-        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + c * HW + px));
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + c * HW + px));
       },
       [&](int64_t c, int64_t px) {
-        for (int64_t i = px; i < px + 16; ++i) y[i * C + c] = x[c * HW + i];
+        for (int64_t i = px; i < px + 32; ++i) y[i * C + c] = x[c * HW + i];
       });
   for (; pb < p1; ++pb) {
     for (int64_t c = 0; c < C; ++c) y[pb * C + c] = x[c * HW + pb];

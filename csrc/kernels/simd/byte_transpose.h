@@ -6,7 +6,7 @@
 // Changes with: elementwise_{avx2,avx512vnni}.cpp, conv/dwconv_avx512vnni.cpp.
 
 // unpack<Bits, Hi>(a, b): the low (Hi false) or high halves of a and b interleaved in Bits-bit
-// elements (per 128-bit lane), for __m128i (SSE2) and, with AVX-512 BW, __m512i.
+// elements (per 128-bit lane), for __m128i (SSE2), __m256i (AVX2) and, with AVX-512 BW, __m512i.
 #define QPLUGIN_UNPACK_FOR(V, P)                                                              \
   template <int Bits, bool Hi>                                                                \
   QPLUGIN_ALWAYS_INLINE V unpack(V a, V b) {                                                  \
@@ -16,6 +16,9 @@
     if constexpr (Bits == 64) return Hi ? P##_unpackhi_epi64(a, b) : P##_unpacklo_epi64(a, b); \
   }
 QPLUGIN_UNPACK_FOR(__m128i, _mm)
+#ifdef __AVX2__
+QPLUGIN_UNPACK_FOR(__m256i, _mm256)
+#endif
 #ifdef __AVX512BW__
 QPLUGIN_UNPACK_FOR(__m512i, _mm512)
 #endif
@@ -36,7 +39,7 @@ QPLUGIN_ALWAYS_INLINE void unpack_quad(const V* x, V* o) {
 }
 
 // r[k]: row k of 16 bytes (e.g. channel k, pixels 0..15) -> out[j]: column j (pixel j,
-// channels 0..15). On __m512i the same on each 128-bit lane: in r[k] lane L = channel k, pixels
+// channels 0..15). On __m256i / __m512i the same on each 128-bit lane: in r[k] lane L = channel k, pixels
 // 16L..16L+15; out[j] lane L = pixel 16L+j, channels 0..15. Bytes and words within each group of
 // four rows, then dwords and qwords across the groups.
 template <class V>
@@ -54,6 +57,16 @@ QPLUGIN_ALWAYS_INLINE void transpose16x16(const V* r, V* out) {
 QPLUGIN_ALWAYS_INLINE void store_columns(const __m128i* out, uint8_t* y, int64_t ld) {
   for (int j = 0; j < 16; ++j) _mm_storeu_si128(reinterpret_cast<__m128i*>(y + j * ld), out[j]);
 }
+#ifdef __AVX2__
+// __m256i: lane L of out[j] is pixel 16L + j (two 16x16 transposes side by side).
+QPLUGIN_ALWAYS_INLINE void store_columns(const __m256i* out, uint8_t* y, int64_t ld) {
+  for (int j = 0; j < 16; ++j) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + j * ld), _mm256_castsi256_si128(out[j]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + (16 + j) * ld),
+                     _mm256_extracti128_si256(out[j], 1));
+  }
+}
+#endif  // __AVX2__
 #ifdef __AVX512BW__
 QPLUGIN_ALWAYS_INLINE void store_columns(const __m512i* out, uint8_t* y, int64_t ld) {
   for (int j = 0; j < 16; ++j) {
@@ -69,7 +82,7 @@ QPLUGIN_ALWAYS_INLINE void store_columns(const __m512i* out, uint8_t* y, int64_t
 #endif  // __AVX512BW__
 
 // One image x [C][HW] -> y [HW][C] (bytes), pixels [p0, p1), in blocks of 16 channels x kPix
-// pixels (kPix = sizeof(V): 16 for __m128i, 64 for __m512i): row(c, p) returns channel c's kPix
+// pixels (kPix = sizeof(V): 16 for __m128i, 32 for __m256i, 64 for __m512i): row(c, p) returns channel c's kPix
 // output bytes from pixel p, transposed and stored as 16-byte pixel rows; for the channels past
 // the last multiple of 16, tail(c, p) writes pixels p..p+kPix-1 itself. Returns the first pixel
 // left (fewer than kPix remain), for the caller's own tail.
