@@ -168,8 +168,9 @@ void lut8(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* table) {
 }
 
 // Short rows: the 16 table slices stay in registers across rows; per row whole 32-byte vectors,
-// then one vector over the row's last 32 bytes (rows >= 32: it overlaps codes already done, which
-// it writes again with the same bytes; x and y do not overlap), or the scalar loop (rows < 32).
+// then one vector over the row's last 32 bytes (width >= 32: it overlaps codes already done,
+// which it writes again with the same bytes; x and y do not overlap), or the scalar loop
+// (width < 32).
 void lut8_rows(const uint8_t* x, int64_t xs, uint8_t* y, int64_t ys, int64_t width,
                int64_t rows, const uint8_t* table) {
   if (width < 32) {

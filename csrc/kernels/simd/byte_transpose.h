@@ -39,9 +39,9 @@ QPLUGIN_ALWAYS_INLINE void unpack_quad(const V* x, V* o) {
 }
 
 // r[k]: row k of 16 bytes (e.g. channel k, pixels 0..15) -> out[j]: column j (pixel j,
-// channels 0..15). On __m256i / __m512i the same on each 128-bit lane: in r[k] lane L = channel k, pixels
-// 16L..16L+15; out[j] lane L = pixel 16L+j, channels 0..15. Bytes and words within each group of
-// four rows, then dwords and qwords across the groups.
+// channels 0..15). On __m256i / __m512i the same on each 128-bit lane: in r[k] lane L =
+// channel k, pixels 16L..16L+15; out[j] lane L = pixel 16L+j, channels 0..15. Bytes and words
+// within each group of four rows, then dwords and qwords across the groups.
 template <class V>
 QPLUGIN_ALWAYS_INLINE void transpose16x16(const V* r, V* out) {
   V b[16];
@@ -82,10 +82,10 @@ QPLUGIN_ALWAYS_INLINE void store_columns(const __m512i* out, uint8_t* y, int64_t
 #endif  // __AVX512BW__
 
 // One image x [C][HW] -> y [HW][C] (bytes), pixels [p0, p1), in blocks of 16 channels x kPix
-// pixels (kPix = sizeof(V): 16 for __m128i, 32 for __m256i, 64 for __m512i): row(c, p) returns channel c's kPix
-// output bytes from pixel p, transposed and stored as 16-byte pixel rows; for the channels past
-// the last multiple of 16, tail(c, p) writes pixels p..p+kPix-1 itself. Returns the first pixel
-// left (fewer than kPix remain), for the caller's own tail.
+// pixels (kPix = sizeof(V): 16 for __m128i, 32 for __m256i, 64 for __m512i): row(c, p) returns
+// channel c's kPix output bytes from pixel p, transposed and stored as 16-byte pixel rows; for
+// the channels past the last multiple of 16, tail(c, p) writes pixels p..p+kPix-1 itself.
+// Returns the first pixel left (fewer than kPix remain), for the caller's own tail.
 template <class V, class Row, class Tail>
 QPLUGIN_ALWAYS_INLINE int64_t nchw_to_nhwc_blocks(uint8_t* y, int64_t C, int64_t p0, int64_t p1,
                                                   Row row, Tail tail) {
