@@ -26,6 +26,24 @@ struct AffineParams {
   float hi;
 };
 
+// A byte map computed instead of looked up (KernelTable::pw_affine8). With x the code's value (u8,
+// or s8 when is_signed), v = x - c as a float (c an integer, so v is exact), p1 = fma(a1, v, b1)
+// and p2 = fma(a2, v, b2):
+//   kOne: r = p1;  kSelect: r = x > t ? p1 : p2;  kMax: r = max(p1, p2);  kMin: r = min(p1, p2);
+//   y = clamp(nearbyint(r), lo, hi)   (round half to even; lo, hi code values)
+//   kKeep: y = clamp(x > t ? x : k, lo, hi)   (no arithmetic: a threshold)
+// fclamp: clamp r in float before rounding (needed when |r| may leave the int32 range; otherwise
+// the conversion and saturating packs clamp exactly). Ops use a plan only after running it over
+// all 256 codes and finding the op's exact table (ops/quantized_cpu/unary_lut.h), so its bytes
+// are the table's whatever the float rounding.
+struct PwAffine8 {
+  enum Mode : int32_t { kOne = 0, kSelect = 1, kMax = 2, kMin = 3, kKeep = 4 };
+  float a1, b1, a2, b2;
+  int32_t c, t, k, lo, hi;
+  Mode mode;
+  bool is_signed, fclamp;
+};
+
 template <typename T>
 struct TypedKernels {
   // x, y: [rows][C] (channels last); per-channel alpha/beta.
@@ -61,6 +79,10 @@ struct KernelTable {
   // Null when the ISA has no vector form (callers fall back to their own loop).
   void (*copy8_nchw_to_nhwc)(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int64_t p0,
                              int64_t p1);
+  // y[i] = the PwAffine8 map of x[i], n codes (x == y allowed). Null on tiers whose lut8 is at
+  // least as fast (scalar: one load a byte; avx512vnni: VPERMI2B), set where a 256-entry lookup
+  // costs dozens of shuffles per vector (avx2).
+  void (*pw_affine8)(const uint8_t* x, uint8_t* y, int64_t n, const PwAffine8& p);
   TypedKernels<uint8_t> u8;
   TypedKernels<int8_t> s8;
 };

@@ -1,5 +1,5 @@
-// Library-level ops: the ISA in use, the torch version qplugin was built against, and the pool of
-// output buffers.
+// Library-level ops: the ISA in use, the torch version qplugin was built against, the pool of
+// output buffers, and which path the 8-bit unary maps took.
 // Changes with: kernels/dispatch.{h,cpp}, qplugin/_loader.py.
 #include <torch/library.h>
 #include <torch/version.h>
@@ -9,6 +9,7 @@
 
 #include "driver/output_pool.h"
 #include "kernels/dispatch.h"
+#include "ops/quantized_cpu/unary_lut.h"
 #include "ops/schemas.h"
 
 namespace qplugin {
@@ -44,6 +45,15 @@ std::vector<int64_t> output_pool_stats() {
 
 int64_t release_output_pool() { return driver::release_output_pool(); }
 
+// 8-bit unary maps since load (ops/quantized_cpu/unary_lut.h): calls that looked the map up,
+// then calls that computed it (kernels pw_affine8) per plan form: one piece, select, max, min,
+// keep (kernels::PwAffine8::Mode order).
+std::vector<int64_t> unary_path_counts() {
+  std::vector<int64_t> v;
+  for (int i = 0; i < 6; ++i) v.push_back(unary::path_counts()[i].load());
+  return v;
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace qplugin
@@ -58,6 +68,7 @@ void define_misc(torch::Library& m) {
   m.def("_build_torch_version() -> str", &qplugin::ops::build_torch_version);
   m.def("_output_pool_stats() -> int[]", &qplugin::ops::output_pool_stats);
   m.def("_release_output_pool() -> int", &qplugin::ops::release_output_pool);
+  m.def("_unary_path_counts() -> int[]", &qplugin::ops::unary_path_counts);
 }
 
 }  // namespace schemas

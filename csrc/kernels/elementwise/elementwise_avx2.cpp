@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <type_traits>
 
@@ -287,6 +288,111 @@ void copy8_nchw_to_nhwc(const uint8_t* x, uint8_t* y, int64_t C, int64_t HW, int
   }
 }
 
+// KernelTable::pw_affine8 (dispatch.h): the map computed, 32 codes a step. Per 8 codes: widen,
+// subtract c, convert (exact), one FMA per piece, the pieces combined (kSelect on the integer
+// code, x > t; kMax / kMin), optionally the float clamp, VCVTPS2DQ (round half to even); then
+// saturating packs to bytes in order and the [lo, hi] byte clamp. Without fclamp every r is within
+// int32 (the plan checks |r| < 2^30), so the packs' saturation and the byte clamp give exactly
+// clamp(nearbyint(r)). kKeep is bytes only: a compare and a blend. On a Zen 5 held to AVX2, 802816
+// codes: one piece 0.049 ms, against 0.077-0.080 for lut8 (whose 256-entry VPSHUFB tree keeps
+// the two shuffle pipes busy ~12 cycles per 32 bytes).
+template <bool kSigned>
+inline __m256i gt_bytes(__m256i x, __m256i t1) {  // x > t as x >= t + 1 (t + 1 in range)
+  return kSigned ? _mm256_cmpeq_epi8(_mm256_max_epi8(x, t1), x)
+                 : _mm256_cmpeq_epi8(_mm256_max_epu8(x, t1), x);
+}
+
+template <bool kSigned, int kMode, bool kFClamp, bool kSubC>
+void pw_affine8_body(const uint8_t* x, uint8_t* y, int64_t n32, const PwAffine8& p) {
+  const __m256i blo = _mm256_set1_epi8(static_cast<char>(p.lo));
+  const __m256i bhi = _mm256_set1_epi8(static_cast<char>(p.hi));
+  auto clamp_bytes = [&](__m256i o) {
+    return kSigned ? _mm256_min_epi8(_mm256_max_epi8(o, blo), bhi)
+                   : _mm256_min_epu8(_mm256_max_epu8(o, blo), bhi);
+  };
+  if constexpr (kMode == PwAffine8::kKeep) {
+    // The plan keeps kKeep to t in [min code, max code - 1], so t + 1 is a code.
+    const __m256i t1 = _mm256_set1_epi8(static_cast<char>(p.t + 1));
+    const __m256i kv = _mm256_set1_epi8(static_cast<char>(p.k));
+    for (int64_t i = 0; i < n32; i += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+      const __m256i o = _mm256_blendv_epi8(kv, v, gt_bytes<kSigned>(v, t1));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), clamp_bytes(o));
+    }
+    return;
+  }
+  const __m256 a1 = _mm256_set1_ps(p.a1), b1 = _mm256_set1_ps(p.b1);
+  const __m256 a2 = _mm256_set1_ps(p.a2), b2 = _mm256_set1_ps(p.b2);
+  const __m256 flo = _mm256_set1_ps(static_cast<float>(p.lo));
+  const __m256 fhi = _mm256_set1_ps(static_cast<float>(p.hi));
+  const __m256i c = _mm256_set1_epi32(p.c), t = _mm256_set1_epi32(p.t);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t i = 0; i < n32; i += 32) {
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j) {
+      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + i + 8 * j));
+      const __m256i xi = kSigned ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+      const __m256 v = _mm256_cvtepi32_ps(kSubC ? _mm256_sub_epi32(xi, c) : xi);
+      __m256 r = _mm256_fmadd_ps(a1, v, b1);
+      if constexpr (kMode == PwAffine8::kSelect) {
+        const __m256 upper = _mm256_castsi256_ps(_mm256_cmpgt_epi32(xi, t));
+        r = _mm256_blendv_ps(_mm256_fmadd_ps(a2, v, b2), r, upper);
+      } else if constexpr (kMode == PwAffine8::kMax) {
+        r = _mm256_max_ps(r, _mm256_fmadd_ps(a2, v, b2));
+      } else if constexpr (kMode == PwAffine8::kMin) {
+        r = _mm256_min_ps(r, _mm256_fmadd_ps(a2, v, b2));
+      }
+      if (kFClamp) r = _mm256_min_ps(_mm256_max_ps(r, flo), fhi);
+      q[j] = _mm256_cvtps_epi32(r);
+    }
+    const __m256i w01 = _mm256_packs_epi32(q[0], q[1]), w23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i o = kSigned ? _mm256_packs_epi16(w01, w23) : _mm256_packus_epi16(w01, w23);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        clamp_bytes(_mm256_permutevar8x32_epi32(o, order)));
+  }
+}
+
+template <bool kSigned, int kMode, bool kFClamp, bool kSubC = true>
+void pw_affine8_impl(const uint8_t* x, uint8_t* y, int64_t n, const PwAffine8& p) {
+  const int64_t n32 = n & ~int64_t{31};
+  pw_affine8_body<kSigned, kMode, kFClamp, kSubC>(x, y, n32, p);
+  if (n32 < n) {  // the tail through the same body, in a padded copy: the same bytes per code
+    alignas(32) uint8_t in[32] = {}, out[32];
+    std::memcpy(in, x + n32, static_cast<size_t>(n - n32));
+    pw_affine8_body<kSigned, kMode, kFClamp, kSubC>(in, out, 32, p);
+    std::memcpy(y + n32, out, static_cast<size_t>(n - n32));
+  }
+}
+
+// c = 0 skips the subtraction (4 of ~30 vector ops per 32 codes).
+template <bool kSigned, int kMode>
+constexpr void (*pw_fn(const PwAffine8& p))(const uint8_t*, uint8_t*, int64_t, const PwAffine8&) {
+  if (p.c == 0) {
+    return p.fclamp ? &pw_affine8_impl<kSigned, kMode, true, false>
+                    : &pw_affine8_impl<kSigned, kMode, false, false>;
+  }
+  return p.fclamp ? &pw_affine8_impl<kSigned, kMode, true> : &pw_affine8_impl<kSigned, kMode, false>;
+}
+
+template <bool kSigned>
+void pw_affine8_typed(const uint8_t* x, uint8_t* y, int64_t n, const PwAffine8& p) {
+  switch (p.mode) {
+    case PwAffine8::kSelect: return pw_fn<kSigned, PwAffine8::kSelect>(p)(x, y, n, p);
+    case PwAffine8::kMax: return pw_fn<kSigned, PwAffine8::kMax>(p)(x, y, n, p);
+    case PwAffine8::kMin: return pw_fn<kSigned, PwAffine8::kMin>(p)(x, y, n, p);
+    case PwAffine8::kKeep: return pw_affine8_impl<kSigned, PwAffine8::kKeep, false>(x, y, n, p);
+    default: return pw_fn<kSigned, PwAffine8::kOne>(p)(x, y, n, p);
+  }
+}
+
+void pw_affine8(const uint8_t* x, uint8_t* y, int64_t n, const PwAffine8& p) {
+  if (p.is_signed) {
+    pw_affine8_typed<true>(x, y, n, p);
+  } else {
+    pw_affine8_typed<false>(x, y, n, p);
+  }
+}
+
 template <typename T>
 constexpr TypedKernels<T> typed() {
   return {&affine_rows<T>, &affine_plane<T>, &affine_nchw_to_nhwc<T>, &clamp<T>};
@@ -301,6 +407,7 @@ const KernelTable& make_table() {
                              .lut8_nchw_to_nhwc = &lut8_nchw_to_nhwc,
                              .lut8_nhwc_to_nchw = &lut8_nhwc_to_nchw,
                              .copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc,
+                             .pw_affine8 = &pw_affine8,
                              .u8 = typed<uint8_t>(),
                              .s8 = typed<int8_t>()};
   return t;

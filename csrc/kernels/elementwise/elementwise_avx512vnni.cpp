@@ -253,6 +253,7 @@ const KernelTable& make_table() {
       .lut8_nchw_to_nhwc = has_vbmi ? &lut8_nchw_to_nhwc_vbmi : &generic::lut8_nchw_to_nhwc,
       .lut8_nhwc_to_nchw = has_vbmi ? &lut8_nhwc_to_nchw_vbmi : &generic::lut8_nhwc_to_nchw,
       .copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc,
+      .pw_affine8 = nullptr,
       .u8 = typed<uint8_t>(),
       .s8 = typed<int8_t>()};
   return t;

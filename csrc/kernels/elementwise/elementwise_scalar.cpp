@@ -18,6 +18,7 @@ const KernelTable& make_table() {
                              .lut8_rows = &generic::lut8_rows,
                              .lut8_nchw_to_nhwc = &generic::lut8_nchw_to_nhwc,
                              .lut8_nhwc_to_nchw = &generic::lut8_nhwc_to_nchw,
+                             .pw_affine8 = nullptr,
                              .u8 = typed<uint8_t>(),
                              .s8 = typed<int8_t>()};
   return t;

@@ -284,8 +284,16 @@ at::Tensor leaky_relu_core(const QArg& qx, const c10::Scalar& negative_slope, bo
   // returned (quantized::leaky_relu ignores inplace); with equal ones qx is updated.
   const bool in_place =
       inplace && qx.q_scale() == output_scale && qx.q_zero_point() == output_zero_point;
+  // Computed where the tier prefers it: y = zp_out + (q - zp_in) * s_in / s_out above zp_in,
+  // times a below.
+  unary::AffineHint h;
+  h.c = qx.q_zero_point();
+  h.a1 = qx.q_scale() / output_scale;
+  h.a2 = a * h.a1;
+  h.b1 = h.b2 = static_cast<double>(output_zero_point);
+  h.two = true;
   return map_unary_cached(op, qx, output_scale, output_zero_point, keep_format(qx),
-                          [a](double v) { return v > 0 ? v : v * a; }, {a}, in_place);
+                          [a](double v) { return v > 0 ? v : v * a; }, {a}, in_place, &h);
 }
 
 double sigmoid_d(double v) { return 1.0 / (1.0 + std::exp(-v)); }
@@ -299,9 +307,15 @@ at::Tensor hardsigmoid_core(const QArg& qx, std::optional<double> output_scale,
                             std::optional<int64_t> output_zero_point) {
   const char* op = "hardsigmoid";
   const auto qp = qparams_or(op, qx, output_scale, output_zero_point, fixed_qparams(qx, false));
+  // Computed where the tier prefers it: the ramp y = zp_out + ((q - zp_in) s_in + 3) / (6 s_out),
+  // clamped to the table's range (its ends are f's 0 and 1).
+  unary::AffineHint h;
+  h.c = qx.q_zero_point();
+  h.a1 = qx.q_scale() / (6.0 * qp.first);
+  h.b1 = static_cast<double>(qp.second) + 0.5 / qp.first;
   return map_unary_cached(op, qx, qp.first, qp.second, keep_format(qx),
                           [](double v) { return std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0; },
-                          {});
+                          {}, /*inplace=*/false, &h);
 }
 
 at::Tensor tanh_core(const QArg& qx, std::optional<double> output_scale,
@@ -334,9 +348,18 @@ at::Tensor threshold_core(const QArg& qx, const c10::Scalar& threshold,
   const int64_t zp = qx.q_zero_point();
   const auto r = qrange(qx.scalar_type());
   const int64_t qv = quantize_exact(v, s, zp, r.first, r.second);
+  // Computed where the tier prefers it: the code itself above the split, qv below.
+  unary::AffineHint h;
+  h.c = zp;
+  h.a1 = 1.0;
+  h.b1 = static_cast<double>(zp);
+  h.a2 = 0.0;
+  h.b2 = static_cast<double>(qv);
+  h.two = true;
+  h.keep = true;
   return map_codes(op, qx, s, zp, keep_format(qx), [&](int64_t q) {
     return (static_cast<double>(q) - zp) * s > t ? q : qv;
-  });
+  }, /*inplace=*/false, /*key=*/nullptr, &h);
 }
 
 // clamp(x, min, max) with the input's qparams: clamp(q, Q(min), Q(max)) (Q exact, round half to

@@ -10,9 +10,12 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 
 #include "common/checks.h"
 #include "common/qarg.h"
@@ -44,24 +47,192 @@ struct TableKey {
   }
 };
 
+// A computed form of an 8-bit table (kernels::PwAffine8) for tiers with pw_affine8: the op's map
+// in code space as at most two affine pieces, y ~ a1 (q - c) + b1 for codes above a split and
+// a2 (q - c) + b2 below it (two = false: piece 1 everywhere), clamped to the table's range; keep:
+// piece 1 is the code itself and piece 2 the constant code b2 (a threshold). A hint, not a
+// promise: plan_affine uses it only where it reproduces the exact table on every code.
+struct AffineHint {
+  double a1 = 0, b1 = 0, a2 = 0, b2 = 0;
+  int64_t c = 0;
+  bool two = false, keep = false;
+};
+
+// Below this many codes one lookup pass costs about what planning does.
+constexpr int64_t kComputeMin = 4096;
+
+// Calls of map_codes on 8-bit codes: [0] looked up, [1 + mode] computed by pw_affine8 with a
+// plan of that PwAffine8::Mode; read by the private op _unary_path_counts (tests check which path
+// and form ran).
+inline std::atomic<int64_t>* path_counts() {
+  static std::atomic<int64_t> n[6] = {};
+  return n;
+}
+
+// Searches a PwAffine8 that equals `table` (256 entries indexed by the raw byte) on all 256
+// codes. Each piece's coefficients are tried rounded to float and one ulp either way (a double
+// coefficient rounded to float can move a code that sits next to a rounding tie of the exact map;
+// a neighbour often moves it back); piece 1 is fitted to the longest run of codes from the top,
+// piece 2 from the bottom, and the two runs must cover every code. The cheapest combination that
+// reproduces the whole table wins: the threshold form (keep, bytes only), one piece, the max or
+// the min of the pieces, else the select at the split. Every candidate is judged by running kernel `k`
+// itself over the codes, so a plan found gives the table's bytes.
+inline bool plan_affine_c(const kernels::KernelTable& k, const uint8_t* table, bool is_signed,
+                          const AffineHint& h, kernels::PwAffine8* out) {
+  using P = kernels::PwAffine8;
+  if (k.pw_affine8 == nullptr || h.c < -(1 << 20) || h.c > (1 << 20)) return false;
+  uint8_t codes[256], want[256], got[256];
+  int lo = 255, hi = -128;
+  for (int i = 0; i < 256; ++i) {  // codes in value order
+    const int v = is_signed ? i - 128 : i;
+    codes[i] = static_cast<uint8_t>(v);
+    want[i] = table[codes[i]];
+    const int w = is_signed ? static_cast<int8_t>(want[i]) : want[i];
+    lo = std::min(lo, w);
+    hi = std::max(hi, w);
+  }
+  const double vmin = (is_signed ? -128.0 : 0.0) - static_cast<double>(h.c);
+  const double vmax = (is_signed ? 127.0 : 255.0) - static_cast<double>(h.c);
+  const double span = std::max(std::abs(vmin), std::abs(vmax));
+  auto small = [&](double a, double b) { return std::abs(a) * span + std::abs(b) < 1073741824.0; };
+  P p{};
+  p.c = static_cast<int32_t>(h.c);
+  p.lo = lo;
+  p.hi = hi;
+  p.is_signed = is_signed;
+  p.mode = P::kOne;
+  p.fclamp = !(small(h.a1, h.b1) && (!h.two || small(h.a2, h.b2)));
+  auto matches = [&](const P& q) {
+    k.pw_affine8(codes, got, 256, q);
+    return std::memcmp(got, want, 256) == 0;
+  };
+  // The longest run of codes (from the top when `top`, else from the bottom) that piece (a, b)
+  // alone reproduces, over the candidates; its coefficients in *fa, *fb.
+  auto best = [&](double a, double b, bool top, float* fa, float* fb) {
+    const float a0 = static_cast<float>(a), b0 = static_cast<float>(b);
+    if (!std::isfinite(a0) || !std::isfinite(b0)) return -1;
+    const float inf = std::numeric_limits<float>::infinity();
+    const float as[3] = {a0, std::nextafter(a0, inf), std::nextafter(a0, -inf)};
+    const float bs[3] = {b0, std::nextafter(b0, inf), std::nextafter(b0, -inf)};
+    int best_len = -1;
+    P q = p;
+    for (float ca : as) {
+      for (float cb : bs) {
+        q.a1 = ca;
+        q.b1 = cb;
+        k.pw_affine8(codes, got, 256, q);
+        int len = 0;
+        if (top) {
+          while (len < 256 && got[255 - len] == want[255 - len]) ++len;
+        } else {
+          while (len < 256 && got[len] == want[len]) ++len;
+        }
+        if (len > best_len) {
+          best_len = len;
+          *fa = ca;
+          *fb = cb;
+        }
+        if (len == 256) return len;
+      }
+    }
+    return best_len;
+  };
+  const int top = best(h.a1, h.b1, /*top=*/true, &p.a1, &p.b1);
+  if (top < 0) return false;
+  p.a2 = p.a1;
+  p.b2 = p.b1;
+  const int bottom = h.two ? best(h.a2, h.b2, /*top=*/false, &p.a2, &p.b2) : -1;
+  // Codes [0, bottom) in value order by piece 2, the rest by piece 1 (both match between).
+  const bool split = bottom > 0 && bottom < 256 && top + bottom >= 256;
+  const int32_t t = is_signed ? bottom - 1 - 128 : bottom - 1;
+  if (split && h.keep && h.b2 >= lo && h.b2 <= hi) {  // bytes only: the cheapest form
+    P q = p;
+    q.mode = P::kKeep;
+    q.t = t;
+    q.k = static_cast<int32_t>(h.b2);
+    q.fclamp = false;
+    if (matches(q)) {
+      *out = q;
+      return true;
+    }
+  }
+  for (int piece = 1; piece <= 2; ++piece) {  // one piece, if either alone is the table
+    if ((piece == 1 ? top : bottom) != 256) continue;
+    P q = p;
+    if (piece == 2) {
+      q.a1 = p.a2;
+      q.b1 = p.b2;
+    }
+    q.a2 = q.a1;
+    q.b2 = q.b1;
+    if (matches(q)) {
+      *out = q;
+      return true;
+    }
+  }
+  if (!split) return false;
+  p.t = t;
+  for (P::Mode m : {P::kMax, P::kMin, P::kSelect}) {
+    p.mode = m;
+    if (matches(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+// plan_affine_c first with the offset folded into the intercepts (c = 0: the kernel skips a
+// subtraction; b - a c rounded to float may lose a tie the exact offset keeps), then as hinted.
+inline bool plan_affine(const kernels::KernelTable& k, const uint8_t* table, bool is_signed,
+                        const AffineHint& h, kernels::PwAffine8* out) {
+  if (h.c != 0) {
+    AffineHint h0 = h;
+    h0.c = 0;
+    h0.b1 = h.b1 - h.a1 * static_cast<double>(h.c);
+    h0.b2 = h.keep ? h.b2 : h.b2 - h.a2 * static_cast<double>(h.c);
+    if (plan_affine_c(k, table, is_signed, h0, out)) return true;
+  }
+  return plan_affine_c(k, table, is_signed, h, out);
+}
+
 struct TableCache {
   static constexpr int kSlots = 8;
   TableKey keys[kSlots];
   uint8_t tables[kSlots][256];
+  // plan_affine's verdict per slot: 0 not tried, 1 found (plans[i], made with plan_fn[i]), -1 none.
+  int8_t plan_state[kSlots] = {};
+  kernels::PwAffine8 plans[kSlots];
+  const void* plan_fn[kSlots] = {};
   int next = 0;
-  bool find(const TableKey& k, uint8_t* out) const {
+  // The slot holding key k (its table copied to out), or -1.
+  int find(const TableKey& k, uint8_t* out) const {
     for (int i = 0; i < kSlots; ++i) {
       if (keys[i].op != nullptr && keys[i] == k) {
         std::memcpy(out, tables[i], 256);
-        return true;
+        return i;
       }
     }
-    return false;
+    return -1;
   }
-  void put(const TableKey& k, const uint8_t* t) {
-    keys[next] = k;
-    std::memcpy(tables[next], t, 256);
+  int put(const TableKey& k, const uint8_t* t) {
+    const int i = next;
+    keys[i] = k;
+    std::memcpy(tables[i], t, 256);
+    plan_state[i] = 0;
     next = (next + 1) % kSlots;
+    return i;
+  }
+  // plan_affine for slot i, remembered per kernel (a tier switch plans again).
+  bool plan(int i, const kernels::KernelTable& k, bool is_signed, const AffineHint& h,
+            kernels::PwAffine8* out) {
+    const void* fn = reinterpret_cast<const void*>(k.pw_affine8);
+    if (plan_state[i] == 0 || plan_fn[i] != fn) {
+      plan_state[i] = plan_affine(k, tables[i], is_signed, h, &plans[i]) ? 1 : -1;
+      plan_fn[i] = fn;
+    }
+    *out = plans[i];
+    return plan_state[i] == 1;
   }
 };
 
@@ -91,10 +262,12 @@ inline TableKey make_key(const char* op, const QArg& qx, double out_scale, int64
 // y = g(q) for every code q of qx, g(q) the output code (in range). The output has the given
 // qparams and memory format. inplace: write into qx (whose qparams must be the output's) and
 // return it. key: cache the 8-bit table under it (it must capture everything g depends on).
+// hint: the map as affine pieces (AffineHint), computed instead of looked up where the tier
+// has pw_affine8 and plan_affine confirms it on every code.
 template <typename G>
 at::Tensor map_codes(const char* op, const QArg& qx, double out_scale, int64_t out_zp,
                      at::MemoryFormat fmt, G g, bool inplace = false,
-                     const TableKey* key = nullptr) {
+                     const TableKey* key = nullptr, const AffineHint* hint = nullptr) {
   checks::check_output_qparams(op, out_scale, out_zp, qx.scalar_type());
   if (inplace) {
     TORCH_INTERNAL_ASSERT(!qx.is_plain(), "qplugin::", op, ": in-place map on the PT2 door");
@@ -126,17 +299,29 @@ at::Tensor map_codes(const char* op, const QArg& qx, double out_scale, int64_t o
       // 8-bit: table indexed by the raw byte (the two's-complement pattern for qint8).
       const bool is_signed = qx.scalar_type() == at::kQInt8;
       uint8_t table[256];
-      if (key == nullptr || !table_cache().find(*key, table)) {
+      int slot = key == nullptr ? -1 : table_cache().find(*key, table);
+      if (slot < 0) {
         for (int raw = 0; raw < 256; ++raw) {
           const int64_t q = is_signed ? static_cast<int8_t>(raw) : raw;
           table[raw] = static_cast<uint8_t>(g(q) & 0xFF);
         }
-        if (key != nullptr) table_cache().put(*key, table);
+        if (key != nullptr) slot = table_cache().put(*key, table);
       }
       const uint8_t* xp = reinterpret_cast<const uint8_t*>(x.data_ptr());
       uint8_t* yp = reinterpret_cast<uint8_t*>(y.data_ptr());
       const auto& k = kernels::table();
-      if (cl_to_nchw) {
+      kernels::PwAffine8 plan;
+      const bool computed =
+          hint != nullptr && k.pw_affine8 != nullptr && !cl_to_nchw && n >= kComputeMin &&
+          (slot >= 0 ? table_cache().plan(slot, k, is_signed, *hint, &plan)
+                     : plan_affine(k, table, is_signed, *hint, &plan));
+      path_counts()[computed ? 1 + static_cast<int>(plan.mode) : 0].fetch_add(
+          1, std::memory_order_relaxed);
+      if (computed) {
+        at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+          k.pw_affine8(xp + b, yp + b, e - b, plan);
+        });
+      } else if (cl_to_nchw) {
         const int64_t N = x.size(0), C = x.size(1), HW = n / (N * C);
         for_pixel_blocks</*kPix=*/256>(N, C, HW, kGrain, [&](int64_t img, int64_t p0, int64_t p1) {
           k.lut8_nhwc_to_nchw(xp + img * C * HW, yp + img * C * HW, C, HW, p0, p1, table);
@@ -158,7 +343,7 @@ at::Tensor map_codes(const char* op, const QArg& qx, double out_scale, int64_t o
 template <typename F>
 at::Tensor map_unary(const char* op, const QArg& qx, double out_scale, int64_t out_zp,
                      at::MemoryFormat fmt, F f, bool inplace = false,
-                     const TableKey* key = nullptr) {
+                     const TableKey* key = nullptr, const AffineHint* hint = nullptr) {
   const double in_scale = qx.q_scale();
   const int64_t in_zp = qx.q_zero_point();
   const auto r = qrange(qx.scalar_type());
@@ -168,7 +353,7 @@ at::Tensor map_unary(const char* op, const QArg& qx, double out_scale, int64_t o
         const double v = f((static_cast<double>(q) - in_zp) * in_scale);
         return quantize_exact(v, out_scale, out_zp, r.first, r.second);
       },
-      inplace, key);
+      inplace, key, hint);
 }
 
 // map_unary with the 8-bit table cached per thread under (op, dtype, qparams, params): `params`
@@ -176,9 +361,10 @@ at::Tensor map_unary(const char* op, const QArg& qx, double out_scale, int64_t o
 template <typename F>
 at::Tensor map_unary_cached(const char* op, const QArg& qx, double out_scale,
                             int64_t out_zp, at::MemoryFormat fmt, F f,
-                            std::initializer_list<double> params, bool inplace = false) {
+                            std::initializer_list<double> params, bool inplace = false,
+                            const AffineHint* hint = nullptr) {
   const TableKey key = make_key(op, qx, out_scale, out_zp, params);
-  return map_unary(op, qx, out_scale, out_zp, fmt, f, inplace, &key);
+  return map_unary(op, qx, out_scale, out_zp, fmt, f, inplace, &key, hint);
 }
 
 }  // namespace unary
