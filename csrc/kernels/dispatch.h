@@ -24,6 +24,10 @@ struct AffineParams {
   int32_t out_zp;
   float lo;
   float hi;
+  // Set by the op when alpha and beta are finite and every |fma(alpha[c], x - in_zp, beta[c])|
+  // is below 2^30: kernels may then round first and clamp in the integer domain (saturating
+  // packs), which gives the same bytes.
+  bool bounded = false;
 };
 
 // A byte map computed instead of looked up (KernelTable::pw_affine8). With x the code's value (u8,
@@ -83,6 +87,9 @@ struct KernelTable {
   // least as fast (scalar: one load a byte; avx512vnni: VPERMI2B), set where a 256-entry lookup
   // costs dozens of shuffles per vector (avx2).
   void (*pw_affine8)(const uint8_t* x, uint8_t* y, int64_t n, const PwAffine8& p);
+  // Whether computing an exact map beats a 256-entry lookup on this tier (avx2): ops then
+  // prefer pw_affine8 and the affine kernels (AffineParams::bounded) over per-call tables.
+  bool compute_over_lookup = false;
   TypedKernels<uint8_t> u8;
   TypedKernels<int8_t> s8;
 };

@@ -310,6 +310,33 @@ def test_isas_give_scalar_bytes(C, isa):
                     ref.assert_bytes_equal(got, want, msg=f"{op} {isa} {dtype} {shape} {layout}")
 
 
+@pytest.mark.parametrize("isa", VECTOR_ISAS, indirect=True)
+@pytest.mark.parametrize("gain", (1.0, 2e5, 5e7))
+def test_bounded_affine_paths(gain, isa):
+    """The AVX2 tier's bounded affine kernels (AffineParams::bounded: round first, saturating
+    packs, out_zp added in int16 with saturation, byte clamp), also taken for large NCHW inputs
+    there instead of per-channel tables: channel counts and plane sizes around the 32-code step
+    and the 16 x 32 transpose, both dtypes, ReLU, and scale ratios that saturate most outputs
+    (gain 2e5: |r| up to ~1e8, still bounded; 5e7: beyond 2^30, the unbounded path)."""
+    g = torch.Generator().manual_seed(int(gain) % 1000 + 7)
+    for C, hw in ((1, (33, 33)), (15, (32, 33)), (16, (31, 31)), (17, (8, 8)), (32, (5, 7)),
+                  (33, (40, 41)), (64, (4, 4)), (65, (1, 1))):
+        for dtype in (torch.quint8, torch.qint8):
+            lo, hi = (0, 255) if dtype == torch.quint8 else (-128, 127)
+            raw = torch.randint(lo, hi + 1, (2, C, *hw), generator=g)
+            x = torch._make_per_tensor_quantized_tensor(
+                raw.to(torch.uint8 if dtype == torch.quint8 else torch.int8), 0.04, lo + 100)
+            w = torch.randn(C, generator=g) * gain
+            b, m = torch.randn(C, generator=g), torch.randn(C, generator=g)
+            v = torch.rand(C, generator=g) + 0.5
+            for layout in (torch.contiguous_format, torch.channels_last):
+                xl = x.contiguous(memory_format=layout)
+                for op in (OP["batch_norm"], OP["batch_norm_relu"]):
+                    args = (xl, w, b, m, v, EPS, 0.05, lo + 120)
+                    ref.assert_bytes_equal(op.qplugin(*args), ref.on_scalar(op.qplugin, *args),
+                                           msg=f"{op} {isa} {dtype} C={C} {hw} {layout} {gain}")
+
+
 @pytest.mark.parametrize("layout", ("contiguous", "channels_last"))
 def test_large_input(layout):
     """1 x 64 x 112 x 112 (a ResNet stem activation), once per layout: PyTorch, the float

@@ -44,14 +44,58 @@ inline __m128i row16(const T* x, __m256 a0, __m256 a1, __m256 b0, __m256 b1, __m
   return narrow16<T>(q0, q1);
 }
 
+// AffineParams::bounded (every |r| < 2^30): 32 codes a step, rounded by VCVTPS2DQ, out_zp added
+// in int16 with saturation, narrowed by saturating packs and clamped as bytes, which equals the
+// float clamp then rounding of affine_one: with |r| < 2^30 every stage either keeps the exact
+// value or saturates on the side its clamp would. About 30 vector ops per 32 codes against ~46
+// for row16 twice (its SSE narrowing, the float clamps).
+template <typename T>
+struct Bounded32 {
+  __m256i in_zp, out_zp16, blo, bhi, order;
+  explicit Bounded32(const AffineParams& p)
+      : in_zp(_mm256_set1_epi32(p.in_zp)),
+        out_zp16(_mm256_set1_epi16(static_cast<int16_t>(p.out_zp))),
+        blo(_mm256_set1_epi8(static_cast<char>(static_cast<int32_t>(p.lo) + p.out_zp))),
+        bhi(_mm256_set1_epi8(static_cast<char>(static_cast<int32_t>(p.hi) + p.out_zp))),
+        order(_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)) {}
+  // a[j], b[j]: the coefficients of codes x[8j..8j+8).
+  QPLUGIN_ALWAYS_INLINE __m256i operator()(const T* x, const __m256* a, const __m256* b) const {
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j) {
+      const __m128i v8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + 8 * j));
+      const __m256i w = std::is_signed<T>::value ? _mm256_cvtepi8_epi32(v8) : _mm256_cvtepu8_epi32(v8);
+      q[j] = _mm256_cvtps_epi32(
+          _mm256_fmadd_ps(a[j], _mm256_cvtepi32_ps(_mm256_sub_epi32(w, in_zp)), b[j]));
+    }
+    const __m256i w01 = _mm256_adds_epi16(_mm256_packs_epi32(q[0], q[1]), out_zp16);
+    const __m256i w23 = _mm256_adds_epi16(_mm256_packs_epi32(q[2], q[3]), out_zp16);
+    if (std::is_signed<T>::value) {
+      const __m256i o = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), order);
+      return _mm256_min_epi8(_mm256_max_epi8(o, blo), bhi);
+    }
+    const __m256i o = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w01, w23), order);
+    return _mm256_min_epu8(_mm256_max_epu8(o, blo), bhi);
+  }
+};
+
 template <typename T>
 void affine_rows(const T* x, T* y, int64_t rows, int64_t C, const AffineParams& p) {
   const __m256i in_zp = _mm256_set1_epi32(p.in_zp), out_zp = _mm256_set1_epi32(p.out_zp);
   const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
+  const Bounded32<T> b32(p);
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * C;
     T* yr = y + r * C;
     int64_t c = 0;
+    if (p.bounded) {
+      for (; c + 32 <= C; c += 32) {
+        const __m256 a[4] = {_mm256_loadu_ps(p.alpha + c), _mm256_loadu_ps(p.alpha + c + 8),
+                             _mm256_loadu_ps(p.alpha + c + 16), _mm256_loadu_ps(p.alpha + c + 24)};
+        const __m256 b[4] = {_mm256_loadu_ps(p.beta + c), _mm256_loadu_ps(p.beta + c + 8),
+                             _mm256_loadu_ps(p.beta + c + 16), _mm256_loadu_ps(p.beta + c + 24)};
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(yr + c), b32(xr + c, a, b));
+      }
+    }
     for (; c + 16 <= C; c += 16) {
       __m128i q = row16<T>(xr + c, _mm256_loadu_ps(p.alpha + c), _mm256_loadu_ps(p.alpha + c + 8),
                            _mm256_loadu_ps(p.beta + c), _mm256_loadu_ps(p.beta + c + 8), lo, hi,
@@ -70,6 +114,13 @@ void affine_plane(const T* x, T* y, int64_t n, int64_t ch, const AffineParams& p
   const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
   const __m256 a = _mm256_set1_ps(p.alpha[ch]), b = _mm256_set1_ps(p.beta[ch]);
   int64_t i = 0;
+  if (p.bounded) {
+    const Bounded32<T> b32(p);
+    const __m256 a4[4] = {a, a, a, a}, b4[4] = {b, b, b, b};
+    for (; i + 32 <= n; i += 32) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), b32(x + i, a4, b4));
+    }
+  }
   for (; i + 16 <= n; i += 16) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
                      row16<T>(x + i, a, a, b, b, lo, hi, in_zp, out_zp));
@@ -87,18 +138,31 @@ void affine_nchw_to_nhwc(const T* x, T* y, int64_t C, int64_t HW, int64_t p0, in
                          const AffineParams& p) {
   const __m256i in_zp = _mm256_set1_epi32(p.in_zp), out_zp = _mm256_set1_epi32(p.out_zp);
   const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
-  const int64_t pb = nchw_to_nhwc_blocks<__m128i>(
-      reinterpret_cast<uint8_t*>(y), C, p0, p1,
+  auto scalar_run = [&](int64_t c, int64_t px, int64_t len) {
+    const float a = p.alpha[c], b = p.beta[c];
+    for (int64_t i = px; i < px + len; ++i) {
+      y[i * C + c] = generic::affine_one<T>(x[c * HW + i], a, b, p.in_zp, p.out_zp, p.lo, p.hi);
+    }
+  };
+  int64_t pb = p0;
+  if (p.bounded) {  // 16 channels x 32 pixels a step: Bounded32 rows, the ymm byte transpose
+    const Bounded32<T> b32(p);
+    pb = nchw_to_nhwc_blocks<__m256i>(
+        reinterpret_cast<uint8_t*>(y), C, p0, p1,
+        [&](int64_t c, int64_t px) {
+          const __m256 a = _mm256_set1_ps(p.alpha[c]), b = _mm256_set1_ps(p.beta[c]);
+          const __m256 a4[4] = {a, a, a, a}, b4[4] = {b, b, b, b};
+          return b32(x + c * HW + px, a4, b4);
+        },
+        [&](int64_t c, int64_t px) { scalar_run(c, px, 32); });
+  }
+  pb = nchw_to_nhwc_blocks<__m128i>(
+      reinterpret_cast<uint8_t*>(y), C, pb, p1,
       [&](int64_t c, int64_t px) {
         const __m256 a = _mm256_set1_ps(p.alpha[c]), b = _mm256_set1_ps(p.beta[c]);
         return row16<T>(x + c * HW + px, a, a, b, b, lo, hi, in_zp, out_zp);
       },
-      [&](int64_t c, int64_t px) {
-        const float a = p.alpha[c], b = p.beta[c];
-        for (int64_t i = px; i < px + 16; ++i) {
-          y[i * C + c] = generic::affine_one<T>(x[c * HW + i], a, b, p.in_zp, p.out_zp, p.lo, p.hi);
-        }
-      });
+      [&](int64_t c, int64_t px) { scalar_run(c, px, 16); });
   if (pb < p1) generic::affine_nchw_to_nhwc<T>(x, y, C, HW, pb, p1, p);
 }
 
@@ -408,6 +472,7 @@ const KernelTable& make_table() {
                              .lut8_nhwc_to_nchw = &lut8_nhwc_to_nchw,
                              .copy8_nchw_to_nhwc = &copy8_nchw_to_nhwc,
                              .pw_affine8 = &pw_affine8,
+                             .compute_over_lookup = true,
                              .u8 = typed<uint8_t>(),
                              .s8 = typed<int8_t>()};
   return t;

@@ -57,7 +57,9 @@ void run_affine(const kernels::TypedKernels<T>& k, const at::Tensor& x, at::Tens
   const T* xp = reinterpret_cast<const T*>(x.data_ptr());
   T* yp = reinterpret_cast<T*>(y.data_ptr());
   const auto& kt = kernels::table();
-  const bool use_tables = !channels_last_in && HW > 1 && N * HW >= kTablePixels;
+  // Not where the tier computes faster than it looks up (avx2, with bounded coefficients).
+  const bool use_tables = !channels_last_in && HW > 1 && N * HW >= kTablePixels &&
+                          !(kt.compute_over_lookup && p.bounded);
   if (use_tables) {
     const std::vector<uint8_t> tables = build_tables<T>(k, C, p);
     const uint8_t* tp = tables.data();
@@ -231,6 +233,16 @@ at::Tensor batch_norm_impl(const char* op, Rank rank, const QArg& qx,
                  static_cast<float>((ReluFused ? std::max<int64_t>(r.first, out_zp) : r.first) -
                                     out_zp),
                  static_cast<float>(r.second - out_zp)};
+  if (finite) {
+    // AffineParams::bounded: |alpha| * max|x - in_zp| + |beta| < 2^30 for every channel.
+    const double span = static_cast<double>(
+        std::max(std::abs(r.first - p.in_zp), std::abs(r.second - p.in_zp)));
+    p.bounded = true;
+    for (int64_t c = 0; c < C && p.bounded; ++c) {
+      const double a = alpha[c], b = beta[c];
+      p.bounded = std::isfinite(a) && std::isfinite(b) && std::abs(a) * span + std::abs(b) < 1e9;
+    }
+  }
   if (!finite) {
     const double lo = static_cast<double>(p.lo), hi = static_cast<double>(p.hi);
     switch (qx.scalar_type()) {
