@@ -1,5 +1,5 @@
 // Library-level ops: the ISA in use, the torch version qplugin was built against, the pool of
-// output buffers, and which path the 8-bit unary maps took.
+// output buffers, and which path some 8-bit kernels took.
 // Changes with: kernels/dispatch.{h,cpp}, qplugin/_loader.py.
 #include <torch/library.h>
 #include <torch/version.h>
@@ -9,7 +9,7 @@
 
 #include "driver/output_pool.h"
 #include "kernels/dispatch.h"
-#include "ops/quantized_cpu/unary_lut.h"
+#include "ops/quantized_cpu/path_counts.h"
 #include "ops/schemas.h"
 
 namespace qplugin {
@@ -45,12 +45,12 @@ std::vector<int64_t> output_pool_stats() {
 
 int64_t release_output_pool() { return driver::release_output_pool(); }
 
-// 8-bit unary maps since load (ops/quantized_cpu/unary_lut.h): calls that looked the map up,
-// then calls that computed it (kernels pw_affine8) per plan form: one piece, select, max, min,
-// keep (kernels::PwAffine8::Mode order).
-std::vector<int64_t> unary_path_counts() {
+// Calls since load per kernel path (ops/quantized_cpu/path_counts.h, PathCount order): 8-bit
+// unary maps looked up, computed in each PwAffine8 form (one piece, select, max, min, keep);
+// add/mul with and without the per-lane tie check.
+std::vector<int64_t> kernel_path_counts() {
   std::vector<int64_t> v;
-  for (int i = 0; i < 6; ++i) v.push_back(unary::path_counts()[i].load());
+  for (int i = 0; i < kNumPathCounts; ++i) v.push_back(path_counts()[i].load());
   return v;
 }
 
@@ -68,7 +68,7 @@ void define_misc(torch::Library& m) {
   m.def("_build_torch_version() -> str", &qplugin::ops::build_torch_version);
   m.def("_output_pool_stats() -> int[]", &qplugin::ops::output_pool_stats);
   m.def("_release_output_pool() -> int", &qplugin::ops::release_output_pool);
-  m.def("_unary_path_counts() -> int[]", &qplugin::ops::unary_path_counts);
+  m.def("_kernel_path_counts() -> int[]", &qplugin::ops::kernel_path_counts);
 }
 
 }  // namespace schemas

@@ -122,6 +122,52 @@ def test_all_code_pairs_exact(isa, op, relu, dtype, qp):
     check_torch_close(y, theirs(qa, qb, so, zo))
 
 
+def _observer_qparams(rng, dtype):
+    lo, hi = QRANGE[dtype]
+    s = rng.uniform(0.004, 0.08)
+    return s, rng.randint(lo + 40, hi - 40)
+
+
+@pytest.mark.parametrize("op,relu", list(OPS))
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
+def test_unchecked_fast_path_is_exact(isa, op, relu, dtype):
+    """Large calls judge once per qparams whether the fast path may skip its per-lane tie check
+    (ExactCtx::use_no_check: every code pair through the kernel with and without it, the float
+    constants also moved by an ulp or a few). Observer-like qparams: all 65536 pairs, then a
+    second, cached call on other codes, both exact; most draws run unchecked. The tie-heavy
+    decimal scales (0.05, 0.05 -> 0.1) stay exact whichever path they take (mul_relu there runs
+    unchecked: its float sums round onto the ties exactly)."""
+    rng = np.random.default_rng(7 + (op == "mul") + 2 * relu + 4 * (dtype == torch.qint8))
+    import random
+    r = random.Random(int(rng.integers(1 << 30)))
+    lo, hi = QRANGE[dtype]
+    grid = np.arange(lo, hi + 1)
+    ours = OPS[(op, relu)][0]
+    counts = torch.ops.qplugin._kernel_path_counts
+    unchecked = 0
+    draws = 8
+    for _ in range(draws):
+        (sa, za), (sb, zb), (so, zo) = (_observer_qparams(r, dtype) for _ in range(3))
+        if op == "mul":
+            so = sa * sb * r.uniform(20, 60)
+        qa = qtensor(np.repeat(grid, 256).reshape(256, 256), sa, za, dtype)
+        qb = qtensor(np.tile(grid, 256).reshape(256, 256), sb, zb, dtype)
+        before = counts()
+        y = ours(qa, qb, so, zo)
+        check_exact(y, qa, qb, op, so, zo, relu)
+        qc = qtensor(rng.integers(lo, hi + 1, (200, 201)), sa, za, dtype)
+        qd = qtensor(rng.integers(lo, hi + 1, (200, 201)), sb, zb, dtype)
+        check_exact(ours(qc, qd, so, zo), qc, qd, op, so, zo, relu)
+        after = counts()
+        unchecked += after[7] - before[7]
+    # Measured when this was written: 7-8 of 8 draws run unchecked (two calls each).
+    assert unchecked >= draws, unchecked
+    # Tie-heavy: ~7% of the mul lanes sit next to a tie.
+    qe = qtensor(np.repeat(grid, 256).reshape(256, 256), 0.05, lo + 128, dtype)
+    qf = qtensor(np.tile(grid, 256).reshape(256, 256), 0.05, lo + 128, dtype)
+    check_exact(ours(qe, qf, 0.1, lo + 128), qe, qf, op, 0.1, lo + 128, relu)
+
+
 # Zero points far outside the dtype's range are legal for quantized tensors (never produced by
 # an observer). The AVX-512 mul takes a 16-bit product when code - z fits int16 and the
 # reference otherwise: both sides of that limit (32768 / -32512), and beyond the int16 range.

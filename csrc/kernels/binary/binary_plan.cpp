@@ -90,6 +90,12 @@ struct SharedExact {
   // Written before `full` is published (release), read after it is acquired.
   bool has_rational = false;
   Rational rational{};
+  // ExactCtx::use_no_check's verdicts and constants (ra, rb, c), per kernel (an ISA switch
+  // judges again).
+  std::mutex no_check_mu;
+  const void* no_check_fn[2] = {nullptr, nullptr};
+  bool no_check[2] = {false, false};
+  float no_check_k[2][3] = {};
 };
 
 namespace {
@@ -156,6 +162,74 @@ void ExactCtx::use_table(Params* p) const {
   p->table = table_owner_ ? table_owner_->full.load(std::memory_order_acquire) : nullptr;
   p->rat = p->table != nullptr && table_owner_->has_rational ? &table_owner_->rational : nullptr;
 }
+
+namespace {
+void ignore_note(const void*, int64_t) {}
+}  // namespace
+
+template <typename T>
+bool ExactCtx::use_no_check(Kernel<T> kern, Params* p) const {
+  const auto& e = shared();
+  const void* fn = reinterpret_cast<const void*>(kern);
+  std::lock_guard<std::mutex> lock(e->no_check_mu);
+  int slot = -1;
+  for (int i = 0; i < 2; ++i) {
+    if (e->no_check_fn[i] == fn) slot = i;
+  }
+  if (slot < 0) {
+    std::vector<T> a(65536), b(65536), exact(65536), fast(65536);
+    for (int k = 0; k < 65536; ++k) {
+      a[k] = static_cast<T>(k >> 8);
+      b[k] = static_cast<T>(k & 0xFF);
+    }
+    Params checked = *p;
+    checked.table = nullptr;
+    checked.rat = nullptr;
+    checked.note = &ignore_note;  // this judgement is not the call's undecided lanes
+    kern(a.data(), 1, b.data(), 1, exact.data(), 65536, checked);
+    // Candidates: as planned; c up to four ulps either way; ra, rb one ulp either way, each
+    // also with c one ulp either way (at most 21 runs of 65536 pairs, once per qparams).
+    const float inf = std::numeric_limits<float>::infinity();
+    auto step = [&](float x, int n) {
+      for (; n > 0; --n) x = std::nextafter(x, inf);
+      for (; n < 0; ++n) x = std::nextafter(x, -inf);
+      return x;
+    };
+    const int moves[][3] = {{0, 0, 0},  {0, 0, 1},  {0, 0, -1}, {0, 0, 2},  {0, 0, -2},
+                            {0, 0, 3},  {0, 0, -3}, {0, 0, 4},  {0, 0, -4}, {1, 0, 0},
+                            {-1, 0, 0}, {0, 1, 0},  {0, -1, 0}, {1, 0, 1},  {1, 0, -1},
+                            {-1, 0, 1}, {-1, 0, -1}, {0, 1, 1}, {0, 1, -1}, {0, -1, 1},
+                            {0, -1, -1}};
+    slot = e->no_check_fn[0] == nullptr ? 0 : 1;
+    e->no_check_fn[slot] = fn;
+    e->no_check[slot] = false;
+    for (const auto& mv : moves) {
+      if (is_mul_ && mv[1] != 0) continue;  // mul has no rb
+      Params unchecked = checked;
+      unchecked.thr = 1.0f;
+      unchecked.ra = step(checked.ra, mv[0]);
+      unchecked.rb = step(checked.rb, mv[1]);
+      unchecked.c = step(checked.c, mv[2]);
+      kern(a.data(), 1, b.data(), 1, fast.data(), 65536, unchecked);
+      if (exact == fast) {
+        e->no_check[slot] = true;
+        e->no_check_k[slot][0] = unchecked.ra;
+        e->no_check_k[slot][1] = unchecked.rb;
+        e->no_check_k[slot][2] = unchecked.c;
+        break;
+      }
+    }
+  }
+  if (!e->no_check[slot]) return false;
+  p->thr = 1.0f;
+  p->ra = e->no_check_k[slot][0];
+  p->rb = e->no_check_k[slot][1];
+  p->c = e->no_check_k[slot][2];
+  return true;
+}
+
+template bool ExactCtx::use_no_check<uint8_t>(Kernel<uint8_t>, Params*) const;
+template bool ExactCtx::use_no_check<int8_t>(Kernel<int8_t>, Params*) const;
 
 namespace {
 

@@ -40,6 +40,15 @@ class ExactCtx {
   // or next to ties): builds the full table (once per qparams; ~65536 exact results), which the
   // next calls look up for every lane. Fewer undecided lanes are cheaper on the fast path.
   void after_call(int64_t n) const;
+  // Sets *p to run `kern` (this ISA's kernel for the op and dtype) without the per-lane tie
+  // check (thr = 1) and returns true when that gives the exact result on all 65536 code pairs:
+  // p's float constants as planned, else with c, ra or rb moved by an ulp or two (v's float error
+  // can put a pair just across a rounding tie; a shift often moves it back). Judged once per
+  // qparams and kernel by running kern over all pairs: as planned (undecided lanes fixed
+  // exactly, so exact by construction) against each unchecked candidate, byte for byte. Most
+  // qparams a calibrated model carries pass; tie-heavy decimal scales do not.
+  template <typename T>
+  bool use_no_check(Kernel<T> kern, Params* p) const;
 
  private:
   const std::shared_ptr<SharedExact>& shared() const;
@@ -54,6 +63,9 @@ class ExactCtx {
   mutable std::atomic<int64_t> undecided_{0};  // this call's (note)
   mutable std::shared_ptr<SharedExact> table_owner_;  // keeps use_table's table for the call
 };
+
+extern template bool ExactCtx::use_no_check<uint8_t>(Kernel<uint8_t>, Params*) const;
+extern template bool ExactCtx::use_no_check<int8_t>(Kernel<int8_t>, Params*) const;
 
 // Plans for 8-bit operands of one signedness; lo/hi are the output code bounds.
 Params plan_add(const ExactCtx& ctx, bool is_signed, double sa, int64_t za, double sb, int64_t zb,

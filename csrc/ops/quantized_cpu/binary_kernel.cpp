@@ -26,6 +26,7 @@
 #include "kernels/dispatch.h"
 #include "ops/binary_ops.h"
 #include "ops/quantized_cpu/elementwise_iter.h"
+#include "ops/quantized_cpu/path_counts.h"
 #include "ops/quantized_cpu/registration.h"
 #include "register.h"
 
@@ -34,6 +35,8 @@ namespace ops {
 namespace {
 
 constexpr int64_t kGrain = 32 * 1024;
+// Calls this large judge (once per qparams) whether the tie check can be skipped.
+constexpr int64_t kNoCheckMin = 65536;
 
 std::string shape_str(at::IntArrayRef s) {
   std::string r = "[";
@@ -134,9 +137,17 @@ void run_binary(const char* op, const QArg& qa, const QArg& qb, const at::Tensor
   kb::Params p = kMul ? kb::plan_mul(ctx, is_signed, sa, za, sb, zb, so, zo, lo, hi)
                       : kb::plan_add(ctx, is_signed, sa, za, sb, zb, so, zo, lo, hi);
   // Qparams whose earlier calls left many lanes undecided: table lookups (ExactCtx).
-  const bool check = p.thr < 0.5f;
+  bool check = p.thr < 0.5f;
   if (check) ctx.use_table(&p);
   const auto& t = kb::table();
+  // Large calls: skip the per-lane tie check where it never fires wrongly for these qparams
+  // (ExactCtx::use_no_check: judged once per qparams, ~65536-pair runs of the kernel).
+  if (check && p.table == nullptr && numel >= kNoCheckMin &&
+      (is_signed ? ctx.use_no_check<int8_t>(kMul ? t.mul_s8 : t.add_s8, &p)
+                 : ctx.use_no_check<uint8_t>(kMul ? t.mul_u8 : t.add_u8, &p))) {
+    check = false;
+  }
+  if (p.table == nullptr) count_path(check ? kBinaryChecked : kBinaryUnchecked);
   auto body = [&](auto* ap, auto* bp, auto* yp, auto kern) {
     at::parallel_for(0, numel, kGrain, [&](int64_t begin, int64_t end) {
       it.for_range(begin, end, [&](int64_t yo, int64_t ao, int64_t bo, int64_t n) {

@@ -10,7 +10,6 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +20,7 @@
 #include "common/qarg.h"
 #include "common/quant_utils.h"
 #include "kernels/dispatch.h"
+#include "ops/quantized_cpu/path_counts.h"
 #include "ops/quantized_cpu/pixel_blocks.h"
 
 namespace qplugin {
@@ -60,14 +60,6 @@ struct AffineHint {
 
 // Below this many codes one lookup pass costs about what planning does.
 constexpr int64_t kComputeMin = 4096;
-
-// Calls of map_codes on 8-bit codes: [0] looked up, [1 + mode] computed by pw_affine8 with a
-// plan of that PwAffine8::Mode; read by the private op _unary_path_counts (tests check which path
-// and form ran).
-inline std::atomic<int64_t>* path_counts() {
-  static std::atomic<int64_t> n[6] = {};
-  return n;
-}
 
 // Searches a PwAffine8 that equals `table` (256 entries indexed by the raw byte) on all 256
 // codes. Each piece's coefficients are tried rounded to float and one ulp either way (a double
@@ -315,8 +307,7 @@ at::Tensor map_codes(const char* op, const QArg& qx, double out_scale, int64_t o
           hint != nullptr && k.pw_affine8 != nullptr && !cl_to_nchw && n >= kComputeMin &&
           (slot >= 0 ? table_cache().plan(slot, k, is_signed, *hint, &plan)
                      : plan_affine(k, table, is_signed, *hint, &plan));
-      path_counts()[computed ? 1 + static_cast<int>(plan.mode) : 0].fetch_add(
-          1, std::memory_order_relaxed);
+      count_path(computed ? kUnaryComputed + static_cast<int>(plan.mode) : kUnaryLookup);
       if (computed) {
         at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
           k.pw_affine8(xp + b, yp + b, e - b, plan);
