@@ -122,6 +122,9 @@ def test_all_code_pairs_exact(isa, op, relu, dtype, qp):
     check_torch_close(y, theirs(qa, qb, so, zo))
 
 
+UNCHECKED = 7  # csrc/ops/quantized_cpu/path_counts.h kBinaryUnchecked
+
+
 def _observer_qparams(rng, dtype):
     lo, hi = QRANGE[dtype]
     s = rng.uniform(0.004, 0.08)
@@ -159,7 +162,7 @@ def test_unchecked_fast_path_is_exact(isa, op, relu, dtype):
         qd = qtensor(rng.integers(lo, hi + 1, (200, 201)), sb, zb, dtype)
         check_exact(ours(qc, qd, so, zo), qc, qd, op, so, zo, relu)
         after = counts()
-        unchecked += after[7] - before[7]
+        unchecked += after[UNCHECKED] - before[UNCHECKED]
     # Measured when this was written: 7-8 of 8 draws run unchecked (two calls each).
     assert unchecked >= draws, unchecked
     # Tie-heavy: ~7% of the mul lanes sit next to a tie.
