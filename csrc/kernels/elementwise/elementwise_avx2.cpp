@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <type_traits>
 
@@ -52,12 +53,17 @@ inline __m128i row16(const T* x, __m256 a0, __m256 a1, __m256 b0, __m256 b1, __m
 template <typename T>
 struct Bounded32 {
   __m256i in_zp, out_zp16, blo, bhi, order;
+  // Whether [lo, hi] + out_zp is narrower than T's range (ReLU, or a zero point that shifts the
+  // bounds); otherwise the saturating packs already clamp.
+  bool clamp;
   explicit Bounded32(const AffineParams& p)
       : in_zp(_mm256_set1_epi32(p.in_zp)),
         out_zp16(_mm256_set1_epi16(static_cast<int16_t>(p.out_zp))),
         blo(_mm256_set1_epi8(static_cast<char>(static_cast<int32_t>(p.lo) + p.out_zp))),
         bhi(_mm256_set1_epi8(static_cast<char>(static_cast<int32_t>(p.hi) + p.out_zp))),
-        order(_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)) {}
+        order(_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)),
+        clamp(static_cast<int32_t>(p.lo) + p.out_zp > std::numeric_limits<T>::min() ||
+              static_cast<int32_t>(p.hi) + p.out_zp < std::numeric_limits<T>::max()) {}
   // a[j], b[j]: the coefficients of codes x[8j..8j+8).
   QPLUGIN_ALWAYS_INLINE __m256i operator()(const T* x, const __m256* a, const __m256* b) const {
     __m256i q[4];
@@ -71,10 +77,10 @@ struct Bounded32 {
     const __m256i w23 = _mm256_adds_epi16(_mm256_packs_epi32(q[2], q[3]), out_zp16);
     if (std::is_signed<T>::value) {
       const __m256i o = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), order);
-      return _mm256_min_epi8(_mm256_max_epi8(o, blo), bhi);
+      return clamp ? _mm256_min_epi8(_mm256_max_epi8(o, blo), bhi) : o;
     }
     const __m256i o = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w01, w23), order);
-    return _mm256_min_epu8(_mm256_max_epu8(o, blo), bhi);
+    return clamp ? _mm256_min_epu8(_mm256_max_epu8(o, blo), bhi) : o;
   }
 };
 
@@ -145,16 +151,43 @@ void affine_nchw_to_nhwc(const T* x, T* y, int64_t C, int64_t HW, int64_t p0, in
     }
   };
   int64_t pb = p0;
-  if (p.bounded) {  // 16 channels x 32 pixels a step: Bounded32 rows, the ymm byte transpose
+  if (p.bounded) {
+    // Tiles of 16 channels x up to 256 pixels (a multiple of 32): each channel's run computed
+    // by Bounded32 into the tile (one input stream at a time, as lut8_nchw_to_nhwc reads), then
+    // the ymm byte transpose (two 16x16 networks) writes the NHWC rows. Reading 16 channels 32
+    // pixels at a time instead (16 strided streams) measured ~15% slower (1x64x112x112: 0.081
+    // against 0.069 ms on a Zen 5 held to AVX2).
+    constexpr int64_t kPix = 256;
     const Bounded32<T> b32(p);
-    pb = nchw_to_nhwc_blocks<__m256i>(
-        reinterpret_cast<uint8_t*>(y), C, p0, p1,
-        [&](int64_t c, int64_t px) {
+    const int64_t C16 = C - C % 16;
+    alignas(32) uint8_t tile[16][kPix];
+    for (; pb + 32 <= p1; pb += kPix) {
+      const int64_t np = std::min<int64_t>(kPix, (p1 - pb) & ~int64_t{31});
+      for (int64_t c0 = 0; c0 < C16; c0 += 16) {
+        for (int k = 0; k < 16; ++k) {
+          const int64_t c = c0 + k;
           const __m256 a = _mm256_set1_ps(p.alpha[c]), b = _mm256_set1_ps(p.beta[c]);
           const __m256 a4[4] = {a, a, a, a}, b4[4] = {b, b, b, b};
-          return b32(x + c * HW + px, a4, b4);
-        },
-        [&](int64_t c, int64_t px) { scalar_run(c, px, 32); });
+          const T* xc = x + c * HW + pb;
+          for (int64_t j = 0; j < np; j += 32) {
+            _mm256_store_si256(reinterpret_cast<__m256i*>(&tile[k][j]), b32(xc + j, a4, b4));
+          }
+        }
+        for (int64_t j0 = 0; j0 < np; j0 += 32) {
+          __m256i rows[16], cols[16];
+          for (int k = 0; k < 16; ++k) {
+            rows[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(&tile[k][j0]));
+          }
+          transpose16x16(rows, cols);
+          store_columns(cols, reinterpret_cast<uint8_t*>(y) + (pb + j0) * C + c0, C);
+        }
+      }
+      for (int64_t c = C16; c < C; ++c) scalar_run(c, pb, np);
+      if (np < kPix) {
+        pb += np;
+        break;
+      }
+    }
   }
   pb = nchw_to_nhwc_blocks<__m128i>(
       reinterpret_cast<uint8_t*>(y), C, pb, p1,
