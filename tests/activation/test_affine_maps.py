@@ -168,6 +168,14 @@ def test_float_clamp_for_large_ratios(isa):
         assert _check(isa, fn) == (isa == "avx2")
 
 
+def test_coefficients_beyond_float(isa):
+    """A slope beyond float's range (scales 1e30 -> 1e-30): no plan, the table is looked up."""
+    x = _q(_all_codes(torch.quint8), 1e30, 128)
+    got, ran = _form(lambda: ops.leaky_relu(x, 0.1, False, 1e-30, 7))
+    _same(got, _scalar(isa, lambda: ops.leaky_relu(x, 0.1, False, 1e-30, 7)))
+    assert ran is None
+
+
 def test_in_place_and_layouts(isa):
     """leaky_relu in place (same qparams) writes the computed bytes into its input; strided and
     channels-last inputs give the scalar tier's bytes and layout."""

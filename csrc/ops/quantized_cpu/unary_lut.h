@@ -101,8 +101,9 @@ inline bool plan_affine_c(const kernels::KernelTable& k, const uint8_t* table, b
   // The longest run of codes (from the top when `top`, else from the bottom) that piece (a, b)
   // alone reproduces, over the candidates; its coefficients in *fa, *fb.
   auto best = [&](double a, double b, bool top, float* fa, float* fb) {
+    constexpr double kMax = std::numeric_limits<float>::max();
+    if (!(std::abs(a) < kMax) || !(std::abs(b) < kMax)) return -1;  // no float (or NaN)
     const float a0 = static_cast<float>(a), b0 = static_cast<float>(b);
-    if (!std::isfinite(a0) || !std::isfinite(b0)) return -1;
     const float inf = std::numeric_limits<float>::infinity();
     const float as[3] = {a0, std::nextafter(a0, inf), std::nextafter(a0, -inf)};
     const float bs[3] = {b0, std::nextafter(b0, inf), std::nextafter(b0, -inf)};
