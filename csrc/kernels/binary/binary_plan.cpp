@@ -90,12 +90,12 @@ struct SharedExact {
   // Written before `full` is published (release), read after it is acquired.
   bool has_rational = false;
   Rational rational{};
-  // ExactCtx::use_no_check's verdicts and constants (ra, rb, c), per kernel (an ISA switch
-  // judges again).
+  // ExactCtx::use_no_check's verdicts and constants (ra, rb, c), one slot per kernel (tier).
   std::mutex no_check_mu;
-  const void* no_check_fn[2] = {nullptr, nullptr};
-  bool no_check[2] = {false, false};
-  float no_check_k[2][3] = {};
+  const void* no_check_fn[3] = {nullptr, nullptr, nullptr};
+  bool no_check[3] = {false, false, false};
+  float no_check_k[3][3] = {};
+  int no_check_next = 0;
 };
 
 namespace {
@@ -173,7 +173,7 @@ bool ExactCtx::use_no_check(Kernel<T> kern, Params* p) const {
   const void* fn = reinterpret_cast<const void*>(kern);
   std::lock_guard<std::mutex> lock(e->no_check_mu);
   int slot = -1;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     if (e->no_check_fn[i] == fn) slot = i;
   }
   if (slot < 0) {
@@ -200,7 +200,8 @@ bool ExactCtx::use_no_check(Kernel<T> kern, Params* p) const {
                             {-1, 0, 0}, {0, 1, 0},  {0, -1, 0}, {1, 0, 1},  {1, 0, -1},
                             {-1, 0, 1}, {-1, 0, -1}, {0, 1, 1}, {0, 1, -1}, {0, -1, 1},
                             {0, -1, -1}};
-    slot = e->no_check_fn[0] == nullptr ? 0 : 1;
+    slot = e->no_check_next;
+    e->no_check_next = (slot + 1) % 3;
     e->no_check_fn[slot] = fn;
     e->no_check[slot] = false;
     for (const auto& mv : moves) {

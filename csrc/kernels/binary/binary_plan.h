@@ -42,11 +42,11 @@ class ExactCtx {
   void after_call(int64_t n) const;
   // Sets *p to run `kern` (this ISA's kernel for the op and dtype) without the per-lane tie
   // check (thr = 1) and returns true when that gives the exact result on all 65536 code pairs:
-  // p's float constants as planned, else with c, ra or rb moved by an ulp or two (v's float error
-  // can put a pair just across a rounding tie; a shift often moves it back). Judged once per
-  // qparams and kernel by running kern over all pairs: as planned (undecided lanes fixed
+  // p's float constants as planned, else with c moved by up to four ulps or ra, rb by one (v's
+  // float error can put a pair just across a rounding tie; a shift often moves it back). Once per
+  // qparams and kernel, by running kern over all pairs: as planned (undecided lanes fixed
   // exactly, so exact by construction) against each unchecked candidate, byte for byte. Most
-  // qparams a calibrated model carries pass; tie-heavy decimal scales do not.
+  // qparams a calibrated model carries pass; tie-heavy decimal scales mostly do not.
   template <typename T>
   bool use_no_check(Kernel<T> kern, Params* p) const;
 

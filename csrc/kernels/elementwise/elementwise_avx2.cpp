@@ -69,7 +69,8 @@ struct Bounded32 {
     __m256i q[4];
     for (int j = 0; j < 4; ++j) {
       const __m128i v8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + 8 * j));
-      const __m256i w = std::is_signed<T>::value ? _mm256_cvtepi8_epi32(v8) : _mm256_cvtepu8_epi32(v8);
+      const __m256i w =
+          std::is_signed<T>::value ? _mm256_cvtepi8_epi32(v8) : _mm256_cvtepu8_epi32(v8);
       q[j] = _mm256_cvtps_epi32(
           _mm256_fmadd_ps(a[j], _mm256_cvtepi32_ps(_mm256_sub_epi32(w, in_zp)), b[j]));
     }
@@ -468,7 +469,8 @@ constexpr void (*pw_fn(const PwAffine8& p))(const uint8_t*, uint8_t*, int64_t, c
     return p.fclamp ? &pw_affine8_impl<kSigned, kMode, true, false>
                     : &pw_affine8_impl<kSigned, kMode, false, false>;
   }
-  return p.fclamp ? &pw_affine8_impl<kSigned, kMode, true> : &pw_affine8_impl<kSigned, kMode, false>;
+  return p.fclamp ? &pw_affine8_impl<kSigned, kMode, true>
+                  : &pw_affine8_impl<kSigned, kMode, false>;
 }
 
 template <bool kSigned>

@@ -67,8 +67,8 @@ constexpr int64_t kComputeMin = 4096;
 // a neighbour often moves it back); piece 1 is fitted to the longest run of codes from the top,
 // piece 2 from the bottom, and the two runs must cover every code. The cheapest combination that
 // reproduces the whole table wins: the threshold form (keep, bytes only), one piece, the max or
-// the min of the pieces, else the select at the split. Every candidate is judged by running kernel `k`
-// itself over the codes, so a plan found gives the table's bytes.
+// the min of the pieces, else the select at the split. Every candidate is judged by running
+// kernel `k` itself over the codes, so a plan found gives the table's bytes.
 inline bool plan_affine_c(const kernels::KernelTable& k, const uint8_t* table, bool is_signed,
                           const AffineHint& h, kernels::PwAffine8* out) {
   using P = kernels::PwAffine8;
