@@ -862,8 +862,11 @@ void nchw_to_nhwc_u8(const uint8_t* x, int64_t N, int64_t C, int64_t HW, uint8_t
 }
 
 bool conv_reads_nchw(const ConvPlan& p) {
-  return p.kind_ == ConvPlan::Kind::kDepthwise && p.dw_->rows_nchw != nullptr &&
-         !p.dw_w3_.empty() && p.Cout_ == p.Cin_ && p.d_[1] == 1 && p.d_[2] == 1;
+  if (p.kind_ != ConvPlan::Kind::kDepthwise || p.dw_->rows_nchw == nullptr || p.Cout_ != p.Cin_)
+    return false;
+  if (p.dw_->nchw_any_w_zp)  // 1x3x3, dilation_w 1 (dwconv.h)
+    return p.k_[0] == 1 && p.k_[1] == 3 && p.k_[2] == 3 && p.d_[2] == 1;
+  return !p.dw_w3_.empty() && p.d_[1] == 1 && p.d_[2] == 1;
 }
 
 void conv_forward(const ConvPlan& p, const uint8_t* x, int64_t N, const int64_t in[3],

@@ -64,9 +64,12 @@ struct DwConvKernels {
   // Output rows r in [r0, r1), r = od * OH + oh, every ow and every channel.
   void (*rows)(const DwConvArgs& a, int64_t r0, int64_t r1);
   // The same for an NCHW (NCDHW) image x (C planes of ID*IH*IW bytes, channel multiplier 1),
-  // only with the w3 form and dilation 1; null when the ISA has none (the caller then converts
-  // the input to NDHWC first).
+  // only with the w3 form and dilation 1 unless nchw_any_w_zp; null when the ISA has none (the
+  // caller then converts the input to NDHWC first).
   void (*rows_nchw)(const DwConvArgs& a, int64_t r0, int64_t r1) = nullptr;
+  // rows_nchw also takes weight zero points other than 0 and any dilation_h (1x3x3 filters,
+  // dilation_w 1, multiplier 1; the avx2 pair rows); otherwise it needs the w3 form.
+  bool nchw_any_w_zp = false;
 };
 
 // The kernels of `isa` (never above the CPU's).

@@ -2,6 +2,11 @@
 // 32 channels (4 accumulators) per step; 3x3 filters two taps per VPMADDWD. See dwconv.h.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
 #include "kernels/conv/dwconv_impl.h"
 
 namespace qplugin {
@@ -157,7 +162,311 @@ struct PixelAvx2Pair {
   }
 };
 
+// 1x3x3 filters with dilation_w 1 (any stride, padding, dilation_h, C; NDHWC or NCDHW input):
+// each input row the output rows need is rearranged once into a pair row
+// H[cb][j] = 8 dwords, dword i = X[j - pw][c] | X[j - pw + 1][c] << 16 (c = 8 cb + i; the zero
+// point outside the row), kept in a ring of 3 rows. Output pixel ow of channel block cb is then,
+// per kernel row, VPMADDWD of H[ow * sw] with the weight pair (wz[kh][0], wz[kh][1]) and of
+// H[ow * sw + 2] with (wz[kh][2], 0): six VPMADDWD + VPADDD for 8 channels, against five
+// zero-extensions, unpacks, VPMADDWD and VPADDD per 16 channels in PixelAvx2Pair. Exact: each
+// dword product pair is x0 * wz0 + x1 * wz1 with x in [0, 255] and wz in [-255, 255] (int16
+// operands; |sum| <= 2 * 255 * 255 < 2^31), added to acc_init in int32 as the scalar kernel does.
+// The tail block (C % 8 channels) reads the other lanes as 0 and stores only its channels.
+constexpr int64_t kPb = 8;  // channels per block (one ymm of int32)
+
+// Which j a pair row holds: entry e is H[e * bs] (bs = 2 for stride 2, whose pixels read even j
+// only; 1 otherwise). Pixel ow reads entries ow * sw / bs and that + 2 / bs.
+struct PairGeom {
+  int64_t nb, J, bs, E;
+  explicit PairGeom(const DwConvArgs& a)
+      : nb((a.C + kPb - 1) / kPb),
+        J((a.OW - 1) * a.sw + 3),
+        bs(a.sw == 2 ? 2 : 1),
+        E((J + bs - 1) / bs) {}
+};
+
+// The pair row of NDHWC input row xrow (pixel iw at xrow + iw * C) into d ([nb][E] entries of 32
+// bytes).
+void build_pairs(const DwConvArgs& a, const PairGeom& g, const uint8_t* xrow, uint8_t* d) {
+  const int64_t C = a.C, IW = a.IW, pw = a.pw, J = g.J, step = g.bs;
+  const __m256i zpv = _mm256_set1_epi32(a.zrow[0]);
+  for (int64_t cb = 0; cb < g.nb; ++cb) {
+    const int64_t c = cb * kPb, n = C - c < kPb ? C - c : kPb;
+    auto u = [&](int64_t iw) {
+      if (iw < 0 || iw >= IW) return zpv;
+      const uint8_t* p = xrow + iw * C + c;
+      if (n == kPb) return ld8(p);
+      alignas(8) uint8_t t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      std::memcpy(t, p, static_cast<size_t>(n));
+      return ld8(t);
+    };
+    // Entries in order (j = 0, step, 2 step, ...), each to the next 32 bytes.
+    uint8_t* q = d + cb * g.E * 32;
+    auto put = [&](__m256i v0, __m256i v1) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q),
+                         _mm256_or_si256(v0, _mm256_slli_epi32(v1, 16)));
+      q += 32;
+    };
+    // Entries whose two pixels lie inside the row, for a full block: [jlo, jhi), no branch.
+    const int64_t jlo = n == kPb ? pw : J, jhi = n == kPb ? std::min(J, IW - 1 + pw) : J;
+    int64_t j = 0;
+    for (; j < J && j < jlo; j += step) put(u(j - pw), u(j + 1 - pw));
+    if (j < jhi) {
+      const uint8_t* p = xrow + (j - pw) * C + c;
+      if (step == 1) {
+        __m256i u0 = ld8(p);
+        for (; j < jhi; ++j, p += C) {
+          const __m256i u1 = ld8(p + C);
+          put(u0, u1);
+          u0 = u1;
+        }
+      } else {
+        for (; j < jhi; j += 2, p += 2 * C) put(ld8(p), ld8(p + C));
+      }
+    }
+    for (; j < J; j += step) put(u(j - pw), u(j + 1 - pw));
+  }
+}
+
+// 8 x 8 int32 transpose: r[k] lane m -> o[m] lane k.
+inline void transpose8x8_epi32(const __m256i* r, __m256i* o) {
+  __m256i t[8], v[8];
+  for (int k = 0; k < 8; k += 2) {
+    t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
+    t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
+  }
+  for (int k = 0; k < 8; k += 4) {
+    v[k] = _mm256_unpacklo_epi64(t[k], t[k + 2]);
+    v[k + 1] = _mm256_unpackhi_epi64(t[k], t[k + 2]);
+    v[k + 2] = _mm256_unpacklo_epi64(t[k + 1], t[k + 3]);
+    v[k + 3] = _mm256_unpackhi_epi64(t[k + 1], t[k + 3]);
+  }
+  // v[0..3]: lanes {m, m + 4} of rows 0..3 for m = 0..3; v[4..7] the same of rows 4..7.
+  for (int m = 0; m < 4; ++m) {
+    o[m] = _mm256_permute2x128_si256(v[m], v[4 + m], 0x20);
+    o[m + 4] = _mm256_permute2x128_si256(v[m], v[4 + m], 0x31);
+  }
+}
+
+// The pair row of NCDHW input row xrow (channel c's row at xrow + c * plane) into d. Entries
+// whose two pixels lie inside the row go in groups: stride 2, 8 entries from one 16-byte load
+// per channel (its zero-extended dwords are the pairs X[iw0 + 2k], X[iw0 + 2k + 1]); else 16
+// entries from two loads 1 byte apart, interleaved (VPUNPCKL/HWD: entries 0-3 and 8-11, 4-7 and
+// 12-15); then an 8 x 8 dword transpose per 8 entries. The last group ends at the last such entry
+// (overlapping the one before: the same values again). The others (the padding's) one by one.
+void build_pairs_nchw(const DwConvArgs& a, const PairGeom& g, const uint8_t* xrow, uint8_t* d) {
+  const int64_t C = a.C, IW = a.IW, pw = a.pw, plane = a.ID * a.IH * a.IW, E = g.E, bs = g.bs;
+  const bool s2 = bs == 2;
+  const int64_t G = s2 ? 8 : 16;
+  const int32_t zp = a.zrow[0];
+  // Entries [in0, in1) have both pixels inside the row: 0 <= e * bs - pw and e * bs - pw + 1 < IW.
+  const int64_t in0 = std::min(E, (pw + bs - 1) / bs);
+  const int64_t in1 = IW - 2 + pw >= 0 ? std::max(in0, std::min(E, (IW - 2 + pw) / bs + 1)) : in0;
+  const bool groups = in1 - in0 >= G;
+  for (int64_t cb = 0; cb < g.nb; ++cb) {
+    const int64_t c0 = cb * kPb, n = C - c0 < kPb ? C - c0 : kPb;
+    const uint8_t* rows[kPb];
+    // Lanes past C read channel c0's row (their weights are 0).
+    for (int64_t k = 0; k < kPb; ++k) rows[k] = xrow + (c0 + (k < n ? k : 0)) * plane;
+    // The next input row of these channels, usually the next one built: C planes are C streams,
+    // more than the hardware prefetchers follow (stride 2, 96 channels: 0.180 -> 0.1xx ms).
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t off = 0; off < IW + 63; off += 64) _mm_prefetch(rows[k] + IW + off, _MM_HINT_T0);
+    uint8_t* db = d + cb * E * 32;
+    auto one = [&](int64_t e) {
+      const int64_t iw = e * bs - pw;
+      const bool i0 = iw >= 0 && iw < IW, i1 = iw + 1 >= 0 && iw + 1 < IW;
+      alignas(32) int32_t v[kPb];
+      for (int64_t k = 0; k < kPb; ++k)
+        v[k] = (i0 ? rows[k][iw] : zp) | (i1 ? rows[k][iw + 1] : zp) << 16;
+      std::memcpy(db + e * 32, v, 32);
+    };
+    if (!groups) {
+      for (int64_t e = 0; e < E; ++e) one(e);
+      continue;
+    }
+    for (int64_t e = 0; e < in0; ++e) one(e);
+    for (int64_t e = in1; e < E; ++e) one(e);
+    auto ld16 = [](const uint8_t* p) {
+      return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    };
+    auto store = [&](int64_t e0, const __m256i* o, int lo_half) {
+      // o[m] is entry e0 + m (stride 2) or e0 + (m < 4 ? m : m + 4) + 4 lo_half (stride 1).
+      for (int m = 0; m < 8; ++m) {
+        const int64_t e = s2 ? e0 + m : e0 + (m < 4 ? m : m + 4) + 4 * lo_half;
+        _mm256_store_si256(reinterpret_cast<__m256i*>(db + e * 32), o[m]);
+      }
+    };
+    for (int64_t e0 = in0;; e0 += G) {
+      if (e0 + G > in1) e0 = in1 - G;
+      const int64_t iw0 = e0 * bs - pw;
+      __m256i r[kPb], o[kPb];
+      if (s2) {
+        for (int k = 0; k < kPb; ++k) r[k] = ld16(rows[k] + iw0);
+        transpose8x8_epi32(r, o);
+        store(e0, o, 0);
+      } else {
+        __m256i h[kPb];
+        for (int k = 0; k < kPb; ++k) {
+          const __m256i x0 = ld16(rows[k] + iw0), x1 = ld16(rows[k] + iw0 + 1);
+          r[k] = _mm256_unpacklo_epi16(x0, x1);
+          h[k] = _mm256_unpackhi_epi16(x0, x1);
+        }
+        transpose8x8_epi32(r, o);
+        store(e0, o, 0);
+        transpose8x8_epi32(h, o);
+        store(e0, o, 1);
+      }
+      if (e0 + G >= in1) break;
+    }
+  }
+}
+
+template <bool NCHW>
+void rows3x3_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
+  const int64_t C = a.C, OW = a.OW;
+  const PairGeom g(a);
+  const int64_t nb = g.nb, E = g.E;
+  const int64_t mul = a.sw / g.bs, e2 = 2 / g.bs;  // pixel ow reads entries ow * mul, + e2
+  const int64_t row_bytes = nb * E * 32;
+  // 3 ring rows + one zero-point row, then per block: 6 weight vectors, acc_init, bias_q, mult
+  // (the tail block's other lanes 0).
+  const int64_t par_bytes = nb * 9 * 32;
+  uint8_t* raw = new uint8_t[static_cast<size_t>(4 * row_bytes + par_bytes + 32)];
+  uint8_t* buf = raw + ((32 - reinterpret_cast<uintptr_t>(raw) % 32) % 32);
+  uint8_t* zrow = buf + 3 * row_bytes;
+  int32_t* par = reinterpret_cast<int32_t*>(buf + 4 * row_bytes);
+  {
+    const uint32_t zp = a.zrow[0];
+    uint32_t* z = reinterpret_cast<uint32_t*>(zrow);
+    for (int64_t i = 0; i < row_bytes / 4; ++i) z[i] = zp | zp << 16;
+    std::memset(par, 0, static_cast<size_t>(par_bytes));
+    for (int64_t c = 0; c < C; ++c) {
+      int32_t* pb = par + (c / kPb) * 9 * kPb;
+      const int64_t i = c % kPb;
+      for (int64_t kh = 0; kh < 3; ++kh) {
+        const uint32_t w0 = static_cast<uint32_t>(a.w[(kh * 3 + 0) * C + c]);
+        const uint32_t w1 = static_cast<uint32_t>(a.w[(kh * 3 + 1) * C + c]);
+        const uint32_t w2 = static_cast<uint32_t>(a.w[(kh * 3 + 2) * C + c]);
+        pb[(2 * kh) * kPb + i] = static_cast<int32_t>((w0 & 0xFFFFu) | (w1 << 16));
+        pb[(2 * kh + 1) * kPb + i] = static_cast<int32_t>(w2 & 0xFFFFu);
+      }
+      pb[6 * kPb + i] = a.acc_init[c];
+      std::memcpy(pb + 7 * kPb + i, a.bias_q + c, 4);
+      std::memcpy(pb + 8 * kPb + i, a.mult + c, 4);
+    }
+  }
+  int64_t slot_key[3] = {-1, -1, -1};
+  const __m256 lo = _mm256_set1_ps(a.lo), hi = _mm256_set1_ps(a.hi);
+  const __m128i zp16 = _mm_set1_epi16(static_cast<int16_t>(a.out_zp));
+  // kSat as in the avx512vnni rows3x3: [lo, hi] is the whole uint8 range and |v| stays far
+  // inside int32, so the saturating packs (and VPADDSW of out_zp) clamp exactly as min/max would.
+  bool pack_clamps = a.lo == static_cast<float>(-a.out_zp) &&
+                     a.hi == static_cast<float>(255 - a.out_zp);
+  for (int64_t c = 0; c < C && pack_clamps; ++c) {
+    const double v = (std::fabs(static_cast<double>(a.acc_init[c])) + 9.0 * 255 * 255 +
+                      std::fabs(static_cast<double>(a.bias_q[c]))) *
+                     std::fabs(static_cast<double>(a.mult[c]));
+    pack_clamps = v < 1e9;
+  }
+  const __m128i order = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t od = r / a.OH, oh = r % a.OH;
+    const int64_t id = od * a.sd - a.pd;
+    const bool plane_in = id >= 0 && id < a.ID;
+    const uint8_t* rr[3];
+    for (int64_t kh = 0; kh < 3; ++kh) {
+      const int64_t ih = oh * a.sh - a.ph + kh * a.dh;
+      if (!plane_in || ih < 0 || ih >= a.IH) {
+        rr[kh] = zrow;
+        continue;
+      }
+      const int64_t key = id * a.IH + ih;
+      // A slot per key modulo 3 as long as the 3 rows of an output row have distinct slots:
+      // ih, ih + dh, ih + 2 dh are distinct mod 3 unless 3 divides dh; then the slot is kh.
+      const int64_t slot = a.dh % 3 != 0 ? ih % 3 : kh;
+      uint8_t* dst = buf + slot * row_bytes;
+      if (slot_key[slot] != key) {
+        if constexpr (NCHW) build_pairs_nchw(a, g, a.x + key * a.IW, dst);
+        else build_pairs(a, g, a.x + key * a.IW * C, dst);
+        slot_key[slot] = key;
+      }
+      rr[kh] = dst;
+    }
+    uint8_t* yrow = a.y + r * OW * C;
+    for (int64_t cb = 0; cb < nb; ++cb) {
+      const int64_t c = cb * kPb, n = C - c < kPb ? C - c : kPb;
+      const int32_t* pb = par + cb * 9 * kPb;
+      auto ldw = [&](int k) {
+        return _mm256_load_si256(reinterpret_cast<const __m256i*>(pb + k * kPb));
+      };
+      const __m256i init = ldw(6);
+      const __m256 bq = _mm256_load_ps(reinterpret_cast<const float*>(pb + 7 * kPb));
+      const __m256 mu = _mm256_load_ps(reinterpret_cast<const float*>(pb + 8 * kPb));
+      const uint8_t* h0 = rr[0] + cb * E * 32;
+      const uint8_t* h1 = rr[1] + cb * E * 32;
+      const uint8_t* h2 = rr[2] + cb * E * 32;
+      auto hv = [](const uint8_t* h, int64_t j) {
+        return _mm256_load_si256(reinterpret_cast<const __m256i*>(h + j * 32));
+      };
+      auto acc = [&](int64_t ow) {
+        const int64_t j = ow * mul;
+        // The weights as memory operands (L1): in registers they spilled with the epilogue's.
+        __m256i s = _mm256_add_epi32(init, _mm256_madd_epi16(hv(h0, j), ldw(0)));
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(hv(h0, j + e2), ldw(1)));
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(hv(h1, j), ldw(2)));
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(hv(h1, j + e2), ldw(3)));
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(hv(h2, j), ldw(4)));
+        return _mm256_add_epi32(s, _mm256_madd_epi16(hv(h2, j + e2), ldw(5)));
+      };
+      auto rq = [&](__m256i v, auto sat) {
+        __m256 f = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(v), bq), mu);
+        if constexpr (!decltype(sat)::value) f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
+        return _mm256_cvtps_epi32(f);
+      };
+      // Two pixels' rounded values to 16 bytes (pixel ow's 8 channels, then ow + 1's): the
+      // packs saturate only in the kSat case; without it the values lie in [lo, hi].
+      auto narrow = [&](__m256i q0, __m256i q1) {
+        const __m256i w16 = _mm256_packs_epi32(q0, q1);
+        const __m128i l = _mm_adds_epi16(_mm256_castsi256_si128(w16), zp16);
+        const __m128i h = _mm_adds_epi16(_mm256_extracti128_si256(w16, 1), zp16);
+        return _mm_shuffle_epi8(_mm_packus_epi16(l, h), order);
+      };
+      uint8_t* yc = yrow + c;
+      auto run = [&](auto sat) {
+        int64_t ow = 0;
+        for (; ow + 2 <= OW; ow += 2) {
+          const __m128i b = narrow(rq(acc(ow), sat), rq(acc(ow + 1), sat));
+          if (n == kPb) {
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(yc + ow * C), b);
+            _mm_storeh_pd(reinterpret_cast<double*>(yc + (ow + 1) * C), _mm_castsi128_pd(b));
+          } else {
+            alignas(16) uint8_t t[16];
+            _mm_store_si128(reinterpret_cast<__m128i*>(t), b);
+            std::memcpy(yc + ow * C, t, static_cast<size_t>(n));
+            std::memcpy(yc + (ow + 1) * C, t + 8, static_cast<size_t>(n));
+          }
+        }
+        if (ow < OW) {
+          const __m256i q = rq(acc(ow), sat);
+          const __m128i b = narrow(q, q);
+          alignas(16) uint8_t t[16];
+          _mm_store_si128(reinterpret_cast<__m128i*>(t), b);
+          std::memcpy(yc + ow * C, t, static_cast<size_t>(n));
+        }
+      };
+      if (pack_clamps) run(std::true_type{});
+      else run(std::false_type{});
+    }
+  }
+  delete[] raw;
+}
+
 void rows(const DwConvArgs& a, int64_t r0, int64_t r1) {
+  if (a.KD == 1 && a.KH == 3 && a.KW == 3 && a.dw == 1) {
+    rows3x3_pairs<false>(a, r0, r1);
+    return;
+  }
   if (a.KD * a.KH * a.KW == 9 && a.C >= 16 && a.C <= kPairMaxC) {
     PairedW pw;
     pair_weights(a, &pw);
@@ -169,10 +478,15 @@ void rows(const DwConvArgs& a, int64_t r0, int64_t r1) {
   dw_rows<PixelAvx2>(a, r0, r1);
 }
 
+// NCDHW input (the caller checks DwConvKernels::rows_nchw's conditions: 1x3x3, dilation_w 1,
+// channel multiplier 1).
+void rows_nchw(const DwConvArgs& a, int64_t r0, int64_t r1) { rows3x3_pairs<true>(a, r0, r1); }
+
 }  // namespace
 
 const DwConvKernels& dwconv_table() {
-  static const DwConvKernels t{Isa::kAvx2, "dwconv_u8s8_c32__avx2", &rows};
+  static const DwConvKernels t{Isa::kAvx2, "dwconv_u8s8_c32__avx2", &rows, &rows_nchw,
+                               /*nchw_any_w_zp=*/true};
   return t;
 }
 

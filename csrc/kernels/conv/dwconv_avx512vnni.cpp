@@ -364,13 +364,15 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
       };
       int64_t ow = 0;
       auto quads = [&](auto sat) {
-        // Four pixels at a time narrowed by VPACKUSDW / VPACKUSWB (exact: values in [0, 255],
-        // or saturated to it) and a dword transpose, one 16-byte store per pixel.
+        // Four pixels at a time narrowed by VPACKSSDW / VPACKUSWB (exact: values in [0, 255],
+        // or saturated to it) and a dword transpose, one 16-byte store per pixel. Signed first:
+        // VPACKUSDW kept a kSat value in [32768, 65535] as a u16 that VPACKUSWB then read as
+        // negative (0 instead of 255; found by tests/conv/test_depthwise_pair_rows.py).
         const __m512i perm =
             _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
         for (; ow + 4 <= OW; ow += 4) {
-          const __m512i w01 = _mm512_packus_epi32(q32(ow, sat), q32(ow + 1, sat));
-          const __m512i w23 = _mm512_packus_epi32(q32(ow + 2, sat), q32(ow + 3, sat));
+          const __m512i w01 = _mm512_packs_epi32(q32(ow, sat), q32(ow + 1, sat));
+          const __m512i w23 = _mm512_packs_epi32(q32(ow + 2, sat), q32(ow + 3, sat));
           const __m512i b = _mm512_permutexvar_epi32(perm, _mm512_packus_epi16(w01, w23));
           uint8_t* d = yc + ow * C;
           _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm512_castsi512_si128(b));
