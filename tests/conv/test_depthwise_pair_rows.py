@@ -6,8 +6,10 @@ and an overlapping last one; strides 1, 2 (even entries only) and 3; pads 0-2; d
 shares no ring slot by ih % 3); channel counts below, at and past the 8-channel block; weight zero
 points other than 0 (NCHW now reads in place with them too); the epilogue with the saturating
 packs (no ReLU, whole uint8 range) and with the explicit clamp (ReLU, a high output zero point);
-gains that saturate most outputs (beyond int16 before the packs). Every ISA: the NCHW and the channels-last input give the same
-bytes, the same as the scalar tier's, and within one unit of the exact reference."""
+gains that saturate most outputs (beyond int16 before the packs: this caught the avx512vnni 3x3
+kernel's VPACKUSDW narrowing, which gave 0 for 255). Every ISA: the NCHW and the channels-last
+input give the same bytes, the same as the scalar tier's, and within one unit of the exact
+reference."""
 from _conv_common import F, assert_qclose, exact, make, pytest, torch
 
 # (C, W, stride, pad)
