@@ -123,6 +123,7 @@ def test_all_code_pairs_exact(isa, op, relu, dtype, qp):
 
 
 UNCHECKED = 7  # csrc/ops/quantized_cpu/path_counts.h kBinaryUnchecked
+SCALED = 8  # kBinaryRationalScaled
 
 
 def _observer_qparams(rng, dtype):
@@ -522,7 +523,9 @@ def test_errors():
 # the later ones take the rational form of binary.h where it holds on all pairs (add: ratios 3/5
 # and 1/2, 1/2 and 1/5, 6/10 twice; mul: 1/40 from above, 7/10 from below), including its exact
 # ties (a = za with a ratio of exactly 1/2: half to even before the zero point is added, odd and
-# even zero points) and a ReLU clamp.
+# even zero points) and a ReLU clamp. mul on the avx2 tier (1/40 from above with and without
+# ReLU, 3/20 and 7/10 from below): the scaled form (one multiply and a round to nearest), counted
+# by _kernel_path_counts on the calls after the first (which builds the table, kept per qparams).
 @pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
 @pytest.mark.parametrize("op,relu,sa,sb,so,zs", [
     ("add", False, 0.03, 0.025, 0.05, (10, 12, 3)),
@@ -530,6 +533,8 @@ def test_errors():
     ("add", True, 0.05, 0.02, 0.1, (7, 9, 5)),
     ("add", False, 0.03, 0.03, 0.05, (0, 0, 1)),
     ("mul", False, 0.05, 0.05, 0.1, (10, 12, 3)),
+    ("mul", True, 0.05, 0.05, 0.1, (10, 12, 4)),
+    ("mul", False, 0.2, 0.3, 0.4, (10, 12, 3)),
     ("mul", True, 0.7, 0.1, 0.1, (4, 6, 2)),
 ])
 def test_rational_form_on_every_code_pair(isa, dtype, op, relu, sa, sb, so, zs):
@@ -543,5 +548,14 @@ def test_rational_form_on_every_code_pair(isa, dtype, op, relu, sa, sb, so, zs):
     qa = torch._make_per_tensor_quantized_tensor(a, sa, za)
     qb = torch._make_per_tensor_quantized_tensor(b, sb, zb)
     fn = OPS[(op, relu)][0]
-    for _ in range(3):
+    before = torch.ops.qplugin._kernel_path_counts()[SCALED]
+    # The first call on half the pairs: below the size where the tie check may be skipped
+    # (ExactCtx::use_no_check), so the table is built from its undecided lanes.
+    check_exact(fn(qa[:32768], qb[:32768], so, zo), qa[:32768], qb[:32768], op, so, zo, relu)
+    for _ in range(2):
         check_exact(fn(qa, qb, so, zo), qa, qb, op, so, zo, relu)
+    scaled = torch.ops.qplugin._kernel_path_counts()[SCALED] - before
+    if op == "mul" and isa == "avx2":
+        assert scaled >= 2
+    else:
+        assert scaled == 0

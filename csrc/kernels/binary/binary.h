@@ -35,12 +35,23 @@ using FixFn = int32_t (*)(const void* ctx, int32_t a, int32_t b);
 // is needed at run time: binary_plan.cpp uses a Rational only after checking that it gives the
 // exact result on all 65536 code pairs (with these same float operations), so every ISA still
 // gives the exact bytes. Float and integer operations only, no table lookups.
+//
+// The scaled form (mul, mode +1 or -1; scaled = 1 when it also holds on all 65536 pairs, checked
+// the same way): y = clamp(zo + nearbyint(float(P) * c1s), lo, hi) with c1s = N/Dn moved by a
+// relative 2^-k (k = 18..23) towards the exact ratio's side. The exact value's magnitude lies
+// above a tie of P*N/Dn (mode +1) or below it (mode -1); so does float(P) * c1s when the move
+// outweighs the float errors, while staying under the 1/m distance of the non-ties: then
+// rounding to nearest gives the exact result with one multiply (no floor, fraction test or tie
+// side per lane: the avx2 kernel's 15 vector operations per 8 lanes become 8).
 struct Rational {
   float c1, c1b, c0, h;
   float da, db, dc;
   float lo, hi;
   int32_t mode;
   int32_t zpar;  // zo & 1: q - zo is odd iff q + zpar is
+  float c1s;     // the scaled form's factor (mul, scaled = 1)
+  int32_t zo;
+  int32_t scaled;
 };
 
 // Per-lane math, in float, identical in every ISA (explicit FMAs, -ffp-contract=off):

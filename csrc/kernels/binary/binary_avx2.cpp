@@ -259,12 +259,68 @@ void run_rational(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t 
   generic::run_table(a + i * as, as, b + i * bs, bs, y + i, n - i, p.table);
 }
 
+// The scaled form (binary.h, Rational::scaled; mul) for 32 codes at a time: P in 16-bit halves
+// (VPMULLW / VPMULHW of the codes minus their zero points: |.| <= 4351, binary_plan.cpp, so
+// int16), interleaved into int32 per 128-bit lane (elements 0-3 and 8-11, 4-7 and 12-15 of each
+// 16), which VPACKSSDW puts back in order. The int16 results then get zo with saturation and
+// the byte packs saturate: clamp(zo + r) to the type's range either way (a saturated r is beyond
+// 32767 in magnitude, |zo| <= 4096). Same operations as rational_scaled_code.
+template <typename T, bool kClamp>
+void run_rational_scaled(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n,
+                        const Params& p) {
+  constexpr bool kS = std::is_signed<T>::value;
+  const Rational& r = *p.rat;
+  const __m256i za = _mm256_set1_epi16(static_cast<int16_t>(p.za));
+  const __m256i zb = _mm256_set1_epi16(static_cast<int16_t>(p.zb));
+  const __m256i zo = _mm256_set1_epi16(static_cast<int16_t>(r.zo));
+  const __m256 c1s = _mm256_set1_ps(r.c1s);
+  const __m256i blo = _mm256_set1_epi8(static_cast<char>(static_cast<int>(p.lo)));
+  const __m256i bhi = _mm256_set1_epi8(static_cast<char>(static_cast<int>(p.hi)));
+  auto w16 = [](const T* q) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    return kS ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
+  };
+  const __m256i abc = _mm256_set1_epi16(static_cast<int16_t>(static_cast<int32_t>(a[0]) - p.za));
+  const __m256i bbc = _mm256_set1_epi16(static_cast<int16_t>(static_cast<int32_t>(b[0]) - p.zb));
+  auto part = [&](__m256i p32) {  // 8 products P -> nearbyint(float(P) * c1s)
+    return _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(p32), c1s));
+  };
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i w[2];
+    for (int j = 0; j < 2; ++j) {
+      const __m256i da = as ? _mm256_sub_epi16(w16(a + i + 16 * j), za) : abc;
+      const __m256i db = bs ? _mm256_sub_epi16(w16(b + i + 16 * j), zb) : bbc;
+      const __m256i lo = _mm256_mullo_epi16(da, db), hi = _mm256_mulhi_epi16(da, db);
+      w[j] = _mm256_adds_epi16(_mm256_packs_epi32(part(_mm256_unpacklo_epi16(lo, hi)),
+                                                  part(_mm256_unpackhi_epi16(lo, hi))),
+                               zo);
+    }
+    __m256i v = kS ? _mm256_packs_epi16(w[0], w[1]) : _mm256_packus_epi16(w[0], w[1]);
+    v = _mm256_permute4x64_epi64(v, 0xD8);
+    if (kClamp) {
+      v = kS ? _mm256_min_epi8(_mm256_max_epi8(v, blo), bhi)
+             : _mm256_min_epu8(_mm256_max_epu8(v, blo), bhi);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), v);
+  }
+  generic::run_table(a + i * as, as, b + i * bs, bs, y + i, n - i, p.table);
+}
+
 template <typename T, bool kMul>
 void run(const T* a, int64_t as, const T* b, int64_t bs, T* y, int64_t n, const Params& p) {
   if (n <= 0) return;
   if (p.rat != nullptr && p.table != nullptr) {
     const bool clamp = p.lo > (std::is_signed<T>::value ? -128.0f : 0.0f) ||
                        p.hi < (std::is_signed<T>::value ? 127.0f : 255.0f);
+    if (kMul && p.rat->scaled != 0) {
+      if (clamp) {
+        run_rational_scaled<T, true>(a, as, b, bs, y, n, p);
+      } else {
+        run_rational_scaled<T, false>(a, as, b, bs, y, n, p);
+      }
+      return;
+    }
     auto go = [&](auto mode) {
       if (clamp) {
         run_rational<T, decltype(mode)::value, true>(a, as, b, bs, y, n, p);

@@ -257,6 +257,14 @@ int32_t rational_code(int32_t a, int32_t b, int64_t za, int64_t zb, const Ration
   return static_cast<int32_t>(q);
 }
 
+// The scaled form's output for codes a, b (binary.h; mul, mode +1 or -1), with the avx2
+// kernel's operations: one float multiply, rounded half to even.
+int32_t rational_scaled_code(int32_t a, int32_t b, int64_t za, int64_t zb, const Rational& r) {
+  const float P = static_cast<float>((a - za) * (b - zb));
+  const float y = static_cast<float>(r.zo) + std::nearbyint(P * r.c1s);  // below 2^20: exact
+  return static_cast<int32_t>(y < r.lo ? r.lo : (y > r.hi ? r.hi : y));
+}
+
 // Continued-fraction convergents (numerator, denominator <= 4096) of x > 0.
 std::vector<std::pair<int64_t, int64_t>> convergents(double x) {
   std::vector<std::pair<int64_t, int64_t>> out;
@@ -297,20 +305,22 @@ bool find_rational(bool is_mul, bool is_signed, double sa, int64_t za, double sb
   // max |a - za|, max |b - zb| over the codes.
   const int64_t da = std::max(std::abs(first - za), std::abs(first + 255 - za));
   const int64_t db = std::max(std::abs(first - zb), std::abs(first + 255 - zb));
-  auto holds = [&](const Rational& c) {
+  auto holds_with = [&](const Rational& c, auto code) {
     for (int ka = 0; ka < 256; ++ka) {
       for (int kb = 0; kb < 256; ++kb) {
         const int32_t av = is_signed ? static_cast<int8_t>(ka) : ka;
         const int32_t bv = is_signed ? static_cast<int8_t>(kb) : kb;
         const int32_t want = is_signed ? static_cast<int8_t>(exact[table_key(av, bv)])
                                        : exact[table_key(av, bv)];
-        if (rational_code(av, bv, za, zb, c) != want) return false;
+        if (code(av, bv, za, zb, c) != want) return false;
       }
     }
     return true;
   };
+  auto holds = [&](const Rational& c) { return holds_with(c, rational_code); };
   Rational c{};
   c.zpar = static_cast<int32_t>(zo & 1);
+  c.zo = static_cast<int32_t>(zo);
   c.lo = static_cast<float>(lo);
   c.hi = static_cast<float>(hi);
   if (is_mul) {
@@ -337,6 +347,12 @@ bool find_rational(bool is_mul, bool is_signed, double sa, int64_t za, double sb
         if (side != 0 && mode != side) continue;
         c.mode = mode;
         if (holds(c)) {
+          for (int k : {20, 21, 19, 22, 18, 23}) {
+            if (mode == 0) break;
+            c.c1s = static_cast<float>(q * (1.0 + mode * std::ldexp(1.0, -k)));
+            c.scaled = holds_with(c, rational_scaled_code) ? 1 : 0;
+            if (c.scaled) break;
+          }
           *out = c;
           return true;
         }

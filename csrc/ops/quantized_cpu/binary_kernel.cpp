@@ -148,6 +148,11 @@ void run_binary(const char* op, const QArg& qa, const QArg& qb, const at::Tensor
     check = false;
   }
   if (p.table == nullptr) count_path(check ? kBinaryChecked : kBinaryUnchecked);
+  // The avx2 kernel takes the scaled rational form whenever the plan found it (binary.h).
+  if (kMul && p.table != nullptr && p.rat != nullptr && p.rat->scaled != 0 &&
+      kernels::current_isa() == kernels::Isa::kAvx2) {
+    count_path(kBinaryRationalScaled);
+  }
   auto body = [&](auto* ap, auto* bp, auto* yp, auto kern) {
     at::parallel_for(0, numel, kGrain, [&](int64_t begin, int64_t end) {
       it.for_range(begin, end, [&](int64_t yo, int64_t ao, int64_t bo, int64_t n) {

@@ -1,6 +1,6 @@
 // Which path some 8-bit kernels took, counted per call since load; read by the private op
 // _kernel_path_counts (ops/misc.cpp), so tests can tell a computed map from a looked-up one and
-// a checked add/mul from an unchecked one.
+// a checked add/mul from an unchecked one or from the scaled rational form.
 // Changes with: unary_lut.h, binary_kernel.cpp, misc.cpp, tests/test_schemas.txt.
 #pragma once
 #include <atomic>
@@ -14,6 +14,7 @@ enum PathCount : int {
   kUnaryComputed,    // + kernels::PwAffine8::Mode: computed by pw_affine8 in that form (5 forms)
   kBinaryChecked = kUnaryComputed + 5,  // add/mul fast path with the per-lane tie check
   kBinaryUnchecked,  // add/mul fast path without it, as judged exact for the qparams
+  kBinaryRationalScaled,  // mul by the scaled rational form (binary.h; the avx2 kernel)
   kNumPathCounts
 };
 
