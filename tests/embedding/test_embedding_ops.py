@@ -281,6 +281,31 @@ def test_bad_inputs(bits):
     assert torch.equal(idx2, idx) and torch.equal(off2, off)
 
 
+# The per-tier index check (EmbeddingKernelTable::indices_in_range; avx2: unsigned dword max, and
+# for int64 an OR of the high dwords): one bad index at every position of runs around the vector
+# widths (4 and 8 per step, the scalar tail), as int32 and int64: -1, the row count, 2^32 + 1
+# (whose low dword alone is in range) and 2^63 - 1; the last valid row passes.
+@pytest.mark.parametrize("idx_dtype", [torch.int32, torch.int64])
+def test_index_check_every_position(isa, idx_dtype):
+    op = rowwise(8)
+    t = prepack(_weights(10, 8, 3), 8)
+    bad = [-1, 10] + ([2**32 + 1, 2**63 - 1] if idx_dtype == torch.int64 else [-2**31])
+    for n in (1, 3, 4, 5, 8, 9, 17):
+        idx = torch.arange(n, dtype=idx_dtype) % 10
+        off = torch.tensor([0], dtype=torch.int64)
+        ref = op(t, idx, off)
+        edge = idx.clone()
+        edge[n - 1] = 9
+        op(t, edge, off)
+        for pos in range(n):
+            for v in bad:
+                x = idx.clone()
+                x[pos] = v
+                with pytest.raises(RuntimeError, match=r"expected indices in \[0, 10\)"):
+                    op(t, x, off)
+        assert torch.equal(op(t, idx, off), ref)
+
+
 # --- packed-params form ---------------------------------------------------------------------------
 
 def _float_qparams_weight(rows, dim, dtype, seed):
