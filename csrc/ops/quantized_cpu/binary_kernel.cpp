@@ -148,9 +148,9 @@ void run_binary(const char* op, const QArg& qa, const QArg& qb, const at::Tensor
     check = false;
   }
   if (p.table == nullptr) count_path(check ? kBinaryChecked : kBinaryUnchecked);
-  // The avx2 kernel takes the scaled rational form whenever the plan found it (binary.h).
+  // The vector kernels take the scaled rational form whenever the plan found it (binary.h).
   if (kMul && p.table != nullptr && p.rat != nullptr && p.rat->scaled != 0 &&
-      kernels::current_isa() == kernels::Isa::kAvx2) {
+      kernels::current_isa() != kernels::Isa::kScalar) {
     count_path(kBinaryRationalScaled);
   }
   auto body = [&](auto* ap, auto* bp, auto* yp, auto kern) {

@@ -14,7 +14,7 @@ enum PathCount : int {
   kUnaryComputed,    // + kernels::PwAffine8::Mode: computed by pw_affine8 in that form (5 forms)
   kBinaryChecked = kUnaryComputed + 5,  // add/mul fast path with the per-lane tie check
   kBinaryUnchecked,  // add/mul fast path without it, as judged exact for the qparams
-  kBinaryRationalScaled,  // mul by the scaled rational form (binary.h; the avx2 kernel)
+  kBinaryRationalScaled,  // mul by the scaled rational form (binary.h; the vector kernels)
   kNumPathCounts
 };
 
