@@ -126,6 +126,27 @@ def test_every_isa_gives_the_scalar_bytes(isa, bits, mode):
         assert torch.equal(got, want), (dim, (got - want).abs().max())
 
 
+# 16-column sum and mean bags without weights on a table within L2: the avx2 kernel reduces two
+# bags at a time (Ops::pair_sum16, rows alternating). Bag counts odd and even (the last bag alone),
+# lengths equal, unequal either way and empty, int32 and int64 indices: the scalar tier's bytes.
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("idx_dtype", [torch.int32, torch.int64])
+def test_two_bag_sums_give_the_scalar_bytes(isa, bits, mode, idx_dtype):
+    t = prepack(_weights(200, 16, 11), bits)
+    g = torch.Generator().manual_seed(bits * 10 + mode)
+    for lengths in ([3], [5, 5], [2, 7, 0, 4, 9], [7, 2, 4, 0, 0, 1], [0, 6], [6, 0, 3],
+                    [20] * 8 + [19]):
+        off = torch.tensor([0] + lengths[:-1]).cumsum(0)
+        idx = torch.randint(0, 200, (sum(lengths),), generator=g, dtype=idx_dtype)
+        got = rowwise(bits)(t, idx, off, False, mode)
+        torch.ops.qplugin._set_cpu_isa("scalar")
+        want = rowwise(bits)(t, idx, off, False, mode)
+        torch.ops.qplugin._set_cpu_isa(isa)
+        assert torch.equal(got, want), (lengths, (got - want).abs().max())
+        assert_bag_close(got, float_bag(t, bits, idx, off, mode), t, bits, idx)
+
+
 @pytest.mark.parametrize("bits", [8, 4, 2])
 @pytest.mark.parametrize("idx_dtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("off_dtype", [torch.int32, torch.int64])

@@ -347,6 +347,71 @@ struct Ops {
       }
     }
   };
+  // Sum / mean bags of 16 columns on a lean walk with no prefetch (a table within L2), two bags
+  // at a time: their rows alternate, so four fma chains are in flight instead of two. One bag's
+  // rows wait on each other (acc = fma(s, q, acc), ~4 cycles a row), and the out-of-order window
+  // did not overlap consecutive bags. Per bag the same operations in the same order as RegAcc
+  // (fma per row from 0, the biases summed in row order, then acc + bsum and / count for a
+  // mean): the same bytes. Returns the first bag not done (b1, or b1 - 1 for an odd count).
+  static constexpr bool kPairSum16 = true;
+  template <int Bits, typename I>
+  static int64_t pair_sum16(const BagArgs& a, int64_t b0, int64_t b1) {
+    static_assert(Bits == 8 || Bits == 4, "pair_sum16: 8- and 4-bit rows");
+    const I* __restrict idx = static_cast<const I*>(a.indices);
+    const uint8_t* __restrict table = a.table;
+    const int64_t rb = a.row_bytes;
+    constexpr int64_t kCodeBytes = Bits == 8 ? 16 : 8;
+    const bool mean = a.mode == BagMode::kMean;
+    int64_t bag = b0;
+    for (; bag + 2 <= b1; bag += 2) {
+      const int64_t p0 = a.offsets[bag], p1 = a.offsets[bag + 1], p2 = a.offsets[bag + 2];
+      const int64_t n0 = p1 - p0, n1 = p2 - p1, n = n0 < n1 ? n0 : n1;
+      __m256 x0 = _mm256_setzero_ps(), x1 = x0, y0 = x0, y1 = x0;
+      float bs0 = 0.0f, bs1 = 0.0f;
+      auto row = [&](int64_t i, __m256& u, __m256& v, float& bs) QPLUGIN_LAMBDA_INLINE {
+        const uint8_t* r = table + static_cast<int64_t>(idx[i]) * rb;
+        float sc, bi;
+        if constexpr (Bits == 8) {
+          std::memcpy(&sc, r + kCodeBytes, 4);
+          std::memcpy(&bi, r + kCodeBytes + 4, 4);
+        } else {
+          uint16_t hs, hb;
+          std::memcpy(&hs, r + kCodeBytes, 2);
+          std::memcpy(&hb, r + kCodeBytes + 2, 2);
+          sc = embedding_generic::half_to_float(hs);
+          bi = embedding_generic::half_to_float(hb);
+        }
+        const __m256 sv = _mm256_set1_ps(sc);
+        groups<Bits, 2>(r, 0, [&](int j, __m256 q) QPLUGIN_LAMBDA_INLINE {
+          if (j == 0) u = _mm256_fmadd_ps(sv, q, u);
+          else v = _mm256_fmadd_ps(sv, q, v);
+        });
+        bs += bi;
+      };
+      for (int64_t k = 0; k < n; ++k) {
+        row(p0 + k, x0, x1, bs0);
+        row(p1 + k, y0, y1, bs1);
+      }
+      for (int64_t k = n; k < n0; ++k) row(p0 + k, x0, x1, bs0);
+      for (int64_t k = n; k < n1; ++k) row(p1 + k, y0, y1, bs1);
+      auto finish = [&](float* o, __m256 u, __m256 v, float bs, int64_t cnt)
+                        QPLUGIN_LAMBDA_INLINE {
+        const __m256 av = _mm256_set1_ps(bs);
+        u = _mm256_add_ps(u, av);
+        v = _mm256_add_ps(v, av);
+        if (mean && cnt > 0) {
+          const __m256 dv = _mm256_set1_ps(static_cast<float>(cnt));
+          u = _mm256_div_ps(u, dv);
+          v = _mm256_div_ps(v, dv);
+        }
+        _mm256_storeu_ps(o, u);
+        _mm256_storeu_ps(o + 8, v);
+      };
+      finish(a.out + bag * 16, x0, x1, bs0, n0);
+      finish(a.out + (bag + 1) * 16, y0, y1, bs1, n1);
+    }
+    return bag;
+  }
   // Register-blocked batch reduction: 64 columns (8 accumulators) at a time, then the full
   // 8-column groups left, each block across all n rows; the last < 8 columns row by row.
   template <int Bits, bool Max>

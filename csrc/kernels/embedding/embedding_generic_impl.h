@@ -205,6 +205,12 @@ inline void prefetch_line(const char* p) {
 #endif
 }
 
+// Whether Ops has the two-bag 16-column sum (Ops::pair_sum16, flagged by Ops::kPairSum16).
+template <class T, class = void>
+struct HasPairSum16 : std::false_type {};
+template <class T>
+struct HasPairSum16<T, std::void_t<decltype(T::kPairSum16)>> : std::true_type {};
+
 template <int Bits, class Ops, typename I>
 void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
   const I* __restrict idx = static_cast<const I*>(a.indices);
@@ -341,7 +347,14 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
     }
   }();
 
-  for (int64_t bag = b0; bag < b1; ++bag) {
+  int64_t bag_start = b0;
+  if constexpr (HasPairSum16<Ops>::value && Bits != 2) {
+    // 16-column sum / mean bags, a table within L2, no mapping or weights (Ops::pair_sum16).
+    if (lean && kPrefetch == 0 && dim == 16 && !is_max) {
+      bag_start = Ops::template pair_sum16<Bits, I>(a, b0, b1);
+    }
+  }
+  for (int64_t bag = bag_start; bag < b1; ++bag) {
     float* __restrict o = a.out + bag * dim;
     const int64_t s0 = a.offsets[bag], s1 = a.offsets[bag + 1];
     float bsum = 0.0f;
