@@ -1,9 +1,10 @@
-"""Depthwise 3x3 (dilation_w 1) on the avx2 tier: rows3x3_pairs (kernels/conv/dwconv_avx2.cpp)
-rearranges each input row once into pair rows, from channels-last rows or, for NCHW input, from
-the C planes directly (8 x 8 dword transposes in groups of 8 or 16 entries, the last group
-overlapping the one before, the padding's entries one by one). Widths with no whole group, one,
-and an overlapping last one; strides 1, 2 (even entries only) and 3; pads 0-2; dilation_h 1-3 (3
-shares no ring slot by ih % 3); channel counts below, at and past the 8-channel block; weight zero
+"""Depthwise 3x3 and 5x5 (dilation_w 1) on the avx2 tier: rows_pairs
+(kernels/conv/dwconv_avx2.cpp) rearranges each input row once into pair rows, from channels-last
+rows or, for NCHW input (3x3), from the C planes directly (8 x 8 dword transposes in groups of 8
+or 16 entries, the last group overlapping the one before, the padding's entries one by one).
+Widths with no whole group, one, and an overlapping last one; strides 1, 2 (even entries only)
+and 3; pads 0-2; dilation_h 1, 2, 3 and 5 (3 and 5 share a factor with a kernel height: no ring
+slot by ih % KH); channel counts below, at and past the 8-channel block; weight zero
 points other than 0 (NCHW now reads in place with them too); the epilogue with the saturating
 packs (no ReLU, whole uint8 range) and with the explicit clamp (ReLU, a high output zero point);
 gains that saturate most outputs (beyond int16 before the packs: this caught the avx512vnni 3x3
@@ -25,12 +26,15 @@ def _run(x, w, b, s, p, dh, C, osc, ozp, relu):
 
 
 @pytest.mark.parametrize("C,W,s,p", SHAPES)
-@pytest.mark.parametrize("dh", [1, 2, 3])
+@pytest.mark.parametrize("dh", [1, 2, 3, 5])
 @pytest.mark.parametrize("mode", ["sat", "relu", "gain"])
-def test_pair_rows(isa, C, W, s, p, dh, mode):
-    H = 2 * dh + 3
+@pytest.mark.parametrize("k", [3, 5])
+def test_pair_rows(isa, C, W, s, p, dh, mode, k):
+    if W + 2 * p < k:
+        pytest.skip("no output column")
+    H = (k - 1) * dh + 3
     per_ch = mode != "gain"
-    _, w, b = make(2, 2, C, C, H, 3, C, per_ch=per_ch, seed=C * 7 + W)
+    _, w, b = make(2, 2, C, C, H, k, C, per_ch=per_ch, seed=C * 7 + W)
     # Codes over the whole uint8 range (x_zp 0) or [37, 255].
     g = torch.Generator().manual_seed(W)
     x = torch.quantize_per_tensor(torch.rand(2, C, H, W, generator=g) * 5.1, 0.02,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <type_traits>
 
 #include "kernels/conv/dwconv_impl.h"
@@ -162,13 +163,14 @@ struct PixelAvx2Pair {
   }
 };
 
-// 1x3x3 filters with dilation_w 1 (any stride, padding, dilation_h, C; NDHWC or NCDHW input):
-// each input row the output rows need is rearranged once into a pair row
+// 1xKHxKW filters (3x3 and 5x5) with dilation_w 1 (any stride, padding, dilation_h, C; NDHWC
+// input, or NCDHW for 3x3): each input row the output rows need is rearranged once into a pair row
 // H[cb][j] = 8 dwords, dword i = X[j - pw][c] | X[j - pw + 1][c] << 16 (c = 8 cb + i; the zero
-// point outside the row), kept in a ring of 3 rows. Output pixel ow of channel block cb is then,
-// per kernel row, VPMADDWD of H[ow * sw] with the weight pair (wz[kh][0], wz[kh][1]) and of
-// H[ow * sw + 2] with (wz[kh][2], 0): six VPMADDWD + VPADDD for 8 channels, against five
-// zero-extensions, unpacks, VPMADDWD and VPADDD per 16 channels in PixelAvx2Pair. Exact: each
+// point outside the row), kept in a ring of KH rows. Output pixel ow of channel block cb is then,
+// per kernel row and t < ceil(KW / 2), VPMADDWD of H[ow * sw + 2t] with the weight pair
+// (wz[kh][2t], wz[kh][2t + 1]) (0 past KW). 3x3: six VPMADDWD + VPADDD for 8 channels, against
+// five zero-extensions, unpacks, VPMADDWD and VPADDD per 16 channels in PixelAvx2Pair; 5x5:
+// fifteen, against 25 zero-extending loads, VPMADDWD and VPADDD in PixelAvx2. Exact: each
 // dword product pair is x0 * wz0 + x1 * wz1 with x in [0, 255] and wz in [-255, 255] (int16
 // operands; |sum| <= 2 * 255 * 255 < 2^31), added to acc_init in int32 as the scalar kernel does.
 // The tail block (C % 8 channels) reads the other lanes as 0 and stores only its channels.
@@ -176,11 +178,12 @@ constexpr int64_t kPb = 8;  // channels per block (one ymm of int32)
 
 // Which j a pair row holds: entry e is H[e * bs] (bs = 2 for stride 2, whose pixels read even j
 // only; 1 otherwise). Pixel ow reads entries ow * sw / bs and that + 2 / bs.
+// np: weight pairs per kernel row (ceil(KW / 2)); pixel ow reads j = ow * sw + 2t, t < np.
 struct PairGeom {
   int64_t nb, J, bs, E;
-  explicit PairGeom(const DwConvArgs& a)
+  PairGeom(const DwConvArgs& a, int64_t np)
       : nb((a.C + kPb - 1) / kPb),
-        J((a.OW - 1) * a.sw + 3),
+        J((a.OW - 1) * a.sw + 2 * np - 1),
         bs(a.sw == 2 ? 2 : 1),
         E((J + bs - 1) / bs) {}
 };
@@ -322,41 +325,50 @@ void build_pairs_nchw(const DwConvArgs& a, const PairGeom& g, const uint8_t* xro
   }
 }
 
-template <bool NCHW>
-void rows3x3_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
+// KH x KW filters (KD = 1, dilation_w 1; instantiated for 3x3 and 5x5): KH ring rows, NP =
+// ceil(KW / 2) weight pairs per kernel row, the last (w[KW - 1], 0) when KW is odd.
+template <bool NCHW, int KH, int KW>
+void rows_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
+  constexpr int NP = (KW + 1) / 2, NW = KH * NP;  // weight vectors per block
   const int64_t C = a.C, OW = a.OW;
-  const PairGeom g(a);
+  const PairGeom g(a, NP);
   const int64_t nb = g.nb, E = g.E;
-  const int64_t mul = a.sw / g.bs, e2 = 2 / g.bs;  // pixel ow reads entries ow * mul, + e2
+  const int64_t mul = a.sw / g.bs, e2 = 2 / g.bs;  // pixel ow reads entries ow * mul + t * e2
   const int64_t row_bytes = nb * E * 32;
-  // 3 ring rows + one zero-point row, then per block: 6 weight vectors, acc_init, bias_q, mult
-  // (the tail block's other lanes 0).
-  const int64_t par_bytes = nb * 9 * 32;
-  uint8_t* raw = new uint8_t[static_cast<size_t>(4 * row_bytes + par_bytes + 32)];
+  // KH ring rows + one zero-point row, then per block: NW weight vectors, acc_init, bias_q,
+  // mult (the tail block's other lanes 0).
+  constexpr int64_t kPar = NW + 3;
+  const int64_t par_bytes = nb * kPar * 32;
+  uint8_t* raw = new uint8_t[static_cast<size_t>((KH + 1) * row_bytes + par_bytes + 32)];
   uint8_t* buf = raw + ((32 - reinterpret_cast<uintptr_t>(raw) % 32) % 32);
-  uint8_t* zrow = buf + 3 * row_bytes;
-  int32_t* par = reinterpret_cast<int32_t*>(buf + 4 * row_bytes);
+  uint8_t* zrow = buf + KH * row_bytes;
+  int32_t* par = reinterpret_cast<int32_t*>(buf + (KH + 1) * row_bytes);
   {
     const uint32_t zp = a.zrow[0];
     uint32_t* z = reinterpret_cast<uint32_t*>(zrow);
     for (int64_t i = 0; i < row_bytes / 4; ++i) z[i] = zp | zp << 16;
     std::memset(par, 0, static_cast<size_t>(par_bytes));
     for (int64_t c = 0; c < C; ++c) {
-      int32_t* pb = par + (c / kPb) * 9 * kPb;
+      int32_t* pb = par + (c / kPb) * kPar * kPb;
       const int64_t i = c % kPb;
-      for (int64_t kh = 0; kh < 3; ++kh) {
-        const uint32_t w0 = static_cast<uint32_t>(a.w[(kh * 3 + 0) * C + c]);
-        const uint32_t w1 = static_cast<uint32_t>(a.w[(kh * 3 + 1) * C + c]);
-        const uint32_t w2 = static_cast<uint32_t>(a.w[(kh * 3 + 2) * C + c]);
-        pb[(2 * kh) * kPb + i] = static_cast<int32_t>((w0 & 0xFFFFu) | (w1 << 16));
-        pb[(2 * kh + 1) * kPb + i] = static_cast<int32_t>(w2 & 0xFFFFu);
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        for (int64_t t = 0; t < NP; ++t) {
+          const uint32_t w0 = static_cast<uint32_t>(a.w[(kh * KW + 2 * t) * C + c]);
+          const uint32_t w1 =
+              2 * t + 1 < KW ? static_cast<uint32_t>(a.w[(kh * KW + 2 * t + 1) * C + c]) : 0u;
+          pb[(kh * NP + t) * kPb + i] = static_cast<int32_t>((w0 & 0xFFFFu) | (w1 << 16));
+        }
       }
-      pb[6 * kPb + i] = a.acc_init[c];
-      std::memcpy(pb + 7 * kPb + i, a.bias_q + c, 4);
-      std::memcpy(pb + 8 * kPb + i, a.mult + c, 4);
+      pb[NW * kPb + i] = a.acc_init[c];
+      std::memcpy(pb + (NW + 1) * kPb + i, a.bias_q + c, 4);
+      std::memcpy(pb + (NW + 2) * kPb + i, a.mult + c, 4);
     }
   }
-  int64_t slot_key[3] = {-1, -1, -1};
+  int64_t slot_key[KH];
+  for (int k = 0; k < KH; ++k) slot_key[k] = -1;
+  // A slot per key modulo KH as long as the KH rows of an output row (ih + kh * dh) have
+  // distinct slots, i.e. dh and KH coprime; otherwise the slot is kh (rebuilt every row).
+  const bool mod_slots = std::gcd(static_cast<int64_t>(a.dh), static_cast<int64_t>(KH)) == 1;
   const __m256 lo = _mm256_set1_ps(a.lo), hi = _mm256_set1_ps(a.hi);
   const __m128i zp16 = _mm_set1_epi16(static_cast<int16_t>(a.out_zp));
   // kSat as in the avx512vnni rows3x3: [lo, hi] is the whole uint8 range and |v| stays far
@@ -364,7 +376,7 @@ void rows3x3_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
   bool pack_clamps = a.lo == static_cast<float>(-a.out_zp) &&
                      a.hi == static_cast<float>(255 - a.out_zp);
   for (int64_t c = 0; c < C && pack_clamps; ++c) {
-    const double v = (std::fabs(static_cast<double>(a.acc_init[c])) + 9.0 * 255 * 255 +
+    const double v = (std::fabs(static_cast<double>(a.acc_init[c])) + KH * KW * 255.0 * 255 +
                       std::fabs(static_cast<double>(a.bias_q[c]))) *
                      std::fabs(static_cast<double>(a.mult[c]));
     pack_clamps = v < 1e9;
@@ -374,17 +386,15 @@ void rows3x3_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
     const int64_t od = r / a.OH, oh = r % a.OH;
     const int64_t id = od * a.sd - a.pd;
     const bool plane_in = id >= 0 && id < a.ID;
-    const uint8_t* rr[3];
-    for (int64_t kh = 0; kh < 3; ++kh) {
+    const uint8_t* rr[KH];
+    for (int64_t kh = 0; kh < KH; ++kh) {
       const int64_t ih = oh * a.sh - a.ph + kh * a.dh;
       if (!plane_in || ih < 0 || ih >= a.IH) {
         rr[kh] = zrow;
         continue;
       }
       const int64_t key = id * a.IH + ih;
-      // A slot per key modulo 3 as long as the 3 rows of an output row have distinct slots:
-      // ih, ih + dh, ih + 2 dh are distinct mod 3 unless 3 divides dh; then the slot is kh.
-      const int64_t slot = a.dh % 3 != 0 ? ih % 3 : kh;
+      const int64_t slot = mod_slots ? ih % KH : kh;
       uint8_t* dst = buf + slot * row_bytes;
       if (slot_key[slot] != key) {
         if constexpr (NCHW) build_pairs_nchw(a, g, a.x + key * a.IW, dst);
@@ -396,28 +406,29 @@ void rows3x3_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
     uint8_t* yrow = a.y + r * OW * C;
     for (int64_t cb = 0; cb < nb; ++cb) {
       const int64_t c = cb * kPb, n = C - c < kPb ? C - c : kPb;
-      const int32_t* pb = par + cb * 9 * kPb;
+      const int32_t* pb = par + cb * kPar * kPb;
       auto ldw = [&](int k) {
         return _mm256_load_si256(reinterpret_cast<const __m256i*>(pb + k * kPb));
       };
-      const __m256i init = ldw(6);
-      const __m256 bq = _mm256_load_ps(reinterpret_cast<const float*>(pb + 7 * kPb));
-      const __m256 mu = _mm256_load_ps(reinterpret_cast<const float*>(pb + 8 * kPb));
-      const uint8_t* h0 = rr[0] + cb * E * 32;
-      const uint8_t* h1 = rr[1] + cb * E * 32;
-      const uint8_t* h2 = rr[2] + cb * E * 32;
+      const __m256i init = ldw(NW);
+      const __m256 bq = _mm256_load_ps(reinterpret_cast<const float*>(pb + (NW + 1) * kPb));
+      const __m256 mu = _mm256_load_ps(reinterpret_cast<const float*>(pb + (NW + 2) * kPb));
+      const uint8_t* h[KH];
+      for (int kh = 0; kh < KH; ++kh) h[kh] = rr[kh] + cb * E * 32;
       auto hv = [](const uint8_t* h, int64_t j) {
         return _mm256_load_si256(reinterpret_cast<const __m256i*>(h + j * 32));
       };
       auto acc = [&](int64_t ow) {
         const int64_t j = ow * mul;
         // The weights as memory operands (L1): in registers they spilled with the epilogue's.
-        __m256i s = _mm256_add_epi32(init, _mm256_madd_epi16(hv(h0, j), ldw(0)));
-        s = _mm256_add_epi32(s, _mm256_madd_epi16(hv(h0, j + e2), ldw(1)));
-        s = _mm256_add_epi32(s, _mm256_madd_epi16(hv(h1, j), ldw(2)));
-        s = _mm256_add_epi32(s, _mm256_madd_epi16(hv(h1, j + e2), ldw(3)));
-        s = _mm256_add_epi32(s, _mm256_madd_epi16(hv(h2, j), ldw(4)));
-        return _mm256_add_epi32(s, _mm256_madd_epi16(hv(h2, j + e2), ldw(5)));
+        __m256i s = init;
+#pragma GCC unroll 8
+        for (int kh = 0; kh < KH; ++kh) {
+#pragma GCC unroll 4
+          for (int t = 0; t < NP; ++t)
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(hv(h[kh], j + t * e2), ldw(kh * NP + t)));
+        }
+        return s;
       };
       auto rq = [&](__m256i v, auto sat) {
         __m256 f = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(v), bq), mu);
@@ -464,7 +475,11 @@ void rows3x3_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
 
 void rows(const DwConvArgs& a, int64_t r0, int64_t r1) {
   if (a.KD == 1 && a.KH == 3 && a.KW == 3 && a.dw == 1) {
-    rows3x3_pairs<false>(a, r0, r1);
+    rows_pairs<false, 3, 3>(a, r0, r1);
+    return;
+  }
+  if (a.KD == 1 && a.KH == 5 && a.KW == 5 && a.dw == 1) {
+    rows_pairs<false, 5, 5>(a, r0, r1);
     return;
   }
   if (a.KD * a.KH * a.KW == 9 && a.C >= 16 && a.C <= kPairMaxC) {
@@ -480,7 +495,9 @@ void rows(const DwConvArgs& a, int64_t r0, int64_t r1) {
 
 // NCDHW input (the caller checks DwConvKernels::rows_nchw's conditions: 1x3x3, dilation_w 1,
 // channel multiplier 1).
-void rows_nchw(const DwConvArgs& a, int64_t r0, int64_t r1) { rows3x3_pairs<true>(a, r0, r1); }
+void rows_nchw(const DwConvArgs& a, int64_t r0, int64_t r1) {
+  rows_pairs<true, 3, 3>(a, r0, r1);
+}
 
 }  // namespace
 
