@@ -681,8 +681,15 @@ struct ARows {
   bool covers;  // IND: the segments cover every K position (else the others count as 0 bytes)
   bool ind() const { return rows != nullptr; }
   // Whether a byte of rows [m0, m0 + mr) exceeds 127.
-  // One test per row (full-range rows stop at the first).
+  // Rows of 64 bytes or more are tested one at a time (full-range rows stop at the first);
+  // shorter ones once per tile (a test per row would be a large share of a small-K 1x1 conv).
   bool any_outlier(int64_t m0, int64_t mr) const {
+    int64_t len = K;
+    if (ind()) {
+      len = 0;
+      for (int64_t s = 0; s < nseg; ++s) len += segs[s].len;
+    }
+    const bool per_row = len >= 64;
     HighBits h;
     for (int64_t i = m0; i < m0 + mr; ++i) {
       if (!ind()) {
@@ -690,9 +697,9 @@ struct ARows {
       } else {
         for (int64_t s = 0; s < nseg; ++s) h.add(rows[i] + segs[s].a_off, segs[s].len);
       }
-      if (h.any()) return true;
+      if (per_row && h.any()) return true;
     }
-    return false;
+    return h.any();
   }
   // Whether rows [m0, m0 + mr) hold at most `limit` bytes > 127 (counted without collecting
   // them: on full-range activations, where about half the bytes are, collecting up to the limit
