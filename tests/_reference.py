@@ -327,6 +327,17 @@ def using_isa(name):
         torch.ops.qplugin._set_cpu_isa(prev)
 
 
+@contextlib.contextmanager
+def using_threads(n):
+    """Temporarily sets torch's intra-op thread count, restoring the previous one."""
+    prev = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(prev)
+
+
 def available_isas():
     """The kernel ISAs this process may use (the CPU's, capped by QPLUGIN_CPU_ISA), lowest first."""
     prev = torch.ops.qplugin._cpu_isa()

@@ -12,6 +12,7 @@ kernel's VPACKUSDW narrowing, which gave 0 for 255). Every ISA: the NCHW and the
 input give the same bytes, the same as the scalar tier's, and within one unit of the exact
 reference."""
 from _conv_common import F, assert_qclose, exact, make, pytest, torch
+from _reference import using_threads  # tests/ is on sys.path (conftest.py)
 
 # (C, W, stride, pad)
 SHAPES = [(1, 1, 1, 1), (5, 3, 1, 0), (8, 5, 2, 1), (13, 16, 1, 1), (24, 17, 1, 1),
@@ -75,14 +76,10 @@ def test_pair_rows_3d_and_threads(isa, nchw):
         x = x.contiguous(memory_format=torch.channels_last_3d)
     args = ([1, 2, 1], [1, 1, 1], [1, 1, 1], C)
     pq = torch.ops.qplugin.conv3d_prepack(w, b, *args)
-    prev = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
+    with using_threads(1):
         y1 = torch.ops.qplugin.conv3d(x, pq, 0.03, 90)
-        torch.set_num_threads(2)
+    with using_threads(2):
         y2 = torch.ops.qplugin.conv3d(x, pq, 0.03, 90)
-    finally:
-        torch.set_num_threads(prev)
     assert torch.equal(y1.int_repr(), y2.int_repr())
     assert_qclose(y1, exact(F.conv3d, x, w, b, 0.03, 90, stride=[1, 2, 1], padding=1, groups=C))
     torch.ops.qplugin._set_cpu_isa("scalar")

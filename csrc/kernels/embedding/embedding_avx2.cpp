@@ -371,16 +371,7 @@ struct Ops {
       auto row = [&](int64_t i, __m256& u, __m256& v, float& bs) QPLUGIN_LAMBDA_INLINE {
         const uint8_t* r = table + static_cast<int64_t>(idx[i]) * rb;
         float sc, bi;
-        if constexpr (Bits == 8) {
-          std::memcpy(&sc, r + kCodeBytes, 4);
-          std::memcpy(&bi, r + kCodeBytes + 4, 4);
-        } else {
-          uint16_t hs, hb;
-          std::memcpy(&hs, r + kCodeBytes, 2);
-          std::memcpy(&hb, r + kCodeBytes + 2, 2);
-          sc = embedding_generic::half_to_float(hs);
-          bi = embedding_generic::half_to_float(hb);
-        }
+        embedding_generic::row_scale_bias<Bits>(r, kCodeBytes, &sc, &bi);
         const __m256 sv = _mm256_set1_ps(sc);
         groups<Bits, 2>(r, 0, [&](int j, __m256 q) QPLUGIN_LAMBDA_INLINE {
           if (j == 0) u = _mm256_fmadd_ps(sv, q, u);

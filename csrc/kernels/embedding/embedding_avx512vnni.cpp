@@ -266,16 +266,7 @@ struct Ops {
       auto row = [&](int64_t i, __m512& acc, float& b) QPLUGIN_LAMBDA_INLINE {
         const uint8_t* r = table + static_cast<int64_t>(idx[i]) * rb;
         float sc, bi;
-        if constexpr (Bits == 8) {
-          std::memcpy(&sc, r + kCodeBytes, 4);
-          std::memcpy(&bi, r + kCodeBytes + 4, 4);
-        } else {
-          uint16_t hs, hb;
-          std::memcpy(&hs, r + kCodeBytes, 2);
-          std::memcpy(&hb, r + kCodeBytes + 2, 2);
-          sc = embedding_generic::half_to_float(hs);
-          bi = embedding_generic::half_to_float(hb);
-        }
+        embedding_generic::row_scale_bias<Bits>(r, kCodeBytes, &sc, &bi);
         const __m512 sv = _mm512_set1_ps(sc);
         groups<Bits, 1, 1>(r, 0, cols, [&](int, __m512 q) QPLUGIN_LAMBDA_INLINE {
           acc = _mm512_fmadd_ps(sv, q, acc);

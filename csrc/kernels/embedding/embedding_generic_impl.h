@@ -55,6 +55,23 @@ inline float half_to_float(uint16_t h) {
 #endif
 }
 
+// A row's scale and bias (embedding.h): fp32 after the codes of an 8-bit row, fp16 after those of
+// a 4- or 2-bit row; code_bytes = the codes' length.
+template <int Bits>
+QPLUGIN_ALWAYS_INLINE void row_scale_bias(const uint8_t* row, int64_t code_bytes, float* s,
+                                          float* b) {
+  if constexpr (Bits == 8) {
+    std::memcpy(s, row + code_bytes, sizeof(float));
+    std::memcpy(b, row + code_bytes + sizeof(float), sizeof(float));
+  } else {
+    uint16_t hs, hb;
+    std::memcpy(&hs, row + code_bytes, sizeof(hs));
+    std::memcpy(&hb, row + code_bytes + sizeof(hs), sizeof(hb));
+    *s = half_to_float(hs);
+    *b = half_to_float(hb);
+  }
+}
+
 // Row operations, n elements: acc: o[d] = fma(a, q[d], o[d]); set: o[d] = fma(s, q[d], b);
 // max: o[d] = max(fma(s, q[d], b), o[d]) (v > o ? v : o). The 4-bit forms read element 2k from
 // the low nibble of byte k and element 2k+1 from its high nibble (n even).
@@ -245,16 +262,7 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
     prefetch_line(reinterpret_cast<const char*>(table + r * rb));
   };
   auto scale_bias = [&](const uint8_t* row, float* s, float* b) QPLUGIN_LAMBDA_INLINE {
-    if (Bits == 8) {
-      std::memcpy(s, row + code_bytes, sizeof(float));
-      std::memcpy(b, row + code_bytes + sizeof(float), sizeof(float));
-    } else {
-      uint16_t hs, hb;
-      std::memcpy(&hs, row + code_bytes, sizeof(hs));
-      std::memcpy(&hb, row + code_bytes + sizeof(hs), sizeof(hb));
-      *s = half_to_float(hs);
-      *b = half_to_float(hb);
-    }
+    row_scale_bias<Bits>(row, code_bytes, s, b);
   };
   // Warm-up: every line of the first kPrefetch rows.
   for (int64_t i = a.offsets[b0]; i < a.offsets[b0] + kPrefetch && i < pend; ++i) {
