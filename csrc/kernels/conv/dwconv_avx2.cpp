@@ -450,7 +450,9 @@ void rows_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
           const __m128i b = narrow(rq(acc(ow), sat), rq(acc(ow + 1), sat));
           if (n == kPb) {
             _mm_storel_epi64(reinterpret_cast<__m128i*>(yc + ow * C), b);
-            _mm_storeh_pd(reinterpret_cast<double*>(yc + (ow + 1) * C), _mm_castsi128_pd(b));
+            // (VMOVHPD through a double* would be a misaligned double store: UB, UBSan.)
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(yc + (ow + 1) * C),
+                             _mm_unpackhi_epi64(b, b));
           } else {
             alignas(16) uint8_t t[16];
             _mm_store_si128(reinterpret_cast<__m128i*>(t), b);
