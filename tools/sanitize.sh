@@ -59,8 +59,11 @@ start=$(date +%s)
 # UBSan: halt and print a stack on the first report (also for checks built recoverable).
 # QPLUGIN_SANITIZE_RUN: tests that need a real allocation failure skip (ASan aborts on a failed
 # operator new instead of throwing std::bad_alloc).
+# --capture=sys: pytest captures Python's sys.stdout / sys.stderr only, so a sanitizer report
+# (written to fd 2 just before the process aborts) reaches the log; with fd capture it was lost
+# and the run ended with exit code 1 and no message.
 env LD_PRELOAD="${PRELOAD# }" QPLUGIN_SANITIZE_RUN=1 \
     ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
-    $PY -m pytest -q -p no:cacheprovider -x "$@"
+    $PY -m pytest -q -p no:cacheprovider --capture=sys -x "$@"
 echo "qplugin sanitize: tests took $(( $(date +%s) - start )) s"
