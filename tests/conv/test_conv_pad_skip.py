@@ -59,6 +59,10 @@ SKIP = [
     (3, 2, 8, 24, (4, 5, 6), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
     (3, 1, 16, 8, (3, 4, 4), (3, 2, 3), (2, 1, 1), (2, 1, 0), (2, 1, 1)),
     (1, 3, 24, 40, (9,), (5,), (1,), (3,), (1,)),
+    # K = 2304: B chunks of 80 columns, so 3 chunks with C_out 200 (full-range rows widened
+    # once for all chunks on AVX2); with and without padding (segments that do not cover K)
+    (2, 2, 256, 200, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 1, 256, 200, (6, 7), (3, 3), (1, 1), (0, 0), (1, 1)),
     # C_in 9: spans of 4 * 9 = 36 bytes are whole k-groups but taps are not; the padded path
     (2, 3, 9, 4, (8, 10), (2, 4), (1, 1), (0, 1), (1, 1)),
 ]

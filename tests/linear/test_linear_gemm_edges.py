@@ -16,6 +16,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import qplugin  # noqa: E402,F401
+from _reference import using_threads  # noqa: E402  (tests/ is on sys.path: conftest.py)
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 torch.backends.quantized.engine = "x86"
@@ -198,6 +199,26 @@ def test_pair_sum_bound_mixed_tiles(isa):
     x = torch._make_per_tensor_quantized_tensor(a, 0.01, 0)
     scale = _scale_for(600) * 4
     got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
+    assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pair_sum_bound_mixed_tiles_many_chunks(isa, threads):
+    """Row tiles of both kinds over several B chunks: the AVX2 kernel widens a full-range row
+    tile once, on the first chunk, into a buffer of all rows (each tile at its own offset), and
+    the later chunks read it back; the 7-bit tiles between them never touch it. 25 rows (5 tiles
+    of 5), K = 1000 (chunks of 192 columns), N = 500 (3 chunks per thread part)."""
+    x, w, b = _extreme(25, 1000, 500, 127, seed=11, w_zp=True)
+    a = x.int_repr().clone()
+    hi = torch.randint(0, 256, (25, 1000), generator=torch.Generator().manual_seed(12),
+                       dtype=torch.uint8)
+    for r0 in (5, 15, 20):  # tiles 1, 3, 4 full range; 0 and 2 stay within 7 bits
+        a[r0:r0 + 5] = hi[r0:r0 + 5]
+    x = torch._make_per_tensor_quantized_tensor(a, 0.01, 3)
+    scale = _scale_for(1000) * 4
+    p = torch.ops.qplugin.linear_prepack(w, b)
+    with using_threads(threads):
+        got = torch.ops.qplugin.linear(x, p, scale, 100)
     assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
 
 

@@ -616,6 +616,10 @@ const WidenIndFn kWidenInd[kMR] = {&widen_rows_ind<1>, &widen_rows_ind<2>, &wide
 constexpr int64_t kBChunkBytes = 192 * 1024;
 // Packed weights above this size get software prefetch of the next chunk (as avx512vnni).
 constexpr int64_t kPrefetchMinBytes = 4 * 1024 * 1024;
+// When the columns take more than one chunk, the widened row tiles (M x Kp s16) are kept for all
+// chunks up to this size, so A is widened once, not once per chunk: at K = 4096 a chunk is 48
+// columns, and widening a row tile again for each of them was 12% of M = 256, 4096 x 4096.
+constexpr int64_t kKeepWidenedBytes = 16 * 1024 * 1024;
 
 // A row tile's VPMADDUBSW calls over the columns [c0, c1) of a B chunk: two panels at a time
 // while a full panel and another follow, one otherwise. One call per row tile and chunk (the
@@ -788,6 +792,9 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
   constexpr int64_t kDenseRun = 8;
   int64_t dense_run = 0;
   const bool prefetch = ntiles > 1 && N * Kp > kPrefetchMinBytes;
+  // keep: the widened tiles of all rows (tile t at m0 * Kp, its mr-row layout), widened on the
+  // first chunk (where every tile's mode is chosen) and read by the others.
+  const bool keep = n1 - n0 > chunk && M * Kp * 2 <= kKeepWidenedBytes;
   for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
     const int64_t c1 = c0 + chunk < n1 ? c0 + chunk : n1;
     const char* pf_base = reinterpret_cast<const char*>(packed_b + c1 * Kp);
@@ -823,11 +830,17 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
           outl[t] = std::move(found);
         }
       }
+      int16_t* awt = nullptr;  // this tile's widened rows (mode 0)
       if (mode[t] == 0) {
-        if (aw.empty()) aw.resize(static_cast<size_t>(kMR * Kp > 0 ? kMR * Kp : 1));
-        if (A.ind() && !A.covers) std::fill(aw.begin(), aw.end(), int16_t{0});
-        if (A.ind()) kWidenInd[mr - 1](A.rows + m0, A.segs, A.nseg, aw.data());
-        else kWiden[mr - 1](A.a + m0 * A.lda, A.lda, A.K, aw.data());
+        if (aw.empty()) {
+          aw.resize(static_cast<size_t>(std::max<int64_t>((keep ? M : kMR) * Kp, 1)));
+        }
+        awt = keep ? aw.data() + m0 * Kp : aw.data();
+        if (!keep || c0 == n0) {
+          if (A.ind() && !A.covers) std::fill(awt, awt + mr * Kp, int16_t{0});
+          if (A.ind()) kWidenInd[mr - 1](A.rows + m0, A.segs, A.nseg, awt);
+          else kWiden[mr - 1](A.a + m0 * A.lda, A.lda, A.K, awt);
+        }
       }
       if (mode[t] != 0) {
         // The clamped copy of skipping segments is read through them (its rows hold each at its
@@ -880,7 +893,7 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
         const int64_t l0 = step * pf_total / steps;
         step += 1;
         const int64_t l1 = step * pf_total / steps;
-        kTiles[mr - 1](aw.data(), kgp, packed_b + p0 * Kp, width, m0, p0, e, c, ldc,
+        kTiles[mr - 1](awt, kgp, packed_b + p0 * Kp, width, m0, p0, e, c, ldc,
                        pf_base + l0 * 64, l1 - l0);
       }
     }
