@@ -64,11 +64,21 @@ QPLUGIN_ALWAYS_INLINE void row_scale_bias(const uint8_t* row, int64_t code_bytes
     std::memcpy(s, row + code_bytes, sizeof(float));
     std::memcpy(b, row + code_bytes + sizeof(float), sizeof(float));
   } else {
+#if defined(__F16C__)
+    // Both halves by one 4-byte load and one vcvtph2ps (two vpinsrw, two conversions and a
+    // zeroing before: ~8% of a 64-column 4-bit row on a Zen 5 held to avx2).
+    uint32_t sb;
+    std::memcpy(&sb, row + code_bytes, sizeof(sb));
+    const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(sb)));
+    *s = _mm_cvtss_f32(f);
+    *b = _mm_cvtss_f32(_mm_movehdup_ps(f));
+#else
     uint16_t hs, hb;
     std::memcpy(&hs, row + code_bytes, sizeof(hs));
     std::memcpy(&hb, row + code_bytes + sizeof(hs), sizeof(hb));
     *s = half_to_float(hs);
     *b = half_to_float(hb);
+#endif
   }
 }
 
