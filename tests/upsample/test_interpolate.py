@@ -229,3 +229,63 @@ def test_bad_input(fn, exc, msg):
     x = qtensor((1, 2, 4, 4))
     with pytest.raises(exc, match=re.escape(msg)):
         fn(x)
+
+
+# Scale factors whose weights are all multiples of 1/8 (align_corners=False): the kernels take
+# exact int16 passes there (pool_dispatch.h lerp_h8 / lerp_v8), which must give the float32
+# contract's bytes. Extreme codes (runs of the dtype's ends, so sums reach 8 * 255 and 64 * 255),
+# zero points at both ends and odd ones (ties rounded relative to zp), channel counts around the
+# vector widths in channels-last, and sizes given instead of factors (size = 2H gives the same
+# weights).
+DYADIC = [dict(scale_factor=2), dict(scale_factor=4), dict(scale_factor=(2, 4)),
+          dict(scale_factor=(4, 2)), dict(size=(14, 44))]
+
+
+def _extreme_codes(shape, dtype, zp, seed):
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = QRANGE[dtype]
+    codes = torch.randint(lo, hi + 1, shape, generator=g)
+    pick = torch.rand(shape, generator=g)
+    codes[pick < 0.25] = lo
+    codes[pick > 0.75] = hi
+    return torch._make_per_tensor_quantized_tensor(
+        codes.to(torch.uint8 if dtype == torch.quint8 else torch.int8), 0.1, zp)
+
+
+@pytest.mark.parametrize("kw", DYADIC)
+@pytest.mark.parametrize("dtype,zp", [(torch.quint8, 0), (torch.quint8, 1), (torch.quint8, 128),
+                                      (torch.quint8, 255), (torch.qint8, -128), (torch.qint8, -1),
+                                      (torch.qint8, 0), (torch.qint8, 127)])
+@pytest.mark.parametrize("C,cl", [(3, False), (1, True), (15, True), (33, True), (64, True)])
+def test_dyadic_scales_give_the_float_contract_bytes(isa, kw, dtype, zp, C, cl):
+    x = _extreme_codes((2, C, 7, 11), dtype, zp, seed=C + zp)
+    if cl:
+        x = x.contiguous(memory_format=torch.channels_last)
+    y = qF.interpolate(x, mode="bilinear", align_corners=False, **kw)
+    out_hw, scales = _out_and_scales(x, kw)
+    assert torch.equal(y.int_repr().to(torch.int64), bilinear_f32(x, out_hw, scales, False))
+    if zp % 2 == 0:  # torch 2.13 rounds raw codes, so with an odd zp its ties go the other way
+        ref = F.interpolate(x, mode="bilinear", align_corners=False, **kw)
+        assert torch.equal(y.int_repr(), ref.int_repr())
+
+
+@pytest.mark.parametrize("zp", [0, 3, 255])
+def test_dyadic_linear1d_and_threads(isa, zp):
+    """upsample_linear1d x2 / x4 (the height table is the identity: dyadic too), and two threads
+    splitting the output rows."""
+    x = _extreme_codes((3, 5, 50), torch.quint8, zp, seed=zp)
+    for f in (2, 4):
+        y = qF.interpolate(x, scale_factor=f, mode="linear")
+        want = bilinear_f32(x.unsqueeze(2), (1, 50 * f), (1.0, f), False).squeeze(2)
+        assert torch.equal(y.int_repr().to(torch.int64), want)
+    x2 = _extreme_codes((2, 40, 16, 16), torch.quint8, zp, seed=7).contiguous(
+        memory_format=torch.channels_last)
+    y1 = qF.interpolate(x2, scale_factor=2, mode="bilinear")
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        y2 = qF.interpolate(x2, scale_factor=2, mode="bilinear")
+    finally:
+        torch.set_num_threads(old)
+    assert torch.equal(y1.int_repr(), y2.int_repr())
+    assert torch.equal(y1.int_repr().to(torch.int64), bilinear_f32(x2, (32, 32), (2, 2), False))

@@ -72,6 +72,16 @@ struct TypedPoolKernels {
   // Vertical blend: out[j] = clamp(nearbyint(b0 * H0[j] + b1 * H1[j])), j < n.
   void (*lerp_v)(const float* H0, const float* H1, T* out, int64_t n, float b0, float b1,
                  const LerpQ& q);
+  // The same two passes when every weight is a multiple of 1/8 (scale factors 2 and 4 without
+  // align_corners), 8-bit codes only (null for qint32): A = 8 a, B = 8 b are integers, every
+  // float operation above is exact, and these compute the same numbers in int16:
+  //   H8[o*C + c] = A0[o] * x[i0[o]*C + c] + A1[o] * x[i1[o]*C + c]        (= 8 H, |.| <= 2040)
+  //   out[j] = clamp(zp + round_half_even((B0 * H8_0[j] + B1 * H8_1[j] - 64 zp) / 64))
+  // (B0 H8_0 + B1 H8_1 = 64 (b0 H0 + b1 H1); every sum stays within int16, see the kernels).
+  void (*lerp_h8)(const T* x, int16_t* H, int64_t OW, int64_t C, const int32_t* i0,
+                  const int32_t* i1, const int16_t* a0, const int16_t* a1);
+  void (*lerp_v8)(const int16_t* H0, const int16_t* H1, T* out, int64_t n, int16_t b0,
+                  int16_t b1, const AvgQ& q);
 };
 
 struct PoolKernelTable {

@@ -197,11 +197,83 @@ void resample_run(const Prep& p, const std::vector<int64_t>& id, const std::vect
   });
 }
 
+// The weights times 8 when every one of them is a multiple of 1/8 (scale factors 2 and 4 without
+// align_corners), else empty: the dyadic passes (pool_dispatch.h, lerp_h8 / lerp_v8).
+std::vector<int16_t> dyadic8(const std::vector<float>& w) {
+  std::vector<int16_t> out;
+  out.reserve(w.size());
+  for (float f : w) {
+    const float e = f * 8.0f;  // exact: a power-of-two scaling of a weight in [0, 1]
+    if (!(e == std::floor(e))) return {};
+    out.push_back(static_cast<int16_t>(e));
+  }
+  return out;
+}
+
+// Bilinear / linear resampling of 8-bit codes with dyadic weights (dyadic8 of both tables): the
+// float passes' numbers computed exactly in int16 (pool_dispatch.h), the same bytes. H rows are
+// cached as in resample_run.
+template <typename T>
+void resample_run_dyadic(const Prep& p, const LinearDim& lh, const LinearDim& lw,
+                         const std::vector<int16_t>& bh0, const std::vector<int16_t>& bh1,
+                         const std::vector<int16_t>& aw0, const std::vector<int16_t>& aw1) {
+  const auto& K = kernels::pool_table().of<T>();
+  const int64_t H = p.in[1], W = p.in[2];
+  const int64_t OH = p.out[1], OW = p.out[2];
+  const int64_t C = p.cl ? p.C : 1;
+  const int64_t planes = p.cl ? p.N : p.N * p.C;
+  const T* x = reinterpret_cast<const T*>(p.x.data_ptr());
+  T* y = reinterpret_cast<T*>(p.y.data_ptr());
+  const auto r = qrange(p.qtype);
+  const kernels::AvgQ q{static_cast<int32_t>(p.zp), static_cast<int32_t>(r.first),
+                        static_cast<int32_t>(r.second)};
+  const int64_t rowlen = OW * C;
+  const int64_t rows = planes * OH;
+  at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, rowlen)),
+                   [&](int64_t b, int64_t e) {
+    std::vector<int16_t> buf(4 * rowlen);
+    int64_t key[4] = {-1, -1, -1, -1};
+    int next = 0;
+    auto hrow = [&](int64_t pl, int64_t h, const int16_t* keep) -> const int16_t* {
+      const int64_t k = pl * H + h;
+      for (int s = 0; s < 4; ++s)
+        if (key[s] == k) return buf.data() + s * rowlen;
+      int s = next;
+      if (buf.data() + s * rowlen == keep) s = (s + 1) & 3;
+      next = (s + 1) & 3;
+      key[s] = k;
+      K.lerp_h8(x + k * W * C, buf.data() + s * rowlen, OW, C, lw.i0.data(), lw.i1.data(),
+                aw0.data(), aw1.data());
+      return buf.data() + s * rowlen;
+    };
+    for (int64_t rr = b; rr < e; ++rr) {
+      const int64_t oh = rr % OH, pl = rr / OH;
+      const int16_t* A = hrow(pl, lh.i0[oh], nullptr);
+      const int16_t* B = hrow(pl, lh.i1[oh], A);
+      K.lerp_v8(A, B, y + rr * rowlen, rowlen, bh0[oh], bh1[oh], q);
+    }
+  });
+}
+
 // Separable linear interpolation. Each thread walks output rows (n/plane, od, oh), computing the
 // horizontal pass H of the (up to 4) input rows it needs, cached by (plane, d, h).
 template <typename T>
 void resample_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const LinearDim& lw) {
   const auto& K = kernels::pool_table().of<T>();
+  if constexpr (sizeof(T) == 1) {
+    // Dyadic weights (scale factors 2 and 4): the exact int16 passes, when the zero point is a
+    // code (the PT2 door's plain zero points can be any integer; the int16 bounds need a code).
+    const auto r = qrange(p.qtype);
+    if (p.in[0] == 1 && p.out[0] == 1 && p.zp >= r.first && p.zp <= r.second &&
+        K.lerp_h8 != nullptr) {
+      const auto bh0 = dyadic8(lh.w0), bh1 = dyadic8(lh.w1);
+      const auto aw0 = dyadic8(lw.w0), aw1 = dyadic8(lw.w1);
+      if (!bh0.empty() && !bh1.empty() && !aw0.empty() && !aw1.empty()) {
+        resample_run_dyadic<T>(p, lh, lw, bh0, bh1, aw0, aw1);
+        return;
+      }
+    }
+  }
   const int64_t D = p.in[0], H = p.in[1], W = p.in[2];
   const int64_t OD = p.out[0], OH = p.out[1], OW = p.out[2];
   const int64_t C = p.cl ? p.C : 1;
