@@ -43,7 +43,7 @@ if [ $# -eq 0 ]; then
   # The CI subset: one file per op family, chosen for coverage of the kernels' edge sweeps
   # (every ISA through the `isa` fixture) at a size that runs in minutes at -O1 under ASan.
   set -- tests/conv/test_conv2d.py tests/conv/test_conv_transpose.py tests/conv/test_depthwise.py \
-         tests/conv/test_depthwise_pair_rows.py \
+         tests/conv/test_depthwise_pair_rows.py tests/conv/test_depthwise_5x5_quads.py \
          tests/conv/test_conv1d_3d.py tests/conv/test_conv_fast_paths.py \
          tests/linear/test_linear_ops.py tests/linear/test_linear_gemm_edges.py \
          tests/pooling/test_max_pool.py tests/pooling/test_avg_pool.py \

@@ -129,6 +129,7 @@ void run_depthwise(const ConvPlan& p, const uint8_t* x, int64_t N, const int64_t
     }
     a.w8 = p.dw_w8_.data();
     if (!p.dw_w3_.empty()) a.w3 = p.dw_w3_.data();
+    if (!p.dw_w5_.empty()) a.w5 = p.dw_w5_.data();
     a.acc_init_p = acc_p.data();
     a.bias_q_p = bq_p.data();
     a.mult_p = mult_p.data();

@@ -51,6 +51,7 @@ struct ConvPlan {
   std::vector<int32_t> dw_wsum_;  // depthwise: [C_out] sum over taps
   std::vector<int8_t> dw_w8_;     // depthwise, all weight zero points 0: byte-lane form (dwconv.h)
   std::vector<int8_t> dw_w3_;     // depthwise 1x3x3, all weight zero points 0: w3 form (dwconv.h)
+  std::vector<int8_t> dw_w5_;     // depthwise 1x5x5, all weight zero points 0: w5 form (dwconv.h)
   std::vector<float> w_scale_f_;  // [C_out]
   std::vector<int32_t> w_zp_i32_; // [C_out]
   bool any_w_zp_ = false;

@@ -186,6 +186,7 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
   dw_wsum_.clear();
   dw_w8_.clear();
   dw_w3_.clear();
+  dw_w5_.clear();
   const int64_t Cin_g = Cin_ / groups;
   if (!transpose && groups > 1 && Cin_g == 1 && taps <= kernels::conv::kMaxDwTaps) {
     kind_ = Kind::kDepthwise;
@@ -213,6 +214,14 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
           for (int64_t kh = 0; kh < 3; ++kh)
             for (int64_t kw = 0; kw < 3; ++kw)
               dw_w3_[(n / 16 * 3 + kh) * 64 + 4 * (n % 16) + kw] = wp[n * 9 + kh * 3 + kw];
+      }
+      if (k_[0] == 1 && k_[1] == 5 && k_[2] == 5) {
+        dw_w5_.assign(static_cast<size_t>((Cout_ + 15) / 16 * 10 * 64), 0);
+        for (int64_t n = 0; n < Cout_; ++n)
+          for (int64_t kh = 0; kh < 5; ++kh)
+            for (int64_t kw = 0; kw < 5; ++kw)
+              dw_w5_[((n / 16 * 5 + kh) * 2 + kw / 4) * 64 + 4 * (n % 16) + kw % 4] =
+                  wp[n * 25 + kh * 5 + kw];
       }
     }
     return;

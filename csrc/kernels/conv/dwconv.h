@@ -56,6 +56,12 @@ struct DwConvArgs {
   // rows are rearranged so that dword i holds X[iw + 0..2][c] (one VPDPBUSD per kernel row, exact:
   // four u8 x s8 products summed into s32). Null when not available.
   const int8_t* w3;
+  // Optional 1x5x5 form (every weight zero point 0, KD = 1, KH = KW = 5), used by the AVX512
+  // kernel for dilation 1 and stride_w 1 or 2: per 16-channel block cb and kernel row kh two
+  // vectors, w5[((cb * 5 + kh) * 2 + 0) * 64 + 4 * i + kw] = W[cb * 16 + i][kh][kw] for kw < 4
+  // and w5[((cb * 5 + kh) * 2 + 1) * 64 + 4 * i] = W[cb * 16 + i][kh][4], every other byte 0.
+  // Null when not available.
+  const int8_t* w5;
 };
 
 struct DwConvKernels {

@@ -119,89 +119,104 @@ inline __m512i zx16(const uint8_t* p, __mmask16 m) {
   return _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p));
 }
 
-// Outputs per 16-channel block of a rearranged row (OW rounded up to 64: the NCHW stride-1
+// Entries of a rearranged row: one window per output for 3x3; for 5x5 also the 4 / sw windows
+// past the last output, whose first byte is an output's fifth tap (rows_quads).
+template <int K>
+inline int64_t row_entries(const DwConvArgs& a) {
+  return K == 3 ? a.OW : a.OW + 4 / a.sw;
+}
+// Entries per 16-channel block of a rearranged row (rounded up to 64: the NCHW stride-1
 // rearrangement writes whole 64-pixel chunks).
-inline int64_t ow_stride(const DwConvArgs& a) { return (a.OW + 63) / 64 * 64; }
+template <int K = 3>
+inline int64_t ow_stride(const DwConvArgs& a) { return (row_entries<K>(a) + 63) / 64 * 64; }
 
 // The strided form of rearrange_block for full 16-channel blocks and outputs [ow0, ow1) whose
-// three input pixels lie inside the row: the three 16-byte channel runs in one zmm, then one
-// VPERMB places byte i of run j at byte 4i + j (byte 3 of each dword zeroed by the mask). Four
-// operations per output instead of nine (three zero-extending loads, two shifts, a merge).
+// T (3 or 4) input pixels lie inside the row: the T 16-byte channel runs in one zmm, then one
+// VPERMB places byte i of run j at byte 4i + j (for T = 3 byte 3 of each dword zeroed by the
+// mask). Four operations per output instead of nine (three zero-extending loads, two shifts, a
+// merge).
+template <int T>
 __attribute__((target("avx512vbmi"))) void rearrange_strided_vbmi(
     const uint8_t* xrow, int64_t C, int64_t c, int64_t sw, int64_t pw, int64_t ow0, int64_t ow1,
     uint8_t* d) {
   alignas(64) uint8_t idx_b[64];
   for (int i = 0; i < 16; ++i) {
-    for (int j = 0; j < 4; ++j) idx_b[4 * i + j] = static_cast<uint8_t>(j < 3 ? 16 * j + i : 0);
+    for (int j = 0; j < 4; ++j) idx_b[4 * i + j] = static_cast<uint8_t>(j < T ? 16 * j + i : 0);
   }
   const __m512i idx = _mm512_load_si512(idx_b);
-  const __mmask64 keep = 0x7777777777777777ull;  // bytes 0..2 of each dword
+  // Bytes 0..T-1 of each dword.
+  const __mmask64 keep = T == 3 ? 0x7777777777777777ull : ~0ull;
   for (int64_t ow = ow0; ow < ow1; ++ow) {
     const uint8_t* p = xrow + (ow * sw - pw) * C + c;
     __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + C)), 1);
     v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * C)), 2);
+    if constexpr (T == 4) {
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 3 * C)), 3);
+    }
     _mm512_storeu_si512(d + ow * 64, _mm512_maskz_permutexvar_epi8(keep, idx, v));
   }
 }
 
 // One 16-channel block of one rearranged row: channel c of pixel w at xrow + w * C + c;
-// m: the block's channels (the others read 0).
+// m: the block's channels (the others read 0). Entry e gets the window of T (3 or 4) pixels
+// from iw = e * sw - pw, E entries (row_entries).
+template <int T>
 void rearrange_block(const DwConvArgs& a, const uint8_t* xrow, int64_t C, int64_t c,
-                     __mmask16 m, uint8_t* d) {
+                     __mmask16 m, uint8_t* d, int64_t E) {
   const int64_t IW = a.IW;
   const __m512i zpv = _mm512_set1_epi32(a.zrow[0]);
+  auto u = [&](int64_t iw) {
+    if (iw < 0 || iw >= IW) return zpv;
+    const uint8_t* p = xrow + iw * C + c;
+    return m == 0xFFFF ? _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))
+                       : zx16(p, m);
+  };
   if (a.sw == 1) {
-    // Stride 1: a sliding window of three zero-extended pixels, one new load per output.
-    auto u = [&](int64_t iw) {
-      if (iw < 0 || iw >= IW) return zpv;
-      const uint8_t* p = xrow + iw * C + c;
-      return m == 0xFFFF ? _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))
-                         : zx16(p, m);
-    };
-    __m512i u0 = u(-a.pw), u1 = u(1 - a.pw);
-    for (int64_t ow = 0; ow < a.OW; ++ow) {
-      const __m512i u2 = u(ow + 2 - a.pw);
-      _mm512_storeu_si512(d + ow * 64,
-                          _mm512_ternarylogic_epi32(u0, _mm512_slli_epi32(u1, 8),
-                                                    _mm512_slli_epi32(u2, 16), 0xFE));
-      u0 = u1;
-      u1 = u2;
+    // Stride 1: a sliding window of T zero-extended pixels, one new load per output.
+    __m512i u0 = u(-a.pw), u1 = u(1 - a.pw), u2 = u(2 - a.pw);
+    for (int64_t ow = 0; ow < E; ++ow) {
+      if constexpr (T == 3) {
+        _mm512_storeu_si512(d + ow * 64,
+                            _mm512_ternarylogic_epi32(u0, _mm512_slli_epi32(u1, 8),
+                                                      _mm512_slli_epi32(u2, 16), 0xFE));
+        u0 = u1;
+        u1 = u2;
+        u2 = u(ow + 3 - a.pw);
+      } else {
+        const __m512i u3 = u(ow + 3 - a.pw);
+        const __m512i v = _mm512_ternarylogic_epi32(u0, _mm512_slli_epi32(u1, 8),
+                                                    _mm512_slli_epi32(u2, 16), 0xFE);
+        _mm512_storeu_si512(d + ow * 64, _mm512_or_si512(v, _mm512_slli_epi32(u3, 24)));
+        u0 = u1;
+        u1 = u2;
+        u2 = u3;
+      }
     }
     return;
   }
-  // Outputs whose three pixels lie inside the row: [in0, in1).
+  // Outputs whose T pixels lie inside the row: [in0, in1).
   const int64_t in0 = (a.pw + a.sw - 1) / a.sw;
-  const int64_t in1 = IW - 3 + a.pw >= 0 ? std::min(a.OW, (IW - 3 + a.pw) / a.sw + 1) : 0;
+  const int64_t in1 = IW - T + a.pw >= 0 ? std::min(E, (IW - T + a.pw) / a.sw + 1) : 0;
   static const bool vbmi = cpu_has_vbmi();
   const bool fast = vbmi && m == 0xFFFF && in0 < in1;
-  for (int64_t ow = 0; ow < a.OW; ++ow) {
+  for (int64_t ow = 0; ow < E; ++ow) {
     if (fast && ow == in0) {
-      rearrange_strided_vbmi(xrow, C, c, a.sw, a.pw, in0, in1, d);
+      rearrange_strided_vbmi<T>(xrow, C, c, a.sw, a.pw, in0, in1, d);
       ow = in1 - 1;
       continue;
     }
     const int64_t iw = ow * a.sw - a.pw;
     __m512i v;
-    if (iw >= 0 && iw + 2 < IW) {
+    if (iw >= 0 && iw + T - 1 < IW) {
       const uint8_t* p = xrow + iw * C + c;
-      if (m == 0xFFFF) {
-        auto ld = [](const uint8_t* q) {
-          return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-        };
-        v = _mm512_ternarylogic_epi32(ld(p), _mm512_slli_epi32(ld(p + C), 8),
-                                      _mm512_slli_epi32(ld(p + 2 * C), 16), 0xFE);
-      } else {
-        v = _mm512_ternarylogic_epi32(zx16(p, m), _mm512_slli_epi32(zx16(p + C, m), 8),
-                                      _mm512_slli_epi32(zx16(p + 2 * C, m), 16), 0xFE);
-      }
+      v = _mm512_ternarylogic_epi32(u(iw), _mm512_slli_epi32(u(iw + 1), 8),
+                                    _mm512_slli_epi32(u(iw + 2), 16), 0xFE);
+      if constexpr (T == 4) v = _mm512_or_si512(v, _mm512_slli_epi32(u(iw + 3), 24));
+      (void)p;
     } else {
       v = _mm512_setzero_si512();
-      for (int kw = 0; kw < 3; ++kw) {
-        const int64_t j = iw + kw;
-        const __m512i t = j >= 0 && j < IW ? zx16(xrow + j * C + c, m) : zpv;
-        v = _mm512_or_si512(v, _mm512_slli_epi32(t, 8 * kw));
-      }
+      for (int kw = 0; kw < T; ++kw) v = _mm512_or_si512(v, _mm512_slli_epi32(u(iw + kw), 8 * kw));
     }
     _mm512_storeu_si512(d + ow * 64, v);
   }
@@ -212,11 +227,14 @@ inline __mmask16 block_mask(int64_t C, int64_t c) {
   return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
 }
 
-// NDHWC input row (IW pixels of C bytes).
+// NDHWC input row (IW pixels of C bytes), windows of T pixels for a KxK filter.
+template <int K>
 void rearrange_row(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, uint8_t* dst,
                    uint8_t* /*tmp*/) {
+  constexpr int T = K == 3 ? 3 : 4;
   for (int64_t cb = 0; cb < nb; ++cb)
-    rearrange_block(a, xrow, a.C, cb * 16, block_mask(a.C, cb * 16), dst + cb * ow_stride(a) * 64);
+    rearrange_block<T>(a, xrow, a.C, cb * 16, block_mask(a.C, cb * 16),
+                       dst + cb * ow_stride<K>(a) * 64, row_entries<K>(a));
 }
 
 // transpose16x16 (on __m512i: four 128-bit lanes at once), unpack_quad, store_columns.
@@ -288,28 +306,38 @@ void rearrange_row_nchw(const DwConvArgs& a, const uint8_t* xrow, int64_t nb, ui
       transpose16x16(r, t);
       store_columns(t, tmp + p0 * 16, /*ld=*/16);
     }
-    rearrange_block(a, tmp, 16, 0, 0xFFFF, dst + cb * ow_stride(a) * 64);
+    rearrange_block<3>(a, tmp, 16, 0, 0xFFFF, dst + cb * ow_stride(a) * 64, a.OW);
   }
 }
 
-template <bool NCHW>
-void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
+// 1x3x3 (w3) and 1x5x5 (w5, channels-last, stride_w 1 or 2) filters, dilation 1. A 5x5 kernel
+// row is two VPDPBUSD: taps 0..3 on the window of output ow (4 pixels from iw = ow * sw - pw),
+// tap 4 on the window 4 / sw entries further (its first byte is pixel iw + 4; the weights of
+// its other three bytes are 0), so one rearranged row serves both.
+template <bool NCHW, int K>
+void rows_quads(const DwConvArgs& a, int64_t r0, int64_t r1) {
+  static_assert(K == 3 || (K == 5 && !NCHW), "rows_quads: 3x3, or 5x5 channels-last");
+  constexpr int NWK = K == 3 ? 1 : 2;  // weight vectors per kernel row
   const int64_t C = a.C, nb = (C + 15) / 16, OW = a.OW;
-  const int64_t row_bytes = ow_stride(a) * nb * 64;
-  // 3 ring slots + one row of zero-point bytes (input rows in the padding).
+  const int64_t es = ow_stride<K>(a);  // entries per block of a rearranged row
+  const int64_t row_bytes = es * nb * 64;
+  const int64_t t4 = K == 5 ? 4 / a.sw : 0;  // entry offset of a 5x5 row's fifth tap
+  // K ring slots + one row of zero-point bytes (input rows in the padding).
   const int64_t tmp_bytes = NCHW ? (a.IW + 63) / 64 * 64 * 16 : 0;
-  uint8_t* buf = new uint8_t[static_cast<size_t>(4 * row_bytes + tmp_bytes)];
-  uint8_t* tmp = buf + 4 * row_bytes;
-  uint8_t* zrow = buf + 3 * row_bytes;
+  uint8_t* buf = new uint8_t[static_cast<size_t>((K + 1) * row_bytes + tmp_bytes)];
+  uint8_t* tmp = buf + (K + 1) * row_bytes;
+  uint8_t* zrow = buf + K * row_bytes;
   std::memset(zrow, a.zrow[0], static_cast<size_t>(row_bytes));
-  int64_t slot_key[3] = {-1, -1, -1};
+  int64_t slot_key[K];
+  for (int k = 0; k < K; ++k) slot_key[k] = -1;
   const __m512 lo = _mm512_set1_ps(a.lo), hi = _mm512_set1_ps(a.hi);
   const __m512i ozp = _mm512_set1_epi32(a.out_zp);
-  // |v| bound: |acc| <= |acc_init| + 9 * 255 * 128 (3x3 taps of u8 x s8), then + |bias_q|, * |mult|.
+  // |v| bound: |acc| <= |acc_init| + K * K * 255 * 128 (taps of u8 x s8), then + |bias_q|,
+  // * |mult|.
   bool pack_clamps = a.lo == static_cast<float>(-a.out_zp) &&
                      a.hi == static_cast<float>(255 - a.out_zp);
   for (int64_t c = 0; c < C && pack_clamps; ++c) {
-    const double v = (std::fabs(static_cast<double>(a.acc_init[c])) + 9.0 * 255 * 128 +
+    const double v = (std::fabs(static_cast<double>(a.acc_init[c])) + K * K * 255.0 * 128 +
                       std::fabs(static_cast<double>(a.bias_q[c]))) *
                      std::fabs(static_cast<double>(a.mult[c]));
     pack_clamps = v < 1e9;  // far inside int32 (2.1e9) after rounding and + out_zp
@@ -318,18 +346,18 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
     const int64_t od = r / a.OH, oh = r % a.OH;
     const int64_t id = od * a.sd - a.pd;
     const bool plane_in = id >= 0 && id < a.ID;
-    const uint8_t* rr[3];
-    for (int64_t kh = 0; kh < 3; ++kh) {
+    const uint8_t* rr[K];
+    for (int64_t kh = 0; kh < K; ++kh) {
       const int64_t ih = oh * a.sh - a.ph + kh;
       if (!plane_in || ih < 0 || ih >= a.IH) {
         rr[kh] = zrow;
         continue;
       }
-      const int64_t key = id * a.IH + ih, slot = ih % 3;
+      const int64_t key = id * a.IH + ih, slot = ih % K;
       uint8_t* dst = buf + slot * row_bytes;
       if (slot_key[slot] != key) {
         if constexpr (NCHW) rearrange_row_nchw(a, a.x + key * a.IW, nb, dst, tmp);
-        else rearrange_row(a, a.x + key * a.IW * C, nb, dst, tmp);
+        else rearrange_row<K>(a, a.x + key * a.IW * C, nb, dst, tmp);
         slot_key[slot] = key;
       }
       rr[kh] = dst;
@@ -339,24 +367,29 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
       const int64_t c = cb * 16;
       const int64_t n = C - c < 16 ? C - c : 16;
       const __mmask16 m = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
-      const __m512i w0 = _mm512_loadu_si512(a.w3 + (cb * 3 + 0) * 64);
-      const __m512i w1 = _mm512_loadu_si512(a.w3 + (cb * 3 + 1) * 64);
-      const __m512i w2 = _mm512_loadu_si512(a.w3 + (cb * 3 + 2) * 64);
+      // Weight vector j of kernel row kh: wv[kh * NWK + j] (w3 / w5 forms, dwconv.h).
+      __m512i wv[K * NWK];
+      const int8_t* wsrc = K == 3 ? a.w3 : a.w5;
+      for (int j = 0; j < K * NWK; ++j) wv[j] = _mm512_loadu_si512(wsrc + (cb * K * NWK + j) * 64);
       const __m512i init = _mm512_maskz_loadu_epi32(m, a.acc_init + c);
       const __m512 bq = _mm512_maskz_loadu_ps(m, a.bias_q + c);
       const __m512 mu = _mm512_maskz_loadu_ps(m, a.mult + c);
-      const uint8_t* p0 = rr[0] + cb * ow_stride(a) * 64;
-      const uint8_t* p1 = rr[1] + cb * ow_stride(a) * 64;
-      const uint8_t* p2 = rr[2] + cb * ow_stride(a) * 64;
+      const uint8_t* pr[K];
+      for (int kh = 0; kh < K; ++kh) pr[kh] = rr[kh] + cb * es * 64;
       uint8_t* yc = yrow + c;
       // kSat: the clamp is left to the saturating packs below (pack_clamps: [lo, hi] is the
       // whole uint8 range and |v| stays far inside int32, so rounding then saturating equals
       // clamping then rounding).
       auto q32 = [&](int64_t ow, auto sat) {
         const int64_t o = ow * 64;
-        __m512i acc = _mm512_dpbusd_epi32(init, _mm512_loadu_si512(p0 + o), w0);
-        acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(p1 + o), w1);
-        acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(p2 + o), w2);
+        __m512i acc = init;
+        for (int kh = 0; kh < K; ++kh) {
+          acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(pr[kh] + o), wv[kh * NWK]);
+          if constexpr (K == 5) {
+            acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(pr[kh] + o + t4 * 64),
+                                      wv[kh * NWK + 1]);
+          }
+        }
         __m512 f = _mm512_add_ps(_mm512_cvtepi32_ps(acc), bq);
         f = _mm512_mul_ps(f, mu);
         if constexpr (!decltype(sat)::value) f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
@@ -401,14 +434,19 @@ void rows3x3(const DwConvArgs& a, int64_t r0, int64_t r1) {
 
 void rows(const DwConvArgs& a, int64_t r0, int64_t r1) {
   if (a.w3 != nullptr && a.KD == 1 && a.KH == 3 && a.KW == 3 && a.dh == 1 && a.dw == 1) {
-    rows3x3<false>(a, r0, r1);
+    rows_quads<false, 3>(a, r0, r1);
+    return;
+  }
+  if (a.w5 != nullptr && a.KD == 1 && a.KH == 5 && a.KW == 5 && a.dh == 1 && a.dw == 1 &&
+      (a.sw == 1 || a.sw == 2)) {
+    rows_quads<false, 5>(a, r0, r1);
     return;
   }
   dw_rows<PixelAvx512>(a, r0, r1);
 }
 
 // NCHW input: only the w3 form (the caller checks DwConvKernels::rows_nchw's conditions).
-void rows_nchw(const DwConvArgs& a, int64_t r0, int64_t r1) { rows3x3<true>(a, r0, r1); }
+void rows_nchw(const DwConvArgs& a, int64_t r0, int64_t r1) { rows_quads<true, 3>(a, r0, r1); }
 
 }  // namespace
 
