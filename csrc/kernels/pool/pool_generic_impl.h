@@ -214,28 +214,27 @@ void dup2(const T* __restrict in, T* __restrict out, int64_t W) {
   }
 }
 
-template <typename T>
-void lerp_h(const T* __restrict x, float* __restrict H, int64_t OW, int64_t C,
-            const int32_t* __restrict i0, const int32_t* __restrict i1,
-            const float* __restrict a0, const float* __restrict a1) {
+// The horizontal pass in W (float: the contract's two products and a sum, each rounded, no fma;
+// int16_t: the dyadic pass, lerp_h8, exact): H[o*C + c] = a0[o] * x[..] + a1[o] * x[..].
+template <typename T, typename W>
+void lerp_h_as(const T* __restrict x, W* __restrict H, int64_t OW, int64_t C,
+               const int32_t* __restrict i0, const int32_t* __restrict i1,
+               const W* __restrict a0, const W* __restrict a1) {
+  auto one = [](W wa, T xa, W wb, T xb) {
+    const W p = static_cast<W>(wa * static_cast<W>(xa));
+    const W r = static_cast<W>(wb * static_cast<W>(xb));
+    return static_cast<W>(p + r);
+  };
   if (C == 1) {
-    for (int64_t o = 0; o < OW; ++o) {
-      const float p = a0[o] * static_cast<float>(x[i0[o]]);
-      const float r = a1[o] * static_cast<float>(x[i1[o]]);
-      H[o] = p + r;
-    }
+    for (int64_t o = 0; o < OW; ++o) H[o] = one(a0[o], x[i0[o]], a1[o], x[i1[o]]);
     return;
   }
   for (int64_t o = 0; o < OW; ++o) {
     const T* __restrict xa = x + static_cast<int64_t>(i0[o]) * C;
     const T* __restrict xb = x + static_cast<int64_t>(i1[o]) * C;
-    const float wa = a0[o], wb = a1[o];
-    float* __restrict h = H + o * C;
-    for (int64_t c = 0; c < C; ++c) {
-      const float p = wa * static_cast<float>(xa[c]);
-      const float r = wb * static_cast<float>(xb[c]);
-      h[c] = p + r;
-    }
+    const W wa = a0[o], wb = a1[o];
+    W* __restrict h = H + o * C;
+    for (int64_t c = 0; c < C; ++c) h[c] = one(wa, xa[c], wb, xb[c]);
   }
 }
 
@@ -267,35 +266,13 @@ void lerp_v(const float* __restrict H0, const float* __restrict H1, T* __restric
   }
 }
 
-// Dyadic weights (pool_dispatch.h, lerp_h8 / lerp_v8): A0 + A1 = 8 and codes within [-128, 255],
-// so |H8| <= 8 * 255 = 2040; B0 + B1 = 8, so |B0 H8_0 + B1 H8_1| <= 16320, and with - 64 zp
-// (zp in [0, 255] for quint8, [-128, 127] for qint8: the sum is 64 times an interpolated code
-// minus 64 zp, a code difference in [-255, 255]) within 64 * 255 = 16320 < 2^15: every
-// intermediate is an int16, so the compilers vectorize in 16-bit lanes (twice the lanes of the
-// float passes, half the bytes of the rows of H).
-template <typename T>
-void lerp_h8(const T* __restrict x, int16_t* __restrict H, int64_t OW, int64_t C,
-             const int32_t* __restrict i0, const int32_t* __restrict i1,
-             const int16_t* __restrict a0, const int16_t* __restrict a1) {
-  if (C == 1) {
-    for (int64_t o = 0; o < OW; ++o) {
-      H[o] = static_cast<int16_t>(a0[o] * static_cast<int16_t>(x[i0[o]]) +
-                                  a1[o] * static_cast<int16_t>(x[i1[o]]));
-    }
-    return;
-  }
-  for (int64_t o = 0; o < OW; ++o) {
-    const T* __restrict xa = x + static_cast<int64_t>(i0[o]) * C;
-    const T* __restrict xb = x + static_cast<int64_t>(i1[o]) * C;
-    const int16_t wa = a0[o], wb = a1[o];
-    int16_t* __restrict h = H + o * C;
-    for (int64_t c = 0; c < C; ++c) {
-      h[c] = static_cast<int16_t>(wa * static_cast<int16_t>(xa[c]) +
-                                  wb * static_cast<int16_t>(xb[c]));
-    }
-  }
-}
-
+// Dyadic weights (pool_dispatch.h, lerp_h8 = lerp_h_as<T, int16_t> / lerp_v8): A0 + A1 = 8 and
+// codes within [-128, 255], so |H8| <= 8 * 255 = 2040; B0 + B1 = 8, so
+// |B0 H8_0 + B1 H8_1| <= 16320, and with - 64 zp (zp in [0, 255] for quint8, [-128, 127] for
+// qint8: the sum is 64 times an interpolated code minus 64 zp, a code difference in
+// [-255, 255]) within 64 * 255 = 16320 < 2^15: every intermediate is an int16, so the compilers
+// vectorize in 16-bit lanes (twice the lanes of the float passes, half the bytes of the rows
+// of H).
 template <typename T>
 void lerp_v8(const int16_t* __restrict H0, const int16_t* __restrict H1, T* __restrict out,
              int64_t n, int16_t b0, int16_t b1, const AvgQ& q) {
@@ -356,10 +333,10 @@ TypedPoolKernels<T> typed() {
   k.plane_avg = &plane_avg<T>;
   k.gather = &gather<T>;
   k.dup2 = &dup2<T>;
-  k.lerp_h = &lerp_h<T>;
+  k.lerp_h = &lerp_h_as<T, float>;
   k.lerp_v = &lerp_v<T>;
   if constexpr (sizeof(T) == 1) {
-    k.lerp_h8 = &lerp_h8<T>;
+    k.lerp_h8 = &lerp_h_as<T, int16_t>;
     k.lerp_v8 = &lerp_v8<T>;
   }
   return k;

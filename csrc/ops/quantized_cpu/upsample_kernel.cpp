@@ -197,6 +197,33 @@ void resample_run(const Prep& p, const std::vector<int64_t>& id, const std::vect
   });
 }
 
+// A thread's cache of horizontal rows (element type E) keyed by input row id, 4 slots. `keep`:
+// a row fetched just before and still needed, never evicted by this fetch; fill(dst) computes
+// a missing row.
+template <typename E>
+class HRowCache {
+ public:
+  explicit HRowCache(int64_t rowlen) : buf_(static_cast<size_t>(4 * rowlen)), rowlen_(rowlen) {}
+  template <class Fill>
+  const E* get(int64_t k, const E* keep, Fill fill) {
+    for (int s = 0; s < 4; ++s)
+      if (key_[s] == k) return buf_.data() + s * rowlen_;
+    int s = next_;
+    if (buf_.data() + s * rowlen_ == keep) s = (s + 1) & 3;
+    next_ = (s + 1) & 3;
+    key_[s] = k;
+    E* dst = buf_.data() + s * rowlen_;
+    fill(dst);
+    return dst;
+  }
+
+ private:
+  std::vector<E> buf_;
+  int64_t rowlen_;
+  int64_t key_[4] = {-1, -1, -1, -1};
+  int next_ = 0;
+};
+
 // The weights times 8 when every one of them is a multiple of 1/8 (scale factors 2 and 4 without
 // align_corners), else empty: the dyadic passes (pool_dispatch.h, lerp_h8 / lerp_v8).
 std::vector<int16_t> dyadic8(const std::vector<float>& w) {
@@ -231,20 +258,13 @@ void resample_run_dyadic(const Prep& p, const LinearDim& lh, const LinearDim& lw
   const int64_t rows = planes * OH;
   at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, rowlen)),
                    [&](int64_t b, int64_t e) {
-    std::vector<int16_t> buf(4 * rowlen);
-    int64_t key[4] = {-1, -1, -1, -1};
-    int next = 0;
-    auto hrow = [&](int64_t pl, int64_t h, const int16_t* keep) -> const int16_t* {
+    HRowCache<int16_t> cache(rowlen);
+    auto hrow = [&](int64_t pl, int64_t h, const int16_t* keep) {
       const int64_t k = pl * H + h;
-      for (int s = 0; s < 4; ++s)
-        if (key[s] == k) return buf.data() + s * rowlen;
-      int s = next;
-      if (buf.data() + s * rowlen == keep) s = (s + 1) & 3;
-      next = (s + 1) & 3;
-      key[s] = k;
-      K.lerp_h8(x + k * W * C, buf.data() + s * rowlen, OW, C, lw.i0.data(), lw.i1.data(),
-                aw0.data(), aw1.data());
-      return buf.data() + s * rowlen;
+      return cache.get(k, keep, [&](int16_t* dst) {
+        K.lerp_h8(x + k * W * C, dst, OW, C, lw.i0.data(), lw.i1.data(), aw0.data(),
+                  aw1.data());
+      });
     };
     for (int64_t rr = b; rr < e; ++rr) {
       const int64_t oh = rr % OH, pl = rr / OH;
@@ -289,27 +309,19 @@ void resample_run(const Prep& p, const LinearDim& ld, const LinearDim& lh, const
   const int64_t rows = planes * OD * OH;
   at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, rowlen)),
                    [&](int64_t b, int64_t e) {
-    // Cache of horizontal rows keyed by input row id (plane, d, h): 4 slots.
-    std::vector<float> buf(4 * rowlen);
-    int64_t key[4] = {-1, -1, -1, -1};
-    int next = 0;
+    // Cache of horizontal rows keyed by input row id (plane, d, h).
+    HRowCache<float> cache(rowlen);
     std::vector<float> tmp0, tmp1;
     if (D > 1 || OD > 1) {
       tmp0.resize(rowlen);
       tmp1.resize(rowlen);
     }
-    // `keep`: a row fetched just before and still needed; never evicted by this fetch.
-    auto hrow = [&](int64_t pl, int64_t d, int64_t h, const float* keep) -> const float* {
+    auto hrow = [&](int64_t pl, int64_t d, int64_t h, const float* keep) {
       const int64_t k = (pl * D + d) * H + h;
-      for (int s = 0; s < 4; ++s)
-        if (key[s] == k) return buf.data() + s * rowlen;
-      int s = next;
-      if (buf.data() + s * rowlen == keep) s = (s + 1) & 3;
-      next = (s + 1) & 3;
-      key[s] = k;
-      K.lerp_h(x + k * W * C, buf.data() + s * rowlen, OW, C, lw.i0.data(), lw.i1.data(),
-               lw.w0.data(), lw.w1.data());
-      return buf.data() + s * rowlen;
+      return cache.get(k, keep, [&](float* dst) {
+        K.lerp_h(x + k * W * C, dst, OW, C, lw.i0.data(), lw.i1.data(), lw.w0.data(),
+                 lw.w1.data());
+      });
     };
     for (int64_t rr = b; rr < e; ++rr) {
       const int64_t oh = rr % OH, od = (rr / OH) % OD, pl = rr / (OH * OD);
