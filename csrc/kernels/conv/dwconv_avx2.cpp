@@ -373,14 +373,7 @@ void rows_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
   const __m128i zp16 = _mm_set1_epi16(static_cast<int16_t>(a.out_zp));
   // kSat as in the avx512vnni rows3x3: [lo, hi] is the whole uint8 range and |v| stays far
   // inside int32, so the saturating packs (and VPADDSW of out_zp) clamp exactly as min/max would.
-  bool pack_clamps = a.lo == static_cast<float>(-a.out_zp) &&
-                     a.hi == static_cast<float>(255 - a.out_zp);
-  for (int64_t c = 0; c < C && pack_clamps; ++c) {
-    const double v = (std::fabs(static_cast<double>(a.acc_init[c])) + KH * KW * 255.0 * 255 +
-                      std::fabs(static_cast<double>(a.bias_q[c]))) *
-                     std::fabs(static_cast<double>(a.mult[c]));
-    pack_clamps = v < 1e9;
-  }
+  const bool pack_clamps = dw_pack_clamps(a, KH * KW, 255.0 * 255);
   const __m128i order = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t od = r / a.OH, oh = r % a.OH;

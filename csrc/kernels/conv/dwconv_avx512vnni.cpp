@@ -332,16 +332,8 @@ void rows_quads(const DwConvArgs& a, int64_t r0, int64_t r1) {
   for (int k = 0; k < K; ++k) slot_key[k] = -1;
   const __m512 lo = _mm512_set1_ps(a.lo), hi = _mm512_set1_ps(a.hi);
   const __m512i ozp = _mm512_set1_epi32(a.out_zp);
-  // |v| bound: |acc| <= |acc_init| + K * K * 255 * 128 (taps of u8 x s8), then + |bias_q|,
-  // * |mult|.
-  bool pack_clamps = a.lo == static_cast<float>(-a.out_zp) &&
-                     a.hi == static_cast<float>(255 - a.out_zp);
-  for (int64_t c = 0; c < C && pack_clamps; ++c) {
-    const double v = (std::fabs(static_cast<double>(a.acc_init[c])) + K * K * 255.0 * 128 +
-                      std::fabs(static_cast<double>(a.bias_q[c]))) *
-                     std::fabs(static_cast<double>(a.mult[c]));
-    pack_clamps = v < 1e9;  // far inside int32 (2.1e9) after rounding and + out_zp
-  }
+  // u8 x s8 byte products (the w3 / w5 forms): |x * w| <= 255 * 128.
+  const bool pack_clamps = dw_pack_clamps(a, K * K, 255.0 * 128);
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t od = r / a.OH, oh = r % a.OH;
     const int64_t id = od * a.sd - a.pd;

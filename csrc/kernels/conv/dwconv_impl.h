@@ -23,6 +23,22 @@ inline uint8_t dw_requant_one(int32_t acc, float bq, float m, float lo, float hi
   return static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(v)) + zp);
 }
 
+// Whether a kernel may leave the output clamp to saturating packs (kSat): [lo, hi] is the whole
+// uint8 range and |v| stays far inside int32 for every channel, with |acc| <= |acc_init| +
+// taps * max|x * w| (max_prod: 255 * 128 for u8 x s8 bytes, 255 * 255 for zero-point-shifted
+// weights), then + |bias_q|, * |mult|; rounding then saturating equals clamping then rounding.
+inline bool dw_pack_clamps(const DwConvArgs& a, int64_t taps, double max_prod) {
+  if (a.lo != static_cast<float>(-a.out_zp) || a.hi != static_cast<float>(255 - a.out_zp))
+    return false;
+  for (int64_t c = 0; c < a.C; ++c) {
+    const double v = (std::fabs(static_cast<double>(a.acc_init[c])) + taps * max_prod +
+                      std::fabs(static_cast<double>(a.bias_q[c]))) *
+                     std::fabs(static_cast<double>(a.mult[c]));
+    if (!(v < 1e9)) return false;  // far inside int32 (2.1e9) after rounding and + out_zp
+  }
+  return true;
+}
+
 // Scalar tail: channels [c0, C) of one pixel.
 inline void dw_pixel_scalar(const uint8_t* const* taps, int64_t ntaps, const DwConvArgs& a,
                             int64_t c0, uint8_t* y) {
