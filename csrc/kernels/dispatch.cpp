@@ -13,6 +13,11 @@
 
 #include <atomic>
 #include <cstdio>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <cstdlib>
 #include <cstring>
 
@@ -45,6 +50,29 @@ bool cpu_has_vbmi() {
 }
 
 namespace {
+
+// CPUID.(7,0):EDX bits 24 (AMX-TILE) and 25 (AMX-INT8); XCR0 bits 17, 18 (the OS saves
+// XTILECFG and XTILEDATA); then Linux's per-process permission for XTILEDATA (feature 18), without
+// which the first tile instruction faults. Any failure: no AMX.
+bool detect_amx() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || (c & (1u << 27)) == 0) return false;  // OSXSAVE
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  if ((d & (1u << 24)) == 0 || (d & (1u << 25)) == 0) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;
+#if defined(SYS_arch_prctl)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
 
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -99,6 +127,34 @@ Isa ceiling_isa() {
   return isa;
 }
 
+bool cpu_has_amx() {
+  static const bool has = detected_isa() == Isa::kAvx512Vnni && detect_amx();
+  return has;
+}
+
+namespace {
+bool amx_ceiling() {
+  static const bool on = [] {
+    if (ceiling_isa() != Isa::kAvx512Vnni || !cpu_has_amx()) return false;
+    const char* env = std::getenv("QPLUGIN_AMX");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return on;
+}
+std::atomic<bool>& amx_current() {
+  static std::atomic<bool> on{amx_ceiling()};
+  return on;
+}
+}  // namespace
+
+bool amx_enabled() { return amx_current().load(std::memory_order_relaxed); }
+
+bool set_amx(bool on) {
+  const bool v = on && amx_ceiling();
+  amx_current().store(v);
+  return v;
+}
+
 Isa set_isa(Isa requested) {
   Isa best = ceiling_isa();
   Isa chosen = static_cast<int>(requested) < static_cast<int>(best) ? requested : best;
@@ -108,7 +164,7 @@ Isa set_isa(Isa requested) {
 
 namespace {
 // Read QPLUGIN_CPU_ISA and detect the CPU when the library is loaded, not at the first op call.
-[[maybe_unused]] const bool kIsaChosenAtLoad = (current(), ceiling_isa(), true);
+[[maybe_unused]] const bool kIsaChosenAtLoad = (current(), ceiling_isa(), amx_current(), true);
 }  // namespace
 
 // The table choice of every kernel family (declared in its header with QPLUGIN_ISA_TABLES), in

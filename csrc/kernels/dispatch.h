@@ -106,6 +106,16 @@ Isa set_isa(Isa requested);
 const KernelTable& table();
 // Whether the CPU has AVX-512 VBMI (byte permutes), an option of some avx512vnni kernels.
 bool cpu_has_vbmi();
+// Whether the CPU has AMX-INT8 and the OS lets this process use tile data (Linux asks for it with
+// arch_prctl(ARCH_REQ_XCOMP_PERM), once, at load). An option of the avx512vnni tier, as VBMI is:
+// the avx512vnni GEMM kernels hand large calls to their AMX form (kernels/gemm/qgemm_amx.h).
+bool cpu_has_amx();
+// Whether those kernels use AMX now: cpu_has_amx(), unless QPLUGIN_AMX=0 at load or the ISA
+// ceiling (QPLUGIN_CPU_ISA) is below avx512vnni.
+bool amx_enabled();
+// Turns the AMX form off or back on (never on without amx ceiling); returns the state now. For
+// tests and benchmarks; the results are the same bytes either way.
+bool set_amx(bool on);
 // isa, lowered to what this CPU supports (never above detected_isa()).
 inline Isa supported_isa(Isa isa) {
   return static_cast<int>(isa) < static_cast<int>(detected_isa()) ? isa : detected_isa();

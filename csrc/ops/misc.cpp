@@ -32,6 +32,11 @@ std::string set_cpu_isa(const std::string& isa) {
   return kernels::isa_name(kernels::set_isa(want));
 }
 
+// Test/benchmark hook: turn the AMX form of the avx512vnni GEMM off or back on (never on without
+// AMX, or with QPLUGIN_AMX=0); returns whether it is on now. The same bytes either way.
+bool set_amx(bool on) { return kernels::set_amx(on); }
+bool amx_enabled() { return kernels::amx_enabled(); }
+
 std::string detected_cpu_isa() { return kernels::isa_name(kernels::detected_isa()); }
 
 std::string build_torch_version() { return TORCH_VERSION; }
@@ -65,6 +70,8 @@ void define_misc(torch::Library& m) {
   m.def("_cpu_isa() -> str", &qplugin::ops::cpu_isa);
   m.def("_detected_cpu_isa() -> str", &qplugin::ops::detected_cpu_isa);
   m.def("_set_cpu_isa(str isa) -> str", &qplugin::ops::set_cpu_isa);
+  m.def("_set_amx(bool on) -> bool", &qplugin::ops::set_amx);
+  m.def("_amx_enabled() -> bool", &qplugin::ops::amx_enabled);
   m.def("_build_torch_version() -> str", &qplugin::ops::build_torch_version);
   m.def("_output_pool_stats() -> int[]", &qplugin::ops::output_pool_stats);
   m.def("_release_output_pool() -> int", &qplugin::ops::release_output_pool);

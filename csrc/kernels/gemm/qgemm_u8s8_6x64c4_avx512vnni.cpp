@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "kernels/gemm/qgemm_amx.h"
 #include "kernels/gemm/qgemm_generic.h"
 
 namespace qplugin {
@@ -240,6 +241,10 @@ inline TileFn tile_fn(bool ind, bool narrow, int64_t mr, int64_t nv) {
 
 void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
           int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+  if (M >= amx::kMinRows && amx_enabled()) {
+    amx::gemm(a, lda, M, K, packed_b, N, n0, n1, e, c, ldc);
+    return;
+  }
   const int64_t Kp = generic::round_up(K, kKR);
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
   if (chunk < kNR) chunk = kNR;
@@ -281,6 +286,10 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
 void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
                 const IgemmSeg* segs, int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N,
                 int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
+  if (M >= amx::kMinRows && amx_enabled()) {
+    amx::igemm(rows, c_rows, M, segs, nseg, Kp, packed_b, N, n0, n1, e, c, ldc);
+    return;
+  }
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
   if (chunk < kNR) chunk = kNR;
   const int64_t mrt = row_tile(n0, n1);

@@ -1,0 +1,32 @@
+// AMX-INT8 form of the avx512vnni GEMM (Intel Sapphire Rapids and later): the same packed B (the
+// avx512vnni table's 64-column panels of k-groups of 4, which are AMX's B tile layout row by row)
+// and the same epilogue, byte for byte; TDPBUSD (u8 x s8 summed into s32, no saturation) on
+// 16 x 64-byte tiles instead of VPDPBUSD on zmm registers. An option of the avx512vnni tier (as
+// VBMI is): its gemm/igemm hand calls of at least kMinRows rows here while amx_enabled().
+// Changes with: qgemm_u8s8_32x32c4_amx.cpp (the kernel), qgemm_u8s8_6x64c4_avx512vnni.cpp (the
+// caller), kernels/dispatch.cpp (detection, permission).
+#pragma once
+#include <cstdint>
+
+#include "kernels/gemm/qgemm.h"
+
+namespace qplugin {
+namespace kernels {
+namespace gemm {
+namespace amx {
+
+// Fewer rows than one tile height waste most of every TDPBUSD: the zmm kernel is faster there.
+constexpr int64_t kMinRows = 16;
+
+// As QGemmKernels::gemm / igemm of the avx512vnni table (same arguments, same results). The
+// caller has checked amx_enabled() and M >= kMinRows.
+void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b, int64_t N,
+          int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc);
+void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const IgemmSeg* segs,
+           int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
+           const QGemmEpilogue& e, uint8_t* c, int64_t ldc);
+
+}  // namespace amx
+}  // namespace gemm
+}  // namespace kernels
+}  // namespace qplugin
