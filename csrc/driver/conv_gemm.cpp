@@ -71,6 +71,13 @@ constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 // equal height and, where M has enough row tiles, their count a multiple of the thread count, so
 // that at::parallel_for's equal split of the block range gives every thread the same rows (a
 // 1x1 conv on 14x14, M = 196 with MB = 192, was 192 + 4 rows: one thread did 98% of the work).
+// The row multiple of a kernel's blocks: its register tile height, or 32 (two 16-row tiles) for
+// the AMX form of the avx512vnni kernels, which computes whole tiles (a block of 162 rows cost
+// 176: eleven tiles).
+int64_t row_align(const QGemmKernels& k) {
+  return k.isa == kernels::Isa::kAvx512Vnni && kernels::amx_enabled() ? 32 : k.mr;
+}
+
 int64_t balanced_rows(int64_t M, int64_t MB, int64_t mr, int64_t threads) {
   int64_t blocks = div_up(M, MB);
   const int64_t tiles = div_up(M, mr);
@@ -224,8 +231,9 @@ struct IgemmTasks {
   IgemmTasks(const QGemmKernels& k, int64_t M, int64_t K, int64_t Cout, bool serial,
              int64_t threads) {
     MB = kIm2colBytes / std::max<int64_t>(K, 1);
-    MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
-    if (!serial) MB = balanced_rows(M, MB, k.mr, threads);
+    const int64_t ra = row_align(k);
+    MB = std::max<int64_t>(ra, std::min<int64_t>(512, MB / ra * ra));
+    if (!serial) MB = balanced_rows(M, MB, ra, threads);
     mblocks = div_up(M, MB);
     panels = div_up(Cout, k.nr);
     if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
@@ -378,7 +386,8 @@ void run_igemm_skip(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_
   const int32_t a7 = k.a_7bit_fast && all_bytes_7bit(x, N * in[0] * in[1] * in[2] * C) ? 1 : 0;
   const int64_t es = rq.out_i32 ? 4 : 1;  // output element bytes
   int64_t MB = kIm2colBytes / std::max<int64_t>(K, 1);
-  MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
+  const int64_t ra = row_align(k);
+  MB = std::max<int64_t>(ra, std::min<int64_t>(512, MB / ra * ra));
   // Row blocks: up to MB pixels of one group, in (n, jd, jh, jw) order within the group's box.
   std::vector<int64_t> blk_q, blk_i;
   for (int64_t q = 0; q < ngroups; ++q) {
@@ -635,12 +644,13 @@ void run_phase(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
 
   const int64_t Kb = std::max<int64_t>(K, 1);
   int64_t MB = direct_a ? 192 : kIm2colBytes / Kb;
-  MB = std::max<int64_t>(k.mr, std::min<int64_t>(512, MB / k.mr * k.mr));
+  const int64_t ra = row_align(k);
+  MB = std::max<int64_t>(ra, std::min<int64_t>(512, MB / ra * ra));
   const int64_t panels = div_up(Cout_g, k.nr);
   const int64_t threads = at::get_num_threads();
   const int64_t macs = M * Cout * Kb;
   const bool serial = threads <= 1 || macs < kMinParallelMacs || at::in_parallel_region();
-  if (!serial) MB = balanced_rows(M, MB, k.mr, threads);
+  if (!serial) MB = balanced_rows(M, MB, ra, threads);
   const int64_t mblocks = div_up(M, MB);
   int64_t nblocks = 1;
   if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));

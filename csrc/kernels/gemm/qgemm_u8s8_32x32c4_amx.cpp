@@ -83,53 +83,144 @@ inline void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t len) {
   }
 }
 
-// The K geometry of a call. Steps of ka bytes: ka = Kp when Kp <= 64 (one step), else 64 with
-// S = ceil(Kp / 64) steps, the last one the window [Kp - 64, Kp) (so B is never read past its
-// last k-group: packed B has only kPackSlack bytes after the last panel). A staged row holds
-// K positions [0, 64 (S - 1)) in place, then that last window with its first sh = 64 S - Kp bytes
-// zeroed (positions the step before already counted). Rows are Ks = 64 S bytes.
-struct KSteps {
-  int64_t S, Ks, sh, last_kg;
-  int ka;
-  explicit KSteps(int64_t Kp) {
-    if (Kp <= 64) {
-      S = 1, Ks = 64, sh = 0, last_kg = 0, ka = static_cast<int>(Kp);
-    } else {
-      S = (Kp + 63) / 64, Ks = 64 * S, sh = Ks - Kp, last_kg = (Kp - 64) / kKR, ka = 64;
-    }
+// The K steps of a call: step t multiplies ka A bytes (64, or Kp when K is shorter) read at
+// (a row tile's row pointer + off[t]) with the packed-B k-groups [kg[t], kg[t] + ka / 4).
+// A row tile is read in place when its 16 rows are equally spaced in memory and every step lies
+// inside one contiguous K range of A (`direct`), otherwise from rows staged into a buffer of Ks
+// bytes a row (`staged` offsets).
+struct Steps {
+  std::vector<int64_t> direct, staged, kg;
+  int64_t Ks = 64;
+  int64_t sh = 0;  // staged rows built in place: bytes to shift the last window by (below)
+  int ka = 64;
+  int64_t count() const { return static_cast<int64_t>(kg.size()); }
+};
+
+// Steps over K positions [0, Kp) in order, for rows staged in place: ka = Kp when Kp <= 64 (one
+// step), else 64 with S = ceil(Kp / 64) steps, the last one the window [Kp - 64, Kp) (so B is
+// never read past its last k-group: packed B has only kPackSlack bytes after the last panel).
+// A staged row holds K positions [0, 64 (S - 1)) in place, then that last window with its first
+// sh = 64 S - Kp bytes zeroed (positions the step before counted): finish_row.
+Steps linear_steps(int64_t Kp) {
+  Steps st;
+  if (Kp <= 64) {
+    st.ka = static_cast<int>(Kp);
+    st.staged = st.direct = st.kg = {0};
+    return st;
   }
-  // A staged row holding K positions [0, Kp) in place (zeros to Ks) -> the step layout above.
-  void finish_row(uint8_t* row) const {
-    if (sh == 0) return;
-    uint8_t* w = row + Ks - 64;
-    const __mmask64 keep = (~0ULL) << sh;
-    _mm512_storeu_si512(w, _mm512_maskz_loadu_epi8(keep, w - sh));
+  const int64_t S = (Kp + 63) / 64;
+  st.Ks = 64 * S;
+  st.sh = st.Ks - Kp;
+  for (int64_t s = 0; s < S; ++s) {
+    st.staged.push_back(64 * s);
+    st.direct.push_back(64 * s);
+    st.kg.push_back(s + 1 < S ? 16 * s : (Kp - 64) / kKR);
+  }
+  return st;
+}
+
+// A staged row holding K positions [0, Kp) in place (zeros to Ks) -> the layout of linear_steps.
+inline void finish_row(const Steps& st, uint8_t* row) {
+  if (st.sh == 0) return;
+  uint8_t* w = row + st.Ks - 64;
+  const __mmask64 keep = (~0ULL) << st.sh;
+  _mm512_storeu_si512(w, _mm512_maskz_loadu_epi8(keep, w - st.sh));
+}
+
+// 16 rows of A: row r at base + r * stride; step t reads base + off[t] (+ r * stride).
+struct ATile {
+  const uint8_t* base;
+  int64_t stride;
+  const int64_t* off;
+};
+
+// The epilogue of qgemm.h on columns [n, n + ncols) (ncols <= 32) of cbuf[32][32]: the same
+// operations, in the same order, as the avx512vnni tile's (byte-identical results). Row i is
+// stored at out[i]; its row sum (when e.row_sums is set) is rs[i]. rows(i0, i1) does rows
+// [i0, i1), so that block() can spread a block's epilogue over the next block's K steps.
+struct Epi {
+  const int32_t* cbuf;
+  int64_t nrows, n, ncols;
+  const QGemmEpilogue* ep;
+  uint8_t* const* out;
+  const int32_t* rs;
+
+  void rows(int64_t i0, int64_t i1) const {
+    const QGemmEpilogue& e = *ep;
+    const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
+    const __m512i out_zp = _mm512_set1_epi32(e.out_zp);
+    const bool has_rs = e.row_sums != nullptr;
+    const bool i32 = e.out_i32 != 0;
+    const bool f32 = !i32 && e.out_f32 != 0, f32_relu = e.f32_relu != 0;
+    for (int64_t j = 0; j < ncols; j += 16) {
+      const int64_t w = ncols - j < 16 ? ncols - j : 16;
+      const __mmask16 mk = static_cast<__mmask16>(w >= 16 ? 0xFFFFu : (1u << w) - 1u);
+      const int64_t nj = n + j;
+      const __m512i coff = _mm512_maskz_loadu_epi32(mk, e.col_offsets + nj);
+      const __m512 bq = i32 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk, e.bias_q + nj);
+      const __m512 mult = i32 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk, e.mult + nj);
+      __m512i zw = _mm512_setzero_si512();
+      if (has_rs) {
+        zw = e.w_zp != nullptr ? _mm512_maskz_loadu_epi32(mk, e.w_zp + nj)
+                               : _mm512_set1_epi32(e.w_zp_scalar);
+      }
+      for (int64_t i = i0; i < i1; ++i) {
+        __m512i v = _mm512_sub_epi32(_mm512_load_si512(cbuf + i * 32 + j), coff);
+        if (has_rs) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zw, _mm512_set1_epi32(rs[i])));
+        if (i32) {
+          _mm512_mask_storeu_epi32(reinterpret_cast<int32_t*>(out[i]) + nj, mk, v);
+        } else if (f32) {
+          __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), mult, bq);
+          if (f32_relu) f = _mm512_max_ps(_mm512_setzero_ps(), f);
+          _mm512_mask_storeu_ps(reinterpret_cast<float*>(out[i]) + nj, mk, f);
+        } else {
+          __m512 f = _mm512_add_ps(_mm512_cvtepi32_ps(v), bq);
+          f = _mm512_mul_ps(f, mult);
+          f = _mm512_max_ps(f, lo);
+          f = _mm512_min_ps(f, hi);
+          const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), out_zp);
+          _mm_mask_storeu_epi8(out[i] + nj, mk, _mm512_cvtepi32_epi8(q));
+        }
+      }
+    }
   }
 };
 
-// Accumulates one 32 x 32 block (R2: second row tile, C2: second column tile) over the K steps
-// into tiles 0..3: A staged rows at `a` (row stride as), B columns at `b` (k-group stride bs).
+// Accumulates one 32 x 32 block (R2: second row tile a1, C2: second column tile) over the steps
+// into tiles 0..3; B columns at `b` (k-group stride bs bytes). `pend` (may be null): the previous
+// block's epilogue, a few rows after each step, so that its vector work runs while the AMX unit
+// multiplies (out of order; issued after the whole loop it mostly waited for it).
 template <bool R2, bool C2>
-void block(const uint8_t* a, int64_t as, const int8_t* b, int64_t bs, const KSteps& ks) {
+void block(const ATile& a0, const ATile& a1, const int8_t* b, int64_t bs, const int64_t* kg,
+           int64_t T, const Epi* pend) {
+  const int64_t pn = pend != nullptr ? pend->nrows : 0;
+  const int64_t per = T > 0 ? (pn + T - 1) / T : pn;
+  int64_t done = 0;
   _tile_zero(0);
   if (C2) _tile_zero(1);
   if (R2) {
     _tile_zero(2);
     if (C2) _tile_zero(3);
   }
-  for (int64_t s = 0; s < ks.S; ++s) {
-    const int8_t* bk = b + (s + 1 < ks.S ? 16 * s : ks.last_kg) * bs;
-    _tile_loadd(4, a + s * 64, as);
+  for (int64_t t = 0; t < T; ++t) {
+    const int8_t* bk = b + kg[t] * bs;
+    _tile_loadd(4, a0.base + a0.off[t], a0.stride);
     _tile_loadd(6, bk, bs);
     if (C2) _tile_loadd(7, bk + 64, bs);
     _tile_dpbusd(0, 4, 6);
     if (C2) _tile_dpbusd(1, 4, 7);
     if (R2) {
-      _tile_loadd(5, a + 16 * as + s * 64, as);
+      _tile_loadd(5, a1.base + a1.off[t], a1.stride);
       _tile_dpbusd(2, 5, 6);
       if (C2) _tile_dpbusd(3, 5, 7);
     }
+    if (done < pn) {
+      const int64_t d1 = done + per < pn ? done + per : pn;
+      pend->rows(done, d1);
+      done = d1;
+    }
   }
+  if (done < pn) pend->rows(done, pn);
 }
 
 // Stores tiles 0..3 to cbuf[32][32] (int32).
@@ -143,97 +234,53 @@ void store(int32_t* cbuf) {
   }
 }
 
-using BlockFn = void (*)(const uint8_t*, int64_t, const int8_t*, int64_t, const KSteps&);
+using BlockFn = void (*)(const ATile&, const ATile&, const int8_t*, int64_t, const int64_t*,
+                         int64_t, const Epi*);
 using StoreFn = void (*)(int32_t*);
 constexpr BlockFn kBlocks[2][2] = {{&block<false, false>, &block<false, true>},
                                    {&block<true, false>, &block<true, true>}};
 constexpr StoreFn kStores[2][2] = {{&store<false, false>, &store<false, true>},
                                    {&store<true, false>, &store<true, true>}};
 
-// The epilogue of qgemm.h on rows [0, nrows) x columns [n, n + ncols) (ncols <= 32) of cbuf:
-// the same operations, in the same order, as the avx512vnni tile's (byte-identical results).
-// Row i is stored at out[i]; its row sum (when e.row_sums is set) is rs[i].
-void epilogue(const int32_t* cbuf, int64_t nrows, int64_t n, int64_t ncols, const QGemmEpilogue& e,
-              uint8_t* const* out, const int32_t* rs) {
-  const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
-  const __m512i out_zp = _mm512_set1_epi32(e.out_zp);
-  const bool has_rs = e.row_sums != nullptr;
-  const bool i32 = e.out_i32 != 0;
-  const bool f32 = !i32 && e.out_f32 != 0, f32_relu = e.f32_relu != 0;
-  for (int64_t j = 0; j < ncols; j += 16) {
-    const int64_t w = ncols - j < 16 ? ncols - j : 16;
-    const __mmask16 mk = static_cast<__mmask16>(w >= 16 ? 0xFFFFu : (1u << w) - 1u);
-    const int64_t nj = n + j;
-    const __m512i coff = _mm512_maskz_loadu_epi32(mk, e.col_offsets + nj);
-    const __m512 bq = i32 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk, e.bias_q + nj);
-    const __m512 mult = i32 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk, e.mult + nj);
-    __m512i zw = _mm512_setzero_si512();
-    if (has_rs) {
-      zw = e.w_zp != nullptr ? _mm512_maskz_loadu_epi32(mk, e.w_zp + nj)
-                             : _mm512_set1_epi32(e.w_zp_scalar);
-    }
-    for (int64_t i = 0; i < nrows; ++i) {
-      __m512i v = _mm512_sub_epi32(_mm512_load_si512(cbuf + i * 32 + j), coff);
-      if (has_rs) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zw, _mm512_set1_epi32(rs[i])));
-      if (i32) {
-        _mm512_mask_storeu_epi32(reinterpret_cast<int32_t*>(out[i]) + nj, mk, v);
-      } else if (f32) {
-        __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), mult, bq);
-        if (f32_relu) f = _mm512_max_ps(_mm512_setzero_ps(), f);
-        _mm512_mask_storeu_ps(reinterpret_cast<float*>(out[i]) + nj, mk, f);
-      } else {
-        __m512 f = _mm512_add_ps(_mm512_cvtepi32_ps(v), bq);
-        f = _mm512_mul_ps(f, mult);
-        f = _mm512_max_ps(f, lo);
-        f = _mm512_min_ps(f, hi);
-        const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), out_zp);
-        _mm_mask_storeu_epi8(out[i] + nj, mk, _mm512_cvtepi32_epi8(q));
-      }
-    }
-  }
-}
-
-// Multiplies R staged rows (abuf, stride Ks) with packed-B columns [n0, n1) and runs the
-// epilogue; row i of the result goes to out[i] (row sums rs[i] when e.row_sums is set).
-// Software-pipelined: a block's epilogue (vector units) runs while the next block's TDPBUSDs
-// (the AMX unit) are in flight, so two int32 buffers alternate.
-void run_rows(const uint8_t* abuf, const KSteps& ks, int64_t R, int64_t Kp,
-              const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e,
-              uint8_t* const* out, const int32_t* rs) {
+// Multiplies R rows of A (row tile q: tiles[q], 16 rows) with packed-B columns [n0, n1) and
+// runs the epilogue; row i of the result goes to out[i] (row sums rs[i] when e.row_sums is set).
+// Software-pipelined: a block's epilogue (vector units) runs inside the next block's K loop
+// (block(), `pend`), so two int32 buffers alternate.
+void run_rows(const ATile* tiles, const Steps& st, int64_t R, int64_t Kp, const int8_t* packed_b,
+              int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* const* out,
+              const int32_t* rs) {
   alignas(64) int32_t cbuf[2][32 * 32];
-  struct Done {
-    int64_t r = -1, nrows = 0, n = 0, cols = 0;
-  } done[2];
+  Epi pend{};
+  bool has_pend = false;
   int cur = 0;
-  auto finish = [&](int which) {
-    const Done& d = done[which];
-    if (d.r < 0) return;
-    epilogue(cbuf[which], d.nrows, d.n, d.cols, e, out + d.r, rs != nullptr ? rs + d.r : nullptr);
-  };
+  const int64_t T = st.count();
+  const int64_t* kg = st.kg.data();
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
   if (chunk < kNR) chunk = kNR;
   for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
     const int64_t c1 = c0 + chunk < n1 ? c0 + chunk : n1;
     for (int64_t r = 0; r < R; r += 32) {
       const int64_t nrows = R - r < 32 ? R - r : 32;
-      const uint8_t* a = abuf + r * ks.Ks;
+      const bool r2 = nrows > 16;
+      const ATile& a0 = tiles[r / 16];
+      const ATile& a1 = r2 ? tiles[r / 16 + 1] : a0;
       for (int64_t p0 = c0; p0 < c1; p0 += kNR) {
         const int64_t width = N - p0 < kNR ? N - p0 : kNR;
         const int8_t* panel = packed_b + p0 * Kp;
         const int64_t ntile = (width + 15) / 16;
         for (int64_t j = 0; j < ntile; j += 2) {
-          const bool r2 = nrows > 16, c2 = j + 1 < ntile;
-          kBlocks[r2][c2](a, ks.Ks, panel + j * 64, width * kKR, ks);
-          finish(cur ^ 1);  // the previous block, while this one computes
+          const bool c2 = j + 1 < ntile;
+          kBlocks[r2][c2](a0, a1, panel + j * 64, width * kKR, kg, T, has_pend ? &pend : nullptr);
           kStores[r2][c2](cbuf[cur]);
-          done[cur] = {r, nrows, p0 + 16 * j, width - 16 * j < 32 ? width - 16 * j : 32};
-          done[cur ^ 1].r = -1;
+          pend = {cbuf[cur], nrows, p0 + 16 * j, width - 16 * j < 32 ? width - 16 * j : 32, &e,
+                  out + r, rs != nullptr ? rs + r : nullptr};
+          has_pend = true;
           cur ^= 1;
         }
       }
     }
   }
-  finish(cur ^ 1);
+  if (has_pend) pend.rows(0, pend.nrows);
 }
 
 // dst[0, len) = 0.
@@ -248,29 +295,39 @@ inline void zero_bytes(uint8_t* dst, int64_t len) {
 void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b, int64_t N,
           int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   const int64_t Kp = generic::round_up(K, kKR);
-  const KSteps ks(Kp);
-  int64_t MB = kStageBytes / ks.Ks / 32 * 32;
-  if (MB < 32) MB = 32;
-  if (MB > kMaxStageRows) MB = kMaxStageRows;
-  if (MB > M) MB = M;
-  uint8_t* abuf = scratch((MB + 31) / 32 * 32 * ks.Ks);
+  const Steps st = linear_steps(Kp);
+  // K a multiple of 64: every full 16-row tile is read in place (rows lda apart); otherwise,
+  // and for the last rows, tiles are staged.
+  const bool in_place = K % 64 == 0;
+  const int64_t MB = kMaxStageRows;
+  const int64_t mb = M < MB ? M : MB;
+  uint8_t* abuf = scratch((in_place ? 16 : (mb + 15) / 16 * 16) * st.Ks);
   uint8_t* out[kMaxStageRows];
-  configure(ks.ka);
+  ATile tiles[kMaxStageRows / 16];
+  configure(st.ka);
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
-    // Stage rows [m0, m0 + R): K bytes, zeros to Ks (the padded rows of the last tile too).
-    for (int64_t i = 0; i < (R + 31) / 32 * 32; ++i) {
-      uint8_t* dst = abuf + i * ks.Ks;
-      if (i < R) {
-        copy_bytes(dst, a + (m0 + i) * lda, K);
-        zero_bytes(dst + K, ks.Ks - K);
-        ks.finish_row(dst);
-        out[i] = c + (m0 + i) * ldc;
+    for (int64_t q = 0; q < (R + 15) / 16; ++q) {
+      const int64_t i0 = 16 * q, rows = R - i0 < 16 ? R - i0 : 16;
+      if (in_place && rows == 16) {
+        tiles[q] = {a + (m0 + i0) * lda, lda, st.direct.data()};
       } else {
-        zero_bytes(dst, ks.Ks);  // rows of the last tile past M: computed, never stored
+        uint8_t* tb = abuf + (in_place ? 0 : i0 * st.Ks);
+        for (int64_t i = 0; i < 16; ++i) {
+          uint8_t* dst = tb + i * st.Ks;
+          if (i < rows) {
+            copy_bytes(dst, a + (m0 + i0 + i) * lda, K);
+            zero_bytes(dst + K, st.Ks - K);
+            finish_row(st, dst);
+          } else {
+            zero_bytes(dst, st.Ks);  // rows of the last tile past M: computed, never stored
+          }
+        }
+        tiles[q] = {tb, st.Ks, st.staged.data()};
       }
     }
-    run_rows(abuf, ks, R, Kp, packed_b, N, n0, n1, e, out,
+    for (int64_t i = 0; i < R; ++i) out[i] = c + (m0 + i) * ldc;
+    run_rows(tiles, st, R, Kp, packed_b, N, n0, n1, e, out,
              e.row_sums != nullptr ? e.row_sums + m0 : nullptr);
   }
   _tile_release();
@@ -279,41 +336,77 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
 void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const IgemmSeg* segs,
            int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
            const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
-  const KSteps ks(Kp);
-  const int64_t MB = kMaxStageRows;
-  uint8_t* abuf = scratch((MB < M ? MB : (M + 31) / 32 * 32) * ks.Ks);
-  uint8_t* out[kMaxStageRows];
-  // The K positions of [0, Ks) no segment names: zero in every staged row (the padding-skipping
-  // conv leaves them out of the sum; [Kp, Ks) pads the last step).
-  std::vector<uint8_t> named(static_cast<size_t>(ks.Ks), 0);
-  for (int64_t s = 0; s < nseg; ++s)
-    std::memset(named.data() + segs[s].k, 1, static_cast<size_t>(segs[s].len));
-  std::vector<int64_t> gaps;  // [begin, end) pairs
-  for (int64_t k = 0; k < ks.Ks;) {
-    if (named[k]) { ++k; continue; }
-    int64_t k1 = k;
-    while (k1 < ks.Ks && !named[k1]) ++k1;
-    gaps.push_back(k);
-    gaps.push_back(k1);
-    k = k1;
+  // Segments of whole 64-byte steps (C_in a multiple of 64): steps follow the segments, rows are
+  // read in place where 16 of them are equally spaced, and staged rows hold just the segments'
+  // bytes, back to back (K positions no segment names are skipped, not multiplied by zeros).
+  bool by_segs = nseg > 0;
+  for (int64_t s = 0; s < nseg; ++s) by_segs = by_segs && segs[s].k % 64 == 0 && segs[s].len % 64 == 0;
+  Steps st;
+  std::vector<int64_t> gaps;  // linear staging: [begin, end) K ranges no segment names
+  if (by_segs) {
+    for (int64_t s = 0; s < nseg; ++s)
+      for (int64_t u = 0; u < segs[s].len; u += 64) {
+        st.direct.push_back(segs[s].a_off + u);
+        st.staged.push_back(64 * st.count());
+        st.kg.push_back((segs[s].k + u) / kKR);
+      }
+    st.Ks = 64 * st.count();
+  } else {
+    st = linear_steps(Kp);
+    std::vector<uint8_t> named(static_cast<size_t>(st.Ks), 0);
+    for (int64_t s = 0; s < nseg; ++s)
+      std::memset(named.data() + segs[s].k, 1, static_cast<size_t>(segs[s].len));
+    for (int64_t k = 0; k < st.Ks;) {
+      int64_t k1 = k;
+      while (k1 < st.Ks && named[k1] == named[k]) ++k1;
+      if (!named[k]) {
+        gaps.push_back(k);
+        gaps.push_back(k1);
+      }
+      k = k1;
+    }
   }
-  configure(ks.ka);
+  const int64_t MB = kMaxStageRows;
+  uint8_t* abuf = scratch((M < MB ? (M + 15) / 16 * 16 : MB) * st.Ks);
+  uint8_t* out[kMaxStageRows];
+  ATile tiles[kMaxStageRows / 16];
+  configure(st.ka);
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
-    for (int64_t i = 0; i < (R + 31) / 32 * 32; ++i) {
-      uint8_t* dst = abuf + i * ks.Ks;
-      if (i < R) {
-        const uint8_t* src = rows[m0 + i];
-        for (size_t g = 0; g < gaps.size(); g += 2) zero_bytes(dst + gaps[g], gaps[g + 1] - gaps[g]);
-        for (int64_t s = 0; s < nseg; ++s)
-          copy_bytes(dst + segs[s].k, src + segs[s].a_off, segs[s].len);
-        ks.finish_row(dst);
-        out[i] = c + (c_rows != nullptr ? c_rows[m0 + i] : m0 + i) * ldc;
-      } else {
-        zero_bytes(dst, ks.Ks);  // rows of the last tile past M: computed, never stored
+    const uint8_t* const* rw = rows + m0;
+    for (int64_t q = 0; q < (R + 15) / 16; ++q) {
+      const int64_t i0 = 16 * q, nr = R - i0 < 16 ? R - i0 : 16;
+      if (by_segs && nr == 16) {
+        const int64_t d = rw[i0 + 1] - rw[i0];
+        bool even = true;
+        for (int64_t i = 2; i < 16; ++i) even = even && rw[i0 + i] - rw[i0 + i - 1] == d;
+        if (even) {
+          tiles[q] = {rw[i0], d, st.direct.data()};
+          continue;
+        }
       }
+      uint8_t* tb = abuf + i0 * st.Ks;
+      for (int64_t i = 0; i < 16; ++i) {
+        uint8_t* dst = tb + i * st.Ks;
+        if (i >= nr) {
+          zero_bytes(dst, st.Ks);  // rows of the last tile past M: computed, never stored
+          continue;
+        }
+        const uint8_t* src = rw[i0 + i];
+        if (by_segs) {
+          for (int64_t s = 0, t = 0; s < nseg; t += segs[s].len, ++s)
+            copy_bytes(dst + t, src + segs[s].a_off, segs[s].len);
+        } else {
+          for (size_t g = 0; g < gaps.size(); g += 2) zero_bytes(dst + gaps[g], gaps[g + 1] - gaps[g]);
+          for (int64_t s = 0; s < nseg; ++s)
+            copy_bytes(dst + segs[s].k, src + segs[s].a_off, segs[s].len);
+          finish_row(st, dst);
+        }
+      }
+      tiles[q] = {tb, st.Ks, st.staged.data()};
     }
-    run_rows(abuf, ks, R, Kp, packed_b, N, n0, n1, e, out, nullptr);
+    for (int64_t i = 0; i < R; ++i) out[i] = c + (c_rows != nullptr ? c_rows[m0 + i] : m0 + i) * ldc;
+    run_rows(tiles, st, R, Kp, packed_b, N, n0, n1, e, out, nullptr);
   }
   _tile_release();
 }
