@@ -185,7 +185,7 @@ EXTENSIONS += tuple(row.op for row in _activation.ROWS if row.schema)
 TABLE_OPS = {row.op for row in _activation.ROWS}
 # Library-level ops with no PyTorch counterpart (leading underscore: private).
 # qplugin extensions with no PyTorch counterpart of the same schema (pinned, not mirrored).
-PRIVATE = ("_cpu_isa", "_detected_cpu_isa", "_set_cpu_isa", "_build_torch_version",
+PRIVATE = ("_cpu_isa", "_detected_cpu_isa", "_set_cpu_isa", "_set_amx", "_amx_enabled", "_build_torch_version",
            "_output_pool_stats", "_release_output_pool", "_kernel_path_counts")
 
 

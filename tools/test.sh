@@ -39,6 +39,11 @@ $PY -m pytest -q -p no:cacheprovider tests "$@"
 # Scalar-only pass over the op tests: the path a plain x86-64 machine takes.
 QPLUGIN_CPU_ISA=scalar $PY -m pytest -q -p no:cacheprovider tests/batch_norm tests/activation tests/normalization \
     tests/pooling tests/upsample tests/elementwise tests/linear tests/conv tests/embedding tests/dynamic
+# On a CPU with AMX-INT8 the passes above run the avx512vnni GEMM in its AMX form; the zmm form
+# once more over the GEMM users (QPLUGIN_AMX=0; elsewhere it is what the passes above ran).
+if [ "$($PY -c 'import torch, qplugin; print(torch.ops.qplugin._amx_enabled())')" = "True" ]; then
+    QPLUGIN_AMX=0 $PY -m pytest -q -p no:cacheprovider tests/linear tests/conv tests/dynamic tests/models
+fi
 # PyTorch's quantized kernels on their AVX2 paths (saturating u8 x s8 pair sums): the oracle
 # must decide per case (tests/_reference.py gemm_oracle) and the suite pass all the same.
 FBGEMM_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 \
