@@ -374,25 +374,38 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
     const uint8_t* const* rw = rows + m0;
-    for (int64_t q = 0; q < (R + 15) / 16; ++q) {
-      const int64_t i0 = 16 * q, nr = R - i0 < 16 ? R - i0 : 16;
-      if (by_segs && nr == 16) {
-        const int64_t d = rw[i0 + 1] - rw[i0];
-        bool even = true;
-        for (int64_t i = 2; i < 16; ++i) even = even && rw[i0 + i] - rw[i0 + i - 1] == d;
-        if (even) {
-          tiles[q] = {rw[i0], d, st.direct.data()};
+    auto out_row = [&](int64_t i) { return c + (c_rows != nullptr ? c_rows[m0 + i] : m0 + i) * ldc; };
+    // Tiles read in place first: 16 equally spaced rows from row i on (a conv's rows come in runs
+    // along an output row). The rows left over (the ends of the runs) are staged 16 at a time
+    // after them, so only the last tile is partial (run_rows' row count R covers that).
+    int64_t nt = 0, nleft = 0;
+    int64_t left[kMaxStageRows];
+    for (int64_t i = 0; i < R;) {
+      if (by_segs && i + 16 <= R) {
+        const int64_t d = rw[i + 1] - rw[i];
+        int64_t r = 2;
+        while (r < 16 && rw[i + r] - rw[i + r - 1] == d) ++r;
+        if (r == 16) {
+          tiles[nt] = {rw[i], d, st.direct.data()};
+          for (int64_t k = 0; k < 16; ++k) out[16 * nt + k] = out_row(i + k);
+          ++nt;
+          i += 16;
           continue;
         }
       }
-      uint8_t* tb = abuf + i0 * st.Ks;
-      for (int64_t i = 0; i < 16; ++i) {
-        uint8_t* dst = tb + i * st.Ks;
-        if (i >= nr) {
+      left[nleft++] = i++;
+    }
+    for (int64_t l0 = 0; l0 < nleft; l0 += 16, ++nt) {
+      uint8_t* tb = abuf + l0 * st.Ks;
+      for (int64_t k = 0; k < 16; ++k) {
+        uint8_t* dst = tb + k * st.Ks;
+        if (l0 + k >= nleft) {
           zero_bytes(dst, st.Ks);  // rows of the last tile past M: computed, never stored
           continue;
         }
-        const uint8_t* src = rw[i0 + i];
+        const int64_t i = left[l0 + k];
+        out[16 * nt + k] = out_row(i);
+        const uint8_t* src = rw[i];
         if (by_segs) {
           for (int64_t s = 0, t = 0; s < nseg; t += segs[s].len, ++s)
             copy_bytes(dst + t, src + segs[s].a_off, segs[s].len);
@@ -403,9 +416,8 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
           finish_row(st, dst);
         }
       }
-      tiles[q] = {tb, st.Ks, st.staged.data()};
+      tiles[nt] = {tb, st.Ks, st.staged.data()};
     }
-    for (int64_t i = 0; i < R; ++i) out[i] = c + (c_rows != nullptr ? c_rows[m0 + i] : m0 + i) * ldc;
     run_rows(tiles, st, R, Kp, packed_b, N, n0, n1, e, out, nullptr);
   }
   _tile_release();
