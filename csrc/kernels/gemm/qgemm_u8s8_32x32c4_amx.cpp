@@ -100,7 +100,7 @@ struct Steps {
 // step), else 64 with S = ceil(Kp / 64) steps, the last one the window [Kp - 64, Kp) (so B is
 // never read past its last k-group: packed B has only kPackSlack bytes after the last panel).
 // A staged row holds K positions [0, 64 (S - 1)) in place, then that last window with its first
-// sh = 64 S - Kp bytes zeroed (positions the step before counted): finish_row.
+// sh = 64 S - Kp bytes zeroed (positions the step before counted): StagePlan.
 Steps linear_steps(int64_t Kp) {
   Steps st;
   if (Kp <= 64) {
@@ -119,13 +119,44 @@ Steps linear_steps(int64_t Kp) {
   return st;
 }
 
-// A staged row holding K positions [0, Kp) in place (zeros to Ks) -> the layout of linear_steps.
-inline void finish_row(const Steps& st, uint8_t* row) {
-  if (st.sh == 0) return;
-  uint8_t* w = row + st.Ks - 64;
-  const __mmask64 keep = (~0ULL) << st.sh;
-  _mm512_storeu_si512(w, _mm512_maskz_loadu_epi8(keep, w - st.sh));
-}
+// How a row is staged in the layout of linear_steps, from K ranges of A (a gemm row: one range;
+// an igemm row: its segments): copies (A offset -> staged offset, length) and the staged ranges to
+// zero. Position k < 64 (S - 1) stays at k; k >= 64 (S - 1) moves by sh into the last window; the
+// window's first sh bytes, K positions no range names and [K, Kp) are zeros. Written in one pass
+// (no read-back of the row: a load over the masked stores just made waits for them to retire,
+// measured as 40% of the staging).
+struct StagePlan {
+  std::vector<int64_t> src, dst, len;  // copies
+  std::vector<int64_t> zdst, zlen;     // zeros
+
+  StagePlan(const Steps& st, const IgemmSeg* segs, int64_t nseg) {
+    const int64_t B = st.sh == 0 ? st.Ks : st.Ks - 64;
+    std::vector<uint8_t> named(static_cast<size_t>(st.Ks), 0);
+    auto add = [&](int64_t a, int64_t d, int64_t n) {
+      if (n <= 0) return;
+      src.push_back(a);
+      dst.push_back(d);
+      len.push_back(n);
+      std::memset(named.data() + d, 1, static_cast<size_t>(n));
+    };
+    for (int64_t s = 0; s < nseg; ++s) {
+      const int64_t k0 = segs[s].k, k1 = segs[s].k + segs[s].len;
+      const int64_t mid = k1 < B ? k1 : (k0 > B ? k0 : B);
+      add(segs[s].a_off, k0, mid - k0);                         // below the last window
+      add(segs[s].a_off + (mid - k0), mid + st.sh, k1 - mid);  // in it
+    }
+    for (int64_t k = 0; k < st.Ks;) {
+      int64_t k1 = k;
+      while (k1 < st.Ks && named[k1] == named[k]) ++k1;
+      if (!named[k]) {
+        zdst.push_back(k);
+        zlen.push_back(k1 - k);
+      }
+      k = k1;
+    }
+  }
+  void stage(uint8_t* row, const uint8_t* a) const;
+};
 
 // 16 rows of A: row r at base + r * stride; step t reads base + off[t] (+ r * stride).
 struct ATile {
@@ -290,6 +321,11 @@ inline void zero_bytes(uint8_t* dst, int64_t len) {
   if (i < len) _mm512_mask_storeu_epi8(dst + i, (~0ULL) >> (64 - (len - i)), _mm512_setzero_si512());
 }
 
+void StagePlan::stage(uint8_t* row, const uint8_t* a) const {
+  for (size_t i = 0; i < zdst.size(); ++i) zero_bytes(row + zdst[i], zlen[i]);
+  for (size_t i = 0; i < src.size(); ++i) copy_bytes(row + dst[i], a + src[i], len[i]);
+}
+
 }  // namespace
 
 void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b, int64_t N,
@@ -304,6 +340,8 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
   uint8_t* abuf = scratch((in_place ? 16 : (mb + 15) / 16 * 16) * st.Ks);
   uint8_t* out[kMaxStageRows];
   ATile tiles[kMaxStageRows / 16];
+  const IgemmSeg whole{0, 0, K};
+  const StagePlan plan(st, &whole, 1);
   configure(st.ka);
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
@@ -316,9 +354,7 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
         for (int64_t i = 0; i < 16; ++i) {
           uint8_t* dst = tb + i * st.Ks;
           if (i < rows) {
-            copy_bytes(dst, a + (m0 + i0 + i) * lda, K);
-            zero_bytes(dst + K, st.Ks - K);
-            finish_row(st, dst);
+            plan.stage(dst, a + (m0 + i0 + i) * lda);
           } else {
             zero_bytes(dst, st.Ks);  // rows of the last tile past M: computed, never stored
           }
@@ -342,7 +378,6 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
   bool by_segs = nseg > 0;
   for (int64_t s = 0; s < nseg; ++s) by_segs = by_segs && segs[s].k % 64 == 0 && segs[s].len % 64 == 0;
   Steps st;
-  std::vector<int64_t> gaps;  // linear staging: [begin, end) K ranges no segment names
   if (by_segs) {
     for (int64_t s = 0; s < nseg; ++s)
       for (int64_t u = 0; u < segs[s].len; u += 64) {
@@ -353,19 +388,8 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
     st.Ks = 64 * st.count();
   } else {
     st = linear_steps(Kp);
-    std::vector<uint8_t> named(static_cast<size_t>(st.Ks), 0);
-    for (int64_t s = 0; s < nseg; ++s)
-      std::memset(named.data() + segs[s].k, 1, static_cast<size_t>(segs[s].len));
-    for (int64_t k = 0; k < st.Ks;) {
-      int64_t k1 = k;
-      while (k1 < st.Ks && named[k1] == named[k]) ++k1;
-      if (!named[k]) {
-        gaps.push_back(k);
-        gaps.push_back(k1);
-      }
-      k = k1;
-    }
   }
+  const StagePlan plan(st, segs, by_segs ? 0 : nseg);
   const int64_t MB = kMaxStageRows;
   uint8_t* abuf = scratch((M < MB ? (M + 15) / 16 * 16 : MB) * st.Ks);
   uint8_t* out[kMaxStageRows];
@@ -410,10 +434,7 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
           for (int64_t s = 0, t = 0; s < nseg; t += segs[s].len, ++s)
             copy_bytes(dst + t, src + segs[s].a_off, segs[s].len);
         } else {
-          for (size_t g = 0; g < gaps.size(); g += 2) zero_bytes(dst + gaps[g], gaps[g + 1] - gaps[g]);
-          for (int64_t s = 0; s < nseg; ++s)
-            copy_bytes(dst + segs[s].k, src + segs[s].a_off, segs[s].len);
-          finish_row(st, dst);
+          plan.stage(dst, src);
         }
       }
       tiles[nt] = {tb, st.Ks, st.staged.data()};
