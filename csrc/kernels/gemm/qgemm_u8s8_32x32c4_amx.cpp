@@ -26,6 +26,8 @@ constexpr int64_t kBChunkBytes = 768 * 1024;
 // Rows of A staged at once by gemm(): up to this many bytes (L2-resident while the chunks pass).
 constexpr int64_t kStageBytes = 512 * 1024;
 constexpr int64_t kMaxStageRows = 512;
+// Shortest run of equally spaced conv rows read in place as a partial tile (igemm).
+constexpr int64_t kMinRun = 8;
 
 // Tiles: 0..3 accumulators C[r][c] = tile 2r + c (16 x 16 int32); 4, 5 the two A row tiles
 // (16 rows x ka bytes); 6, 7 the two B column tiles (ka / 4 k-groups x 16 columns x 4 bytes).
@@ -196,6 +198,7 @@ struct Epi {
                                : _mm512_set1_epi32(e.w_zp_scalar);
       }
       for (int64_t i = i0; i < i1; ++i) {
+        if (out[i] == nullptr) continue;  // a row of a partial tile (igemm)
         __m512i v = _mm512_sub_epi32(_mm512_load_si512(cbuf + i * 32 + j), coff);
         if (has_rs) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zw, _mm512_set1_epi32(rs[i])));
         if (i32) {
@@ -392,28 +395,35 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
   const StagePlan plan(st, segs, by_segs ? 0 : nseg);
   const int64_t MB = kMaxStageRows;
   uint8_t* abuf = scratch((M < MB ? (M + 15) / 16 * 16 : MB) * st.Ks);
-  uint8_t* out[kMaxStageRows];
-  ATile tiles[kMaxStageRows / 16];
+  // Partial in-place tiles (>= kMinRun rows) can make more tiles than R / 16.
+  constexpr int64_t kMaxTiles = kMaxStageRows / kMinRun + 1;
+  uint8_t* out[16 * kMaxTiles];
+  ATile tiles[kMaxTiles];
   configure(st.ka);
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
     const uint8_t* const* rw = rows + m0;
     auto out_row = [&](int64_t i) { return c + (c_rows != nullptr ? c_rows[m0 + i] : m0 + i) * ldc; };
-    // Tiles read in place first: 16 equally spaced rows from row i on (a conv's rows come in runs
-    // along an output row). The rows left over (the ends of the runs) are staged 16 at a time
-    // after them, so only the last tile is partial (run_rows' row count R covers that).
+    // Tiles read in place first: up to 16 equally spaced rows from row i on (a conv's rows come
+    // in runs along an output row). A run of r < 16 rows (an output row of 14 pixels) is a tile
+    // too when it has at least kMinRun rows and its 16 rows stay below the call's highest row
+    // pointer: rows r..15 then read bytes inside the buffer the call reads (between two rows it
+    // reads legitimately; every row of a call points into one input buffer) and are computed but
+    // not stored (out = null). The rows left over are staged 16 at a time after them.
+    const uint8_t* top = rw[0];
+    for (int64_t i = 1; i < R; ++i) top = rw[i] > top ? rw[i] : top;
     int64_t nt = 0, nleft = 0;
     int64_t left[kMaxStageRows];
     for (int64_t i = 0; i < R;) {
-      if (by_segs && i + 16 <= R) {
+      if (by_segs && i + 1 < R) {
         const int64_t d = rw[i + 1] - rw[i];
         int64_t r = 2;
-        while (r < 16 && rw[i + r] - rw[i + r - 1] == d) ++r;
-        if (r == 16) {
+        while (r < 16 && i + r < R && rw[i + r] - rw[i + r - 1] == d) ++r;
+        if (d > 0 && (r == 16 || (r >= kMinRun && rw[i] + 15 * d <= top))) {
           tiles[nt] = {rw[i], d, st.direct.data()};
-          for (int64_t k = 0; k < 16; ++k) out[16 * nt + k] = out_row(i + k);
+          for (int64_t k = 0; k < 16; ++k) out[16 * nt + k] = k < r ? out_row(i + k) : nullptr;
           ++nt;
-          i += 16;
+          i += r;
           continue;
         }
       }
@@ -425,6 +435,7 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
         uint8_t* dst = tb + k * st.Ks;
         if (l0 + k >= nleft) {
           zero_bytes(dst, st.Ks);  // rows of the last tile past M: computed, never stored
+          out[16 * nt + k] = nullptr;
           continue;
         }
         const int64_t i = left[l0 + k];
@@ -439,7 +450,7 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
       }
       tiles[nt] = {tb, st.Ks, st.staged.data()};
     }
-    run_rows(tiles, st, R, Kp, packed_b, N, n0, n1, e, out, nullptr);
+    run_rows(tiles, st, 16 * nt, Kp, packed_b, N, n0, n1, e, out, nullptr);
   }
   _tile_release();
 }
