@@ -407,9 +407,12 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
     // Tiles read in place first: up to 16 equally spaced rows from row i on (a conv's rows come
     // in runs along an output row). A run of r < 16 rows (an output row of 14 pixels) is a tile
     // too when it has at least kMinRun rows and its 16 rows stay below the call's highest row
-    // pointer: rows r..15 then read bytes inside the buffer the call reads (between two rows it
+    // pointer (and the call has at most 64 columns): rows r..15 then read bytes inside the buffer the call reads (between two rows it
     // reads legitimately; every row of a call points into one input buffer) and are computed but
     // not stored (out = null). The rows left over are staged 16 at a time after them.
+    // Worth it where staging costs most against the multiplications, i.e. few columns (measured:
+    // 64 columns gain, 128 lose the idle rows' share).
+    const bool partial_ok = n1 - n0 <= 64;
     const uint8_t* top = rw[0];
     for (int64_t i = 1; i < R; ++i) top = rw[i] > top ? rw[i] : top;
     int64_t nt = 0, nleft = 0;
@@ -419,7 +422,7 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
         const int64_t d = rw[i + 1] - rw[i];
         int64_t r = 2;
         while (r < 16 && i + r < R && rw[i + r] - rw[i + r - 1] == d) ++r;
-        if (d > 0 && (r == 16 || (r >= kMinRun && rw[i] + 15 * d <= top))) {
+        if (d > 0 && (r == 16 || (partial_ok && r >= kMinRun && rw[i] + 15 * d <= top))) {
           tiles[nt] = {rw[i], d, st.direct.data()};
           for (int64_t k = 0; k < 16; ++k) out[16 * nt + k] = k < r ? out_row(i + k) : nullptr;
           ++nt;
