@@ -378,17 +378,28 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
   // Segments of whole 64-byte steps (C_in a multiple of 64): steps follow the segments, rows are
   // read in place where 16 of them are equally spaced, and staged rows hold just the segments'
   // bytes, back to back (K positions no segment names are skipped, not multiplied by zeros).
-  bool by_segs = nseg > 0;
-  for (int64_t s = 0; s < nseg; ++s) by_segs = by_segs && segs[s].k % 64 == 0 && segs[s].len % 64 == 0;
+  // Step size g: 64 when every segment is whole 64-byte steps (C_in % 64 = 0), else 32 when they
+  // are whole 32-byte steps (C_in = 32, 96, 160, ...: TDPBUSD costs the same for 32 bytes of K as
+  // for 64, so this doubles the multiplications of the K it covers, but reads A in place; measured
+  // faster than staging up to 128 columns (32 -> 64 on 32x32: 1.42 -> 1.06 ms), slower at 256),
+  // else 0: linear staging.
+  auto all_multiple = [&](int64_t g) {
+    bool ok = nseg > 0;
+    for (int64_t s = 0; s < nseg; ++s) ok = ok && segs[s].k % g == 0 && segs[s].len % g == 0;
+    return ok;
+  };
+  const int64_t g = all_multiple(64) ? 64 : (n1 - n0 <= 128 && all_multiple(32)) ? 32 : 0;
+  const bool by_segs = g > 0;
   Steps st;
   if (by_segs) {
+    st.ka = static_cast<int>(g);
     for (int64_t s = 0; s < nseg; ++s)
-      for (int64_t u = 0; u < segs[s].len; u += 64) {
+      for (int64_t u = 0; u < segs[s].len; u += g) {
         st.direct.push_back(segs[s].a_off + u);
-        st.staged.push_back(64 * st.count());
+        st.staged.push_back(g * st.count());
         st.kg.push_back((segs[s].k + u) / kKR);
       }
-    st.Ks = 64 * st.count();
+    st.Ks = g * st.count();
   } else {
     st = linear_steps(Kp);
   }
