@@ -25,6 +25,17 @@ constexpr int64_t kMinCols = 32;
 // caller has checked amx_enabled(), M >= kMinRows and n1 - n0 >= kMinCols.
 void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b, int64_t N,
           int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc);
+// Whether an igemm call should take the AMX form: when its rows need staging byte by byte (conv
+// segments not in whole 32/64-byte steps: C_in = 3, 16, 24, ...), only for wide calls with a
+// long K (staging costs per byte of A, AMX saves per byte times columns). Measured, zmm against
+// AMX staged: 3 -> 64 3x3 on 112x112 1.49 against 2.44 ms, 24 -> 72 1x1 0.41 against 0.54,
+// 16 -> 64 3x3 0.77 against 0.73, 3 -> 64 7x7 3.67 against 3.70.
+bool igemm_prefers_amx(const IgemmSeg* segs, int64_t nseg, int64_t Kp, int64_t ncols);
+// The same for gemm: rows read in place when K % 64 = 0, else staged (worth it for wide calls
+// with a long K only; 24 -> 72 1x1 conv: zmm 0.42, AMX 0.57 ms).
+inline bool gemm_prefers_amx(int64_t K, int64_t ncols) {
+  return K % 64 == 0 || (ncols >= 128 && K >= 128);
+}
 void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const IgemmSeg* segs,
            int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
            const QGemmEpilogue& e, uint8_t* c, int64_t ldc);

@@ -90,12 +90,22 @@ inline void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t len) {
 // A row tile is read in place when its 16 rows are equally spaced in memory and every step lies
 // inside one contiguous K range of A (`direct`), otherwise from rows staged into a buffer of Ks
 // bytes a row (`staged` offsets).
+// One per thread (this_thread()), refilled by every call: no heap allocation once the vectors
+// have grown (a conv makes a call per block of rows; allocations there cost 25% of a 1x1 conv).
 struct Steps {
   std::vector<int64_t> direct, staged, kg;
   int64_t Ks = 64;
   int64_t sh = 0;  // staged rows built in place: bytes to shift the last window by (below)
   int ka = 64;
   int64_t count() const { return static_cast<int64_t>(kg.size()); }
+  void clear() {
+    direct.clear();
+    staged.clear();
+    kg.clear();
+    Ks = 64;
+    sh = 0;
+    ka = 64;
+  }
 };
 
 // Steps over K positions [0, Kp) in order, for rows staged in place: ka = Kp when Kp <= 64 (one
@@ -103,12 +113,14 @@ struct Steps {
 // never read past its last k-group: packed B has only kPackSlack bytes after the last panel).
 // A staged row holds K positions [0, 64 (S - 1)) in place, then that last window with its first
 // sh = 64 S - Kp bytes zeroed (positions the step before counted): StagePlan.
-Steps linear_steps(int64_t Kp) {
-  Steps st;
+void linear_steps(int64_t Kp, Steps& st) {
+  st.clear();
   if (Kp <= 64) {
     st.ka = static_cast<int>(Kp);
-    st.staged = st.direct = st.kg = {0};
-    return st;
+    st.staged.push_back(0);
+    st.direct.push_back(0);
+    st.kg.push_back(0);
+    return;
   }
   const int64_t S = (Kp + 63) / 64;
   st.Ks = 64 * S;
@@ -118,7 +130,6 @@ Steps linear_steps(int64_t Kp) {
     st.direct.push_back(64 * s);
     st.kg.push_back(s + 1 < S ? 16 * s : (Kp - 64) / kKR);
   }
-  return st;
 }
 
 // How a row is staged in the layout of linear_steps, from K ranges of A (a gemm row: one range;
@@ -131,9 +142,13 @@ struct StagePlan {
   std::vector<int64_t> src, dst, len;  // copies
   std::vector<int64_t> zdst, zlen;     // zeros
 
-  StagePlan(const Steps& st, const IgemmSeg* segs, int64_t nseg) {
+  std::vector<uint8_t> named;
+
+  // Refills the plan (one per thread, like Steps).
+  void build(const Steps& st, const IgemmSeg* segs, int64_t nseg) {
+    src.clear(), dst.clear(), len.clear(), zdst.clear(), zlen.clear();
     const int64_t B = st.sh == 0 ? st.Ks : st.Ks - 64;
-    std::vector<uint8_t> named(static_cast<size_t>(st.Ks), 0);
+    named.assign(static_cast<size_t>(st.Ks), 0);
     auto add = [&](int64_t a, int64_t d, int64_t n) {
       if (n <= 0) return;
       src.push_back(a);
@@ -334,7 +349,8 @@ void StagePlan::stage(uint8_t* row, const uint8_t* a) const {
 void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b, int64_t N,
           int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   const int64_t Kp = generic::round_up(K, kKR);
-  const Steps st = linear_steps(Kp);
+  thread_local Steps st;
+  linear_steps(Kp, st);
   // K a multiple of 64: every full 16-row tile is read in place (rows lda apart); otherwise,
   // and for the last rows, tiles are staged.
   const bool in_place = K % 64 == 0;
@@ -344,7 +360,8 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
   uint8_t* out[kMaxStageRows];
   ATile tiles[kMaxStageRows / 16];
   const IgemmSeg whole{0, 0, K};
-  const StagePlan plan(st, &whole, 1);
+  thread_local StagePlan plan;
+  plan.build(st, &whole, 1);
   configure(st.ka);
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
@@ -372,25 +389,34 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
   _tile_release();
 }
 
+// The step size: 64 when every segment is whole 64-byte steps (C_in % 64 = 0), else 32 when they
+// are whole 32-byte steps (C_in = 32, 96, 160, ...: TDPBUSD costs the same for 32 bytes of K as
+// for 64, so this doubles the multiplications of the K it covers, but reads A in place; measured
+// faster than staging up to 128 columns (32 -> 64 on 32x32: 1.42 -> 1.06 ms), slower at 256),
+// else 0: linear staging.
+int64_t igemm_step(const IgemmSeg* segs, int64_t nseg, int64_t ncols) {
+  auto all_multiple = [&](int64_t g) {
+    bool ok = nseg > 0;
+    for (int64_t s = 0; s < nseg; ++s) ok = ok && segs[s].k % g == 0 && segs[s].len % g == 0;
+    return ok;
+  };
+  return all_multiple(64) ? 64 : (ncols <= 128 && all_multiple(32)) ? 32 : 0;
+}
+
+bool igemm_prefers_amx(const IgemmSeg* segs, int64_t nseg, int64_t Kp, int64_t ncols) {
+  return igemm_step(segs, nseg, ncols) > 0 || (ncols >= 128 && Kp >= 128);
+}
+
 void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const IgemmSeg* segs,
            int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
            const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   // Segments of whole 64-byte steps (C_in a multiple of 64): steps follow the segments, rows are
   // read in place where 16 of them are equally spaced, and staged rows hold just the segments'
   // bytes, back to back (K positions no segment names are skipped, not multiplied by zeros).
-  // Step size g: 64 when every segment is whole 64-byte steps (C_in % 64 = 0), else 32 when they
-  // are whole 32-byte steps (C_in = 32, 96, 160, ...: TDPBUSD costs the same for 32 bytes of K as
-  // for 64, so this doubles the multiplications of the K it covers, but reads A in place; measured
-  // faster than staging up to 128 columns (32 -> 64 on 32x32: 1.42 -> 1.06 ms), slower at 256),
-  // else 0: linear staging.
-  auto all_multiple = [&](int64_t g) {
-    bool ok = nseg > 0;
-    for (int64_t s = 0; s < nseg; ++s) ok = ok && segs[s].k % g == 0 && segs[s].len % g == 0;
-    return ok;
-  };
-  const int64_t g = all_multiple(64) ? 64 : (n1 - n0 <= 128 && all_multiple(32)) ? 32 : 0;
+  const int64_t g = igemm_step(segs, nseg, n1 - n0);
   const bool by_segs = g > 0;
-  Steps st;
+  thread_local Steps st;
+  st.clear();
   if (by_segs) {
     st.ka = static_cast<int>(g);
     for (int64_t s = 0; s < nseg; ++s)
@@ -401,9 +427,10 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
       }
     st.Ks = g * st.count();
   } else {
-    st = linear_steps(Kp);
+    linear_steps(Kp, st);
   }
-  const StagePlan plan(st, segs, by_segs ? 0 : nseg);
+  thread_local StagePlan plan;
+  plan.build(st, segs, by_segs ? 0 : nseg);
   const int64_t MB = kMaxStageRows;
   uint8_t* abuf = scratch((M < MB ? (M + 15) / 16 * 16 : MB) * st.Ks);
   // Partial in-place tiles (>= kMinRun rows) can make more tiles than R / 16.
