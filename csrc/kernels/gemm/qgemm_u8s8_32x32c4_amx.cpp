@@ -41,7 +41,9 @@ struct alignas(64) TileConfig {
 
 // Loads the tile shapes of a K step of ka bytes (64, or Kp when the whole K is shorter).
 void configure(int ka) {
-  TileConfig cfg;
+  // Not on the stack: a standalone copy of this function (tools/bench/amx_peak.cpp) had GCC put
+  // the struct in the red zone, where LDTILECFG faulted.
+  thread_local TileConfig cfg;
   std::memset(&cfg, 0, sizeof cfg);
   cfg.palette_id = 1;
   for (int t = 0; t < 4; ++t) {
