@@ -67,7 +67,8 @@ SIZES = list(itertools.product([16, 17, 31, 32, 33, 47, 100], [1, 3, 4, 60, 64, 
 STAGED = [(40, 200, 130), (33, 129, 256), (100, 300, 128), (17, 1000, 200), (530, 130, 128)]
 
 
-@pytest.mark.parametrize("M,K,N", SIZES[::3] + STAGED + [(530, 64, 40), (513, 100, 20), (16, 4096, 70)])
+@pytest.mark.parametrize("M,K,N", SIZES[::3] + STAGED
+                         + [(530, 64, 40), (513, 100, 20), (16, 4096, 70)])
 def test_linear_matches_zmm_kernel(M, K, N):
     x, w, b = _linear_inputs(M, K, N, seed=M * 131 + K * 7 + N)
     p = Q.linear_prepack(w, b)
@@ -133,14 +134,18 @@ def _conv(dim, N, Cin, Cout, S, k, stride, pad, dil, groups, cl, seed, transpose
 
 # (N, Cin, Cout, S, k, stride, pad, dil, groups): Cin 64/128 take the in-place segment path
 # (64-byte steps), 32/96 with up to 128 output channels 32-byte steps, 3/16 with 128+ output
-# channels the linear staging (fewer: the zmm kernel); S chosen so row tiles straddle output rows
-# and runs of 8..15 rows make partial in-place tiles.
-CONVS = [(2, 64, 64, 13, 3, 1, 1, 1, 1), (1, 128, 40, 9, 3, 1, 1, 1, 1), (3, 64, 96, 11, 3, 2, 1, 1, 1),
-         (2, 64, 64, 10, 1, 1, 0, 1, 1), (1, 3, 64, 30, 7, 2, 3, 1, 1), (2, 16, 33, 12, 3, 1, 1, 1, 1),
-         (1, 96, 70, 9, 5, 1, 2, 1, 1), (2, 128, 64, 12, 3, 1, 2, 2, 1), (2, 128, 128, 9, 3, 1, 1, 1, 2),
-         (1, 64, 17, 20, 3, 1, 0, 1, 1), (4, 256, 80, 5, 3, 1, 1, 1, 1), (1, 72, 64, 17, 3, 2, 0, 1, 1),
-         (2, 32, 64, 12, 3, 1, 1, 1, 1), (1, 96, 128, 11, 3, 1, 1, 1, 1), (1, 16, 128, 12, 3, 1, 1, 1, 1),
-         (1, 3, 160, 20, 7, 2, 3, 1, 1), (1, 64, 64, 10, 3, 1, 1, 1, 1), (2, 64, 48, 14, 3, 1, 1, 1, 1)]
+# channels the linear staging (fewer: the zmm kernel), 3 (padded spans of one length) steps of
+# that length; S chosen so row tiles straddle output rows and runs of 8..15 rows make partial
+# in-place tiles.
+CONVS = [(2, 64, 64, 13, 3, 1, 1, 1, 1), (1, 128, 40, 9, 3, 1, 1, 1, 1),
+         (3, 64, 96, 11, 3, 2, 1, 1, 1), (2, 64, 64, 10, 1, 1, 0, 1, 1),
+         (1, 3, 64, 30, 7, 2, 3, 1, 1), (2, 16, 33, 12, 3, 1, 1, 1, 1),
+         (1, 96, 70, 9, 5, 1, 2, 1, 1), (2, 128, 64, 12, 3, 1, 2, 2, 1),
+         (2, 128, 128, 9, 3, 1, 1, 1, 2), (1, 64, 17, 20, 3, 1, 0, 1, 1),
+         (4, 256, 80, 5, 3, 1, 1, 1, 1), (1, 72, 64, 17, 3, 2, 0, 1, 1),
+         (2, 32, 64, 12, 3, 1, 1, 1, 1), (1, 96, 128, 11, 3, 1, 1, 1, 1),
+         (1, 16, 128, 12, 3, 1, 1, 1, 1), (1, 3, 160, 20, 7, 2, 3, 1, 1),
+         (1, 64, 64, 10, 3, 1, 1, 1, 1), (2, 64, 48, 14, 3, 1, 1, 1, 1)]
 
 
 @pytest.mark.parametrize("case", CONVS)

@@ -1,6 +1,7 @@
 // AMX-INT8 GEMM kernel qgemm_u8s8_32x32c4__amx: TDPBUSD on 2 x 2 tiles of 16 rows x 16 columns
-// (a 32 x 32 int32 block per pass over K), A staged into 64-byte K steps, B read in place from the
-// avx512vnni packing. Must equal the scalar kernel byte for byte (qgemm.h; qgemm_amx.h).
+// (a 32 x 32 int32 block per pass over K), A rows read in place where they allow it and staged
+// into K steps where not, B read in place from the avx512vnni packing. Must equal the scalar
+// kernel byte for byte (qgemm.h; qgemm_amx.h).
 // Changes with: qgemm_amx.h, qgemm_u8s8_6x64c4_avx512vnni.cpp (same packing and epilogue).
 #define QPLUGIN_ISA_NS amx
 #include <immintrin.h>
@@ -39,7 +40,7 @@ struct alignas(64) TileConfig {
   uint8_t rows[16];
 };
 
-// Loads the tile shapes of a K step of ka bytes (64, or Kp when the whole K is shorter).
+// Loads the tile shapes of a K step of ka bytes (a multiple of 4, at most 64: Steps::ka).
 void configure(int ka) {
   // Not on the stack: a standalone copy of this function (tools/bench/amx_peak.cpp) had GCC put
   // the struct in the red zone, where LDTILECFG faulted.
@@ -87,13 +88,14 @@ inline void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t len) {
   }
 }
 
-// The K steps of a call: step t multiplies ka A bytes (64, or Kp when K is shorter) read at
-// (a row tile's row pointer + off[t]) with the packed-B k-groups [kg[t], kg[t] + ka / 4).
-// A row tile is read in place when its 16 rows are equally spaced in memory and every step lies
-// inside one contiguous K range of A (`direct`), otherwise from rows staged into a buffer of Ks
-// bytes a row (`staged` offsets).
-// One per thread (this_thread()), refilled by every call: no heap allocation once the vectors
-// have grown (a conv makes a call per block of rows; allocations there cost 25% of a 1x1 conv).
+// The K steps of a call: step t multiplies ka A bytes (64; Kp when K is shorter; 32 or a segment
+// length for igemm, igemm_step) read at (a row tile's row pointer + off[t]) with the packed-B
+// k-groups [kg[t], kg[t] + ka / 4). A row tile is read in place when its rows are equally spaced
+// in memory and every step lies inside one contiguous K range of A (`direct` offsets), otherwise
+// from rows staged into a buffer of Ks bytes a row (`staged` offsets).
+// gemm() and igemm() keep one in a thread_local and refill it every call: no heap allocation
+// once its vectors have grown (a conv makes a call per block of rows; allocating there cost 25%
+// of a small 1x1 conv).
 struct Steps {
   std::vector<int64_t> direct, staged, kg;
   int64_t Ks = 64;
@@ -146,7 +148,7 @@ struct StagePlan {
 
   std::vector<uint8_t> named;
 
-  // Refills the plan (one per thread, like Steps).
+  // Refills the plan (a thread_local, like Steps).
   void build(const Steps& st, const IgemmSeg* segs, int64_t nseg) {
     src.clear(), dst.clear(), len.clear(), zdst.clear(), zlen.clear();
     const int64_t B = st.sh == 0 ? st.Ks : st.Ks - 64;
@@ -338,7 +340,9 @@ void run_rows(const ATile* tiles, const Steps& st, int64_t R, int64_t Kp, const 
 inline void zero_bytes(uint8_t* dst, int64_t len) {
   int64_t i = 0;
   for (; i + 64 <= len; i += 64) _mm512_storeu_si512(dst + i, _mm512_setzero_si512());
-  if (i < len) _mm512_mask_storeu_epi8(dst + i, (~0ULL) >> (64 - (len - i)), _mm512_setzero_si512());
+  if (i < len) {
+    _mm512_mask_storeu_epi8(dst + i, (~0ULL) >> (64 - (len - i)), _mm512_setzero_si512());
+  }
 }
 
 void StagePlan::stage(uint8_t* row, const uint8_t* a) const {
@@ -422,9 +426,9 @@ bool igemm_prefers_amx(const IgemmSeg* segs, int64_t nseg, int64_t Kp, int64_t n
 void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const IgemmSeg* segs,
            int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,
            const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
-  // Segments of whole 64-byte steps (C_in a multiple of 64): steps follow the segments, rows are
-  // read in place where 16 of them are equally spaced, and staged rows hold just the segments'
-  // bytes, back to back (K positions no segment names are skipped, not multiplied by zeros).
+  // With a step size g (igemm_step), steps follow the segments: rows are read in place where they
+  // are equally spaced, and staged rows hold just the segments' bytes, back to back (K positions
+  // no segment names are skipped, not multiplied by zeros). Otherwise linear staging.
   const int64_t g = igemm_step(segs, nseg, n1 - n0);
   const bool by_segs = g > 0;
   thread_local Steps st;
@@ -453,15 +457,17 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
     const uint8_t* const* rw = rows + m0;
-    auto out_row = [&](int64_t i) { return c + (c_rows != nullptr ? c_rows[m0 + i] : m0 + i) * ldc; };
+    auto out_row = [&](int64_t i) {
+      return c + (c_rows != nullptr ? c_rows[m0 + i] : m0 + i) * ldc;
+    };
     // Tiles read in place first: up to 16 equally spaced rows from row i on (a conv's rows come
     // in runs along an output row). A run of r < 16 rows (an output row of 14 pixels) is a tile
-    // too when it has at least kMinRun rows and its 16 rows stay below the call's highest row
-    // pointer (and the call has at most 64 columns): rows r..15 then read bytes inside the buffer the call reads (between two rows it
-    // reads legitimately; every row of a call points into one input buffer) and are computed but
-    // not stored (out = null). The rows left over are staged 16 at a time after them.
-    // Worth it where staging costs most against the multiplications, i.e. few columns (measured:
-    // 64 columns gain, 128 lose the idle rows' share).
+    // too when it has at least kMinRun rows, its 16 rows stay below the call's highest row
+    // pointer, and the call has at most 64 columns: rows r..15 then read bytes inside the buffer
+    // the call reads (between two rows it reads legitimately; every row of a call points into one
+    // input buffer) and are computed but not stored (out = null). Worth it where staging costs
+    // most against the multiplications, i.e. few columns (measured: 64 columns gain, 128 and 256
+    // lose the idle rows' share). The rows left over are staged 16 at a time after them.
     const bool partial_ok = n1 - n0 <= 64;
     const uint8_t* top = rw[0];
     for (int64_t i = 1; i < R; ++i) top = rw[i] > top ? rw[i] : top;
