@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "kernels/gemm/qgemm_amx.h"
@@ -72,7 +73,9 @@ uint8_t* scratch(int64_t bytes) {
   if (bytes > cap) {
     const int64_t want = (bytes + 4095) / 4096 * 4096;
     buf.reset(static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(want))));
-    if (!buf) std::abort();
+    // Out of memory: an exception (the op reports it as PyTorch does), never an abort. Callers
+    // take the buffer before LDTILECFG, so no tile state is left behind.
+    if (!buf) throw std::bad_alloc();
     cap = want;
   }
   return buf.get();
