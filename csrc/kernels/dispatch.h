@@ -106,6 +106,11 @@ Isa set_isa(Isa requested);
 const KernelTable& table();
 // Whether the CPU has AVX-512 VBMI (byte permutes), an option of some avx512vnni kernels.
 bool cpu_has_vbmi();
+// Whether 8-bit embedding rows of 64 columns take the strided form on the avx512vnni tier
+// (kernels/embedding/embedding_avx512vnni.cpp kStrided): by default on every CPU but Intel's,
+// where the vpmovzxbd form is faster; QPLUGIN_EMBEDDING_ROW_FORM=strided / widen at load sets it
+// (tests run both; the bytes are the same).
+bool embedding_strided8();
 // Whether the CPU has AMX-INT8 and the OS lets this process use tile data (Linux asks for it with
 // arch_prctl(ARCH_REQ_XCOMP_PERM), once, at load). An option of the avx512vnni tier, as VBMI is:
 // the avx512vnni GEMM kernels hand large calls to their AMX form (kernels/gemm/qgemm_amx.h).

@@ -9,10 +9,12 @@
 # torch.ops.quantized. Its 2-D-indices path also drops the last bag when include_last_offset=True
 # (F.embedding_bag keeps it; so does qplugin).
 import functools
+import os
 
 import pytest
 import torch
 
+from conftest import SESSION_ISA
 from _emb_common import (P, Q, assert_bag_close, decode, float_bag, prepack, rowwise,
                          torch_prepack, torch_rowwise)
 
@@ -530,3 +532,48 @@ def test_tables_beyond_l2_take_the_prefetching_walks(isa, bits):
                 sub, pos = t[idx], torch.arange(n)
                 assert_bag_close(got, float_bag(sub, bits, pos, off, mode, pw), sub, bits, pos,
                                  pw)
+
+
+_ROW_FORM_SCRIPT = r"""
+import sys, torch
+sys.path.insert(0, {root!r})
+import qplugin
+P = torch.ops.qplugin
+g = torch.Generator().manual_seed(5)
+# 20,000 rows of 64 columns (1.44 MB: the prefetching lean walk on a 1-2 MB L2) and 90 rows (no
+# prefetch): sum / mean / max, weights, a mapping, empty bags and a bag of one row.
+for rows in (20_000, 90):
+    t = P.embedding_bag_byte_prepack(torch.randn(rows, 64, generator=g) * 3)
+    n = 2000
+    idx = torch.randint(0, rows, (n,), generator=g)
+    off = torch.sort(torch.randint(0, n, (97,), generator=g))[0]
+    off[0] = 0
+    off[5] = off[6] = off[4]
+    psw = torch.rand(n, generator=g) * 3 - 1
+    mapping = torch.arange(rows, dtype=torch.int32)
+    mapping[idx[::5]] = -1
+    calls = [(0, False, None, None), (1, False, None, None), (2, False, None, None),
+             (0, False, psw, None), (2, True, None, mapping)]
+    for mode, pruned, pw, mp in calls:
+        got = P.embedding_bag_byte_rowwise_offsets(t, idx, off, False, mode, pruned, pw, mp)
+        P._set_cpu_isa("scalar")
+        want = P.embedding_bag_byte_rowwise_offsets(t, idx, off, False, mode, pruned, pw, mp)
+        P._set_cpu_isa("avx512vnni")
+        assert torch.equal(got, want), (rows, mode, pruned, (got - want).abs().max())
+print("ok")
+"""
+
+
+@pytest.mark.skipif(SESSION_ISA != "avx512vnni", reason="the two row forms are avx512vnni's")
+@pytest.mark.parametrize("form", ["strided", "widen"])
+def test_64_column_8bit_row_forms_give_the_scalar_bytes(form):
+    # 8-bit rows of 64 columns reduce in one of two forms on the avx512vnni tier: strided (one
+    # load, shifts and masks; the default except on Intel) or widen (vpmovzxbd per 16 columns; the
+    # default on Intel). QPLUGIN_EMBEDDING_ROW_FORM picks one at load, so each runs in a child.
+    import subprocess
+    import sys
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    env = dict(os.environ, QPLUGIN_EMBEDDING_ROW_FORM=form)
+    r = subprocess.run([sys.executable, "-c", _ROW_FORM_SCRIPT.format(root=root)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]

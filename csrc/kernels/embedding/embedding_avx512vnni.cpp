@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "common/inline.h"
+#include "kernels/dispatch.h"
 #include "kernels/embedding/embedding_generic_impl.h"
 
 namespace qplugin {
@@ -149,14 +150,19 @@ struct Ops {
   // with_reg_shape calls f with the Shape<NG, W> for dim (any dim <= kRegCols).
   static constexpr int64_t kRegCols = 128;
   using RowShape = Cols;  // of the whole row (dim columns)
-  template <int NG_, int W_>
+  template <int NG_, int W_, bool Str_ = true>
   struct Shape {
     static constexpr int NG = NG_, W = W_;
+    static constexpr bool Str = Str_;  // may take the strided form (kStrided)
   };
   template <int Bits, class F>
   static QPLUGIN_ALWAYS_INLINE bool with_reg_shape(int64_t dim, F f) {
     if (dim == 64) {
-      f(Shape<4, 4>{});
+      if (Bits == 8 && !embedding_strided8()) {
+        f(Shape<4, 4, false>{});
+      } else {
+        f(Shape<4, 4>{});
+      }
     } else if (dim == 128) {
       f(Shape<8, 8>{});
     } else if (dim == 16 && Bits != 2) {
@@ -181,11 +187,14 @@ struct Ops {
   // code k is a shift and a mask: no vpmovzxbd per 16 columns, which held a 64-column row to
   // ~8 cycles on a Zen 5 (vs ~5 now). The accumulators return to column order once per bag
   // (natural()). Per element the same fma / max in the same row order: the same bytes.
-  // 8-bit rows of 128 columns keep the vpmovzxbd form: strided, the DRAM-bound 1M x 128 lookup
+  // On Intel cores 8-bit rows of 64 columns keep the vpmovzxbd form too (embedding_strided8():
+  // there the shifts and conversions compete for one port). 8-bit rows of 128 columns keep the
+  // vpmovzxbd form: strided, the DRAM-bound 1M x 128 lookup
   // measured 0.70-0.73x torch.ao's time instead of 0.75-0.76x (more operations per row in flight).
   template <int Bits, class S>
   static constexpr bool kStrided = (Bits == 4 && S::NG == 8 && S::W == 8) ||
-                                   ((Bits == 8 || Bits == 4) && S::NG == 4 && S::W == 4);
+                                   ((Bits == 8 || Bits == 4) && S::NG == 4 && S::W == 4 &&
+                                    S::Str);
 
   // The codes of block h of a strided row: f(k, x) with x the floats of columns 64h + 4m + k.
   template <int Bits, class F>
