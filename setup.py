@@ -49,7 +49,7 @@ ISA_FLAGS = {
                    "-mavx512vl", "-mavx512dq", "-mavx512vnni"],
     # AMX-INT8: an option of the avx512vnni tier (kernels/gemm/qgemm_amx.h), its own files.
     "amx": ["-mavx2", "-mfma", "-mf16c", "-mbmi2", "-mavx512f", "-mavx512bw", "-mavx512vl",
-            "-mavx512dq", "-mavx512vnni", "-mamx-tile", "-mamx-int8"],
+            "-mavx512dq", "-mavx512vnni", "-mavx512vbmi", "-mamx-tile", "-mamx-int8"],
 }
 COMMON = ["-std=c++17", "-fPIC", "-fno-math-errno", "-ffp-contract=off",
           "-fvisibility=hidden", "-Wall", "-Wno-unused-function", "-Wno-maybe-uninitialized"]

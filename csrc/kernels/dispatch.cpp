@@ -147,7 +147,8 @@ Isa ceiling_isa() {
 }
 
 bool cpu_has_amx() {
-  static const bool has = detected_isa() == Isa::kAvx512Vnni && detect_amx();
+  // The AMX kernel also uses VBMI (a byte permute in its epilogue), which every AMX CPU has.
+  static const bool has = detected_isa() == Isa::kAvx512Vnni && cpu_has_vbmi() && detect_amx();
   return has;
 }
 
