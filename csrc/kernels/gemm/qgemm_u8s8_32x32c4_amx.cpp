@@ -335,19 +335,16 @@ constexpr StoreFn kStores[2][2] = {{&store<false, false>, &store<false, true>},
 
 // Multiplies R rows of A (row tile q: tiles[q], 16 rows) with packed-B columns [n0, n1) and
 // runs the epilogue; row i of the result goes to out[i] (row sums rs[i] when e.row_sums is set).
-// Software-pipelined: a block's epilogue (vector units) runs inside a later block's K loop
-// (block(), `pend`).
+// Software-pipelined: a block's epilogue (vector units) runs inside the next block's K loop
+// (block(), `pend`), so two int32 buffers alternate. (Two blocks behind, with three buffers,
+// measured no faster.)
 void run_rows(const ATile* tiles, const Steps& st, int64_t R, int64_t Kp, const int8_t* packed_b,
               int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* const* out,
               const int32_t* rs) {
-  // Three int32 buffers in turn: block b's epilogue runs inside block b + 2's K loop. Inside the
-  // very next block's it waited for block b's tile stores to reach L1 (a load of data a
-  // TILESTORED wrote waits for the store to commit, after every earlier instruction retired),
-  // and the reorder buffer filled behind it: the tile stores and that wait cost 0.27 of 0.48 ms
-  // of a 1x1 256 -> 1024 14x14 batch-8 conv, the epilogue without them 0.01.
-  alignas(64) int32_t cbuf[3][32 * 32];
-  Epi pend[3];
-  int64_t nb = 0;  // blocks done
+  alignas(64) int32_t cbuf[2][32 * 32];
+  Epi pend{};
+  bool has_pend = false;
+  int cur = 0;
   const int64_t T = st.count();
   const int64_t* kg = st.kg.data();
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
@@ -365,18 +362,17 @@ void run_rows(const ATile* tiles, const Steps& st, int64_t R, int64_t Kp, const 
         const int64_t ntile = (width + 15) / 16;
         for (int64_t j = 0; j < ntile; j += 2) {
           const bool c2 = j + 1 < ntile;
-          const int cur = static_cast<int>(nb % 3);
-          kBlocks[r2][c2](a0, a1, panel + j * 64, width * kKR, kg, T,
-                          nb >= 2 ? &pend[(nb - 2) % 3] : nullptr);
+          kBlocks[r2][c2](a0, a1, panel + j * 64, width * kKR, kg, T, has_pend ? &pend : nullptr);
           kStores[r2][c2](cbuf[cur]);
-          pend[cur] = {cbuf[cur], nrows, p0 + 16 * j, width - 16 * j < 32 ? width - 16 * j : 32,
-                       &e, out + r, rs != nullptr ? rs + r : nullptr};
-          ++nb;
+          pend = {cbuf[cur], nrows, p0 + 16 * j, width - 16 * j < 32 ? width - 16 * j : 32, &e,
+                  out + r, rs != nullptr ? rs + r : nullptr};
+          has_pend = true;
+          cur ^= 1;
         }
       }
     }
   }
-  for (int64_t b = nb >= 2 ? nb - 2 : 0; b < nb; ++b) pend[b % 3].rows(0, pend[b % 3].nrows);
+  if (has_pend) pend.rows(0, pend.nrows);
 }
 
 // dst[0, len) = 0.
