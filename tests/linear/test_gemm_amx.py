@@ -78,6 +78,22 @@ def test_linear_matches_zmm_kernel(M, K, N):
     assert on.unique().numel() >= min(8, on.numel() // 2) or K == 1  # K = 1: few products
 
 
+# Calls of one 16-column tile take four row tiles a pass (narrow_block): 1..4 tiles in the last
+# pass (M % 64), K in one and several 64-byte steps, with and without weight zero points.
+@pytest.mark.parametrize("M", [16, 31, 48, 64, 65, 100, 129, 530])
+@pytest.mark.parametrize("K", [64, 192])
+@pytest.mark.parametrize("wzp", [None, 9])
+def test_narrow_linear_matches_zmm_kernel(M, K, wzp):
+    x, w, b = _linear_inputs(M, K, 16, seed=M + K, wzp=wzp)
+    p = Q.linear_prepack(w, b)
+    on, off = both(lambda: Q.linear(x, p, 0.02, 120).int_repr())
+    assert torch.equal(on, off)
+    assert on.unique().numel() >= 8
+    xf = torch.randn(M, K, generator=torch.Generator().manual_seed(M)) * 3
+    on, off = both(lambda: Q.linear_dynamic(xf, p, False))  # float output
+    assert torch.equal(on, off)
+
+
 @pytest.mark.parametrize("M,K,N", [(16, 64, 16), (40, 65, 33), (64, 200, 130), (100, 3, 17)])
 @pytest.mark.parametrize("wzp", [-128, 5, 127])
 def test_linear_weight_zero_point_row_sums(M, K, N, wzp):
@@ -162,6 +178,28 @@ def test_conv3d_and_transposed(cl):
     on, off = both(_conv(3, 1, 64, 32, 6, 3, 1, 1, 1, 1, cl, seed=5))
     assert torch.equal(on, off)
     on, off = both(_conv(2, 2, 64, 48, 9, 4, 2, 1, 1, 1, cl, seed=6, transpose=True))
+    assert torch.equal(on, off)
+
+
+# 16 output channels (narrow_block) on the in-place conv paths: 48-byte segment steps (C_in 16),
+# 64- and 32-byte steps, partial tiles (planes of 10..13 pixels a row), conv3d; and 80 output
+# channels on 2 threads, whose column blocks can leave a call of the last 16 columns.
+@pytest.mark.parametrize("case", [(2, 16, 16, 13, 3, 1, 1, 1, 1), (1, 64, 16, 12, 3, 1, 1, 1, 1),
+                                  (2, 32, 16, 10, 3, 1, 1, 1, 1), (3, 128, 16, 11, 1, 1, 0, 1, 1)])
+@pytest.mark.parametrize("cl", [False, True])
+def test_narrow_conv_matches_zmm_kernel(case, cl):
+    on, off = both(_conv(2, *case, cl=cl, seed=sum(case) + 1))
+    assert torch.equal(on, off)
+    assert on.min() < 100 < on.max()
+
+
+@pytest.mark.parametrize("cl", [False, True])
+def test_narrow_conv3d_and_split_columns(cl):
+    on, off = both(_conv(3, 1, 16, 16, 7, 3, 1, 1, 1, 1, cl, seed=12))
+    assert torch.equal(on, off)
+    fn = _conv(2, 4, 64, 80, 15, 3, 1, 1, 1, 1, cl, seed=13)
+    with using_threads(2):
+        on, off = both(fn)
     assert torch.equal(on, off)
 
 

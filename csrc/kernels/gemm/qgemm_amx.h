@@ -17,9 +17,9 @@ namespace amx {
 
 // Fewer rows than one tile height waste most of every TDPBUSD: the zmm kernel is faster there.
 constexpr int64_t kMinRows = 16;
-// Fewer than two 16-column tiles leave half of every 2 x 2 block idle: the narrow zmm tile (12
-// rows, one vector) is faster (conv3d 16 -> 16: 1.42 against 1.77 ms on AMX).
-constexpr int64_t kMinCols = 32;
+// Calls of one 16-column tile take four row tiles a pass (narrow_block) instead of the 2 x 2
+// block, whose second column tile would idle.
+constexpr int64_t kMinCols = 16;
 
 // As QGemmKernels::gemm / igemm of the avx512vnni table (same arguments, same results). The
 // caller has checked amx_enabled(), M >= kMinRows and n1 - n0 >= kMinCols.

@@ -33,6 +33,8 @@ constexpr int64_t kMinRun = 8;
 
 // Tiles: 0..3 accumulators C[r][c] = tile 2r + c (16 x 16 int32); 4, 5 the two A row tiles
 // (16 rows x ka bytes); 6, 7 the two B column tiles (ka / 4 k-groups x 16 columns x 4 bytes).
+// Narrow calls (at most 16 columns): accumulators 0..3 are four row tiles of one column tile, A
+// tiles 4, 5, 7 (and 4 again), B tile 6.
 struct alignas(64) TileConfig {
   uint8_t palette_id;
   uint8_t start_row;
@@ -41,8 +43,9 @@ struct alignas(64) TileConfig {
   uint8_t rows[16];
 };
 
-// Loads the tile shapes of a K step of ka bytes (a multiple of 4, at most 64: Steps::ka).
-void configure(int ka) {
+// Loads the tile shapes of a K step of ka bytes (a multiple of 4, at most 64: Steps::ka). Narrow
+// calls (one 16-column tile: narrow_block) use tile 7 as a third A tile instead of a B tile.
+void configure(int ka, bool narrow) {
   // Not on the stack: a standalone copy of this function (tools/bench/amx_peak.cpp) had GCC put
   // the struct in the red zone, where LDTILECFG faulted.
   thread_local TileConfig cfg;
@@ -59,6 +62,10 @@ void configure(int ka) {
   for (int t = 6; t < 8; ++t) {
     cfg.rows[t] = static_cast<uint8_t>(ka / 4);
     cfg.colsb[t] = 64;
+  }
+  if (narrow) {
+    cfg.rows[7] = 16;
+    cfg.colsb[7] = static_cast<uint16_t>(ka);
   }
   _tile_loadconfig(&cfg);
 }
@@ -333,6 +340,60 @@ constexpr BlockFn kBlocks[2][2] = {{&block<false, false>, &block<false, true>},
 constexpr StoreFn kStores[2][2] = {{&store<false, false>, &store<false, true>},
                                    {&store<true, false>, &store<true, true>}};
 
+// Accumulates up to four row tiles (NT) of one 16-column tile: 64 x 16 int32 per pass over K,
+// five tile loads per four TDPBUSD (the 2 x 1 form of block() takes three per two). The fourth
+// row tile reuses tile 4, whose TDPBUSD was issued three instructions before.
+template <int NT>
+void narrow_block(const ATile* a, const int8_t* b, int64_t bs, const int64_t* kg, int64_t T,
+                  const Epi* pend) {
+  const int64_t pn = pend != nullptr ? pend->nrows : 0;
+  const int64_t per = T > 0 ? (pn + T - 1) / T : pn;
+  int64_t done = 0;
+  _tile_zero(0);
+  if (NT > 1) _tile_zero(1);
+  if (NT > 2) _tile_zero(2);
+  if (NT > 3) _tile_zero(3);
+  for (int64_t t = 0; t < T; ++t) {
+    _tile_loadd(6, b + kg[t] * bs, bs);
+    _tile_loadd(4, a[0].base + a[0].off[t], a[0].stride);
+    _tile_dpbusd(0, 4, 6);
+    if (NT > 1) {
+      _tile_loadd(5, a[1].base + a[1].off[t], a[1].stride);
+      _tile_dpbusd(1, 5, 6);
+    }
+    if (NT > 2) {
+      _tile_loadd(7, a[2].base + a[2].off[t], a[2].stride);
+      _tile_dpbusd(2, 7, 6);
+    }
+    if (NT > 3) {
+      _tile_loadd(4, a[3].base + a[3].off[t], a[3].stride);
+      _tile_dpbusd(3, 4, 6);
+    }
+    if (done < pn) {
+      const int64_t d1 = done + per < pn ? done + per : pn;
+      pend->rows(done, d1);
+      done = d1;
+    }
+  }
+  if (done < pn) pend->rows(done, pn);
+}
+
+// Stores narrow_block's NT tiles to rows [16 q, 16 q + 16) of cbuf[64][32] (int32).
+template <int NT>
+void narrow_store(int32_t* cbuf) {
+  _tile_stored(0, cbuf, 128);
+  if (NT > 1) _tile_stored(1, cbuf + 16 * 32, 128);
+  if (NT > 2) _tile_stored(2, cbuf + 32 * 32, 128);
+  if (NT > 3) _tile_stored(3, cbuf + 48 * 32, 128);
+}
+
+using NarrowFn = void (*)(const ATile*, const int8_t*, int64_t, const int64_t*, int64_t,
+                          const Epi*);
+constexpr NarrowFn kNarrow[4] = {&narrow_block<1>, &narrow_block<2>, &narrow_block<3>,
+                                 &narrow_block<4>};
+constexpr StoreFn kNarrowStores[4] = {&narrow_store<1>, &narrow_store<2>, &narrow_store<3>,
+                                      &narrow_store<4>};
+
 // Multiplies R rows of A (row tile q: tiles[q], 16 rows) with packed-B columns [n0, n1) and
 // runs the epilogue; row i of the result goes to out[i] (row sums rs[i] when e.row_sums is set).
 // Software-pipelined: a block's epilogue (vector units) runs inside the next block's K loop
@@ -341,12 +402,28 @@ constexpr StoreFn kStores[2][2] = {{&store<false, false>, &store<false, true>},
 void run_rows(const ATile* tiles, const Steps& st, int64_t R, int64_t Kp, const int8_t* packed_b,
               int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* const* out,
               const int32_t* rs) {
-  alignas(64) int32_t cbuf[2][32 * 32];
   Epi pend{};
   bool has_pend = false;
   int cur = 0;
   const int64_t T = st.count();
   const int64_t* kg = st.kg.data();
+  if (n1 - n0 <= 16) {  // one 16-column tile (calls cover whole panels): narrow_block
+    alignas(64) int32_t nbuf[2][64 * 32];
+    const int64_t width = n1 - n0;
+    const int8_t* panel = packed_b + n0 * Kp;
+    for (int64_t r = 0; r < R; r += 64) {
+      const int64_t nrows = R - r < 64 ? R - r : 64;
+      const int64_t nt = (nrows + 15) / 16;
+      kNarrow[nt - 1](tiles + r / 16, panel, width * kKR, kg, T, has_pend ? &pend : nullptr);
+      kNarrowStores[nt - 1](nbuf[cur]);
+      pend = {nbuf[cur], nrows, n0, width, &e, out + r, rs != nullptr ? rs + r : nullptr};
+      has_pend = true;
+      cur ^= 1;
+    }
+    if (has_pend) pend.rows(0, pend.nrows);
+    return;
+  }
+  alignas(64) int32_t cbuf[2][32 * 32];
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
   if (chunk < kNR) chunk = kNR;
   for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
@@ -407,7 +484,7 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
   const IgemmSeg whole{0, 0, K};
   thread_local StagePlan plan;
   plan.build(st, &whole, 1);
-  configure(st.ka);
+  configure(st.ka, n1 - n0 <= 16);
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
     for (int64_t q = 0; q < (R + 15) / 16; ++q) {
@@ -492,7 +569,7 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
   constexpr int64_t kMaxTiles = kMaxStageRows / kMinRun + 1;
   uint8_t* out[16 * kMaxTiles];
   ATile tiles[kMaxTiles];
-  configure(st.ka);
+  configure(st.ka, n1 - n0 <= 16);
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
     const uint8_t* const* rw = rows + m0;
