@@ -70,6 +70,12 @@ void configure(int ka, bool narrow) {
   _tile_loadconfig(&cfg);
 }
 
+// Whether a call is one 16-column tile, handled by narrow_block: at most 16 columns, a whole panel
+// (callers pass whole panels: [n0, n1) starts at a panel and ends at one or at N).
+inline bool narrow_call(int64_t N, int64_t n0, int64_t n1) {
+  return n1 - n0 <= 16 && n1 == N && n0 % kNR == 0;
+}
+
 // A 64-byte aligned scratch buffer per thread, grown on demand (the staged A rows).
 uint8_t* scratch(int64_t bytes) {
   struct Free {
@@ -407,7 +413,7 @@ void run_rows(const ATile* tiles, const Steps& st, int64_t R, int64_t Kp, const 
   int cur = 0;
   const int64_t T = st.count();
   const int64_t* kg = st.kg.data();
-  if (n1 - n0 <= 16) {  // one 16-column tile (calls cover whole panels): narrow_block
+  if (narrow_call(N, n0, n1)) {
     alignas(64) int32_t nbuf[2][64 * 32];
     const int64_t width = n1 - n0;
     const int8_t* panel = packed_b + n0 * Kp;
@@ -484,7 +490,7 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
   const IgemmSeg whole{0, 0, K};
   thread_local StagePlan plan;
   plan.build(st, &whole, 1);
-  configure(st.ka, n1 - n0 <= 16);
+  configure(st.ka, narrow_call(N, n0, n1));
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
     for (int64_t q = 0; q < (R + 15) / 16; ++q) {
@@ -569,7 +575,7 @@ void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const I
   constexpr int64_t kMaxTiles = kMaxStageRows / kMinRun + 1;
   uint8_t* out[16 * kMaxTiles];
   ATile tiles[kMaxTiles];
-  configure(st.ka, n1 - n0 <= 16);
+  configure(st.ka, narrow_call(N, n0, n1));
   for (int64_t m0 = 0; m0 < M; m0 += MB) {
     const int64_t R = M - m0 < MB ? M - m0 : MB;
     const uint8_t* const* rw = rows + m0;
