@@ -164,7 +164,14 @@ CONVS = [(2, 64, 64, 13, 3, 1, 1, 1, 1), (1, 128, 40, 9, 3, 1, 1, 1, 1),
          (1, 64, 64, 10, 3, 1, 1, 1, 1), (2, 64, 48, 14, 3, 1, 1, 1, 1)]
 
 
-@pytest.mark.parametrize("case", CONVS)
+# 16 output channels (narrow_block, four row tiles of one column tile) on the in-place paths:
+# 48-byte segment steps (C_in 16), 64- and 32-byte steps, partial tiles (planes of 10..13 pixels a
+# row).
+NARROW_CONVS = [(2, 16, 16, 13, 3, 1, 1, 1, 1), (1, 64, 16, 12, 3, 1, 1, 1, 1),
+                (2, 32, 16, 10, 3, 1, 1, 1, 1), (3, 128, 16, 11, 1, 1, 0, 1, 1)]
+
+
+@pytest.mark.parametrize("case", CONVS + NARROW_CONVS)
 @pytest.mark.parametrize("cl", [False, True])
 def test_conv2d_matches_zmm_kernel(case, cl):
     fn = _conv(2, *case, cl=cl, seed=sum(case))
@@ -181,18 +188,8 @@ def test_conv3d_and_transposed(cl):
     assert torch.equal(on, off)
 
 
-# 16 output channels (narrow_block) on the in-place conv paths: 48-byte segment steps (C_in 16),
-# 64- and 32-byte steps, partial tiles (planes of 10..13 pixels a row), conv3d; and 80 output
-# channels on 2 threads, whose column blocks can leave a call of the last 16 columns.
-@pytest.mark.parametrize("case", [(2, 16, 16, 13, 3, 1, 1, 1, 1), (1, 64, 16, 12, 3, 1, 1, 1, 1),
-                                  (2, 32, 16, 10, 3, 1, 1, 1, 1), (3, 128, 16, 11, 1, 1, 0, 1, 1)])
-@pytest.mark.parametrize("cl", [False, True])
-def test_narrow_conv_matches_zmm_kernel(case, cl):
-    on, off = both(_conv(2, *case, cl=cl, seed=sum(case) + 1))
-    assert torch.equal(on, off)
-    assert on.min() < 100 < on.max()
-
-
+# 16 output channels (narrow_block): conv3d; and 80 output channels on 2 threads, whose column
+# blocks can leave a call of the last 16 columns.
 @pytest.mark.parametrize("cl", [False, True])
 def test_narrow_conv3d_and_split_columns(cl):
     on, off = both(_conv(3, 1, 16, 16, 7, 3, 1, 1, 1, 1, cl, seed=12))
