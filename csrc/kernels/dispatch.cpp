@@ -57,8 +57,7 @@ bool embedding_strided8() {
 #if defined(__x86_64__) || defined(__i386__)
     // A 64-column row is 4 shifts/masks on one load (strided) or 4 vpmovzxbd (widen). Sum of
     // 81,920 rows from a 1.44 MB table (L1 prefetch): Zen 5 ~5 vs ~8 cycles a row for strided;
-    // an Intel Xeon with AMX (Sapphire Rapids class) 0.274 vs 0.240 ms for widen, where the
-    // shifts and conversions share one 512-bit port.
+    // an Intel Xeon with AMX (Sapphire Rapids class) 0.274 vs 0.240 ms for widen.
     __builtin_cpu_init();
     return !__builtin_cpu_is("intel");
 #else

@@ -188,8 +188,8 @@ struct Ops {
   // ~8 cycles on a Zen 5 (vs ~5 now). The accumulators return to column order once per bag
   // (natural()). Per element the same fma / max in the same row order: the same bytes.
   // On Intel cores 8-bit rows of 64 columns keep the vpmovzxbd form too (embedding_strided8():
-  // there the shifts and conversions compete for one port). 8-bit rows of 128 columns keep the
-  // vpmovzxbd form: strided, the DRAM-bound 1M x 128 lookup
+  // measured faster there). 8-bit rows of 128 columns keep the vpmovzxbd form: strided, the
+  // DRAM-bound 1M x 128 lookup
   // measured 0.70-0.73x torch.ao's time instead of 0.75-0.76x (more operations per row in flight).
   template <int Bits, class S>
   static constexpr bool kStrided = (Bits == 4 && S::NG == 8 && S::W == 8) ||
