@@ -140,7 +140,7 @@ def test_igemm_7bit_input(case, isa, outliers):
     g = torch.Generator().manual_seed(11)
     a = torch.randint(0, 128, (N, Cin, *sp), generator=g, dtype=torch.uint8)
     a[torch.rand(a.shape, generator=g) < 0.5] = 127
-    flat = a.view(-1)  # a few bytes above 127 (the clamp + correction path of the AVX2 kernel)
+    flat = a.view(-1)  # a few bytes above 127 (the corrected k-groups of the AVX2 kernel)
     idx = torch.randint(0, flat.numel(), (min(outliers, flat.numel()),), generator=g)
     flat[idx] = torch.tensor([255, 128], dtype=torch.uint8).repeat(len(idx))[:len(idx)]
     x = torch._make_per_tensor_quantized_tensor(a, 0.02, 0)

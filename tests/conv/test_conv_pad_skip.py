@@ -147,8 +147,8 @@ def test_pad_skip_exact_int32_path(relu, isa):
 @pytest.mark.parametrize("case", [SKIP[0], SKIP[3], SKIP[4], SKIP[8]])
 def test_pad_skip_7bit_input_with_outliers(case, outliers):
     """AVX2's three tiles on skipped K ranges: bytes <= 127 (VPMADDUBSW on A in place), a few
-    above (a clamped copy whose skipped ranges are zeros, plus outlier corrections at their packed
-    K positions), and many above (outliers = -1: the widened tile, the skipped ranges zeros)."""
+    above (the same, plus corrections of the k-groups holding them at their packed K positions),
+    and many above (outliers = -1: the widened tile, the skipped ranges zeros)."""
     _need("avx2")
     dim, N, Cin, Cout, sp, k, s, p, d = case
     g = torch.Generator().manual_seed(21 + outliers)

@@ -222,35 +222,46 @@ def test_pair_sum_bound_mixed_tiles_many_chunks(isa, threads):
     assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
 
 
+def _hi_limit(rkg, panels):
+    """The AVX2 kernel's most outlier k-groups per row tile of rkg row k-groups, in a call of
+    `panels` 8-column panels (hi_limit in qgemm_u8s8_6x8c4_avx2.cpp)."""
+    div = 64 if panels <= 2 else 32 if panels <= 8 else 20 if panels <= 32 else 12
+    return rkg // div
+
+
 @pytest.mark.parametrize("M,K,N", [(1, 7, 9), (6, 64, 8), (13, 1027, 70), (12, 4099, 1100),
-                                   (5, 3, 17)])
+                                   (5, 3, 17), (6, 2051, 16), (6, 512, 300)])
 @pytest.mark.parametrize("nout", [1, 3, "limit", "limit+1"])
 def test_sparse_outliers(isa, M, K, N, nout):
-    """7-bit rows with a few bytes above 127 (128 and 255, at the first and last k, at every
-    k % 4 and in the partial last k-group): the AVX2 kernel clamps them to 127 for VPMADDUBSW and
-    adds (a - 127) * w back, up to 1 outlier per 16 bytes of a row tile ("limit"; one more falls
-    back to the widened tile). Bit-exact."""
+    """7-bit rows with a few k-groups (4 bytes of a row) holding bytes above 127: 128 or 255, one
+    to four bytes of a group, at the first and the last group (the partial one when K % 4 != 0)
+    and elsewhere, against weights mostly at -128 / 127, so that the groups' s16 pair sums
+    saturate in VPMADDUBSW. The AVX2 kernel runs its VPMADDUBSW tile on A in place and corrects
+    each such group after the k-loop (minus the in-loop term, plus the terms of min(a, 127) and
+    a -sat 127), up to hi_limit groups per row tile ("limit"; one more falls back to the widened
+    tile), kept over several B chunks at K = 4099. One thread: the call's columns are all of N.
+    Bit-exact."""
     x, w, b = _extreme(M, K, N, 127, seed=M + K + N)
     a = x.int_repr().clone()
     g = torch.Generator().manual_seed(K)
     ntiles = -(-M // 6)  # the AVX2 kernel's row tiles are as even as possible
-    rows = list(range(M // ntiles))  # the first row tile
-    Kp = (K + 3) // 4 * 4
-    limit = len(rows) * Kp // 16
-    count = {"limit": limit, "limit+1": limit + 1}.get(nout, nout)
-    fixed = [(0, 0), (len(rows) - 1, K - 1)] + [(0, k) for k in range(min(K, 4))]
-    cells = set()
-    for (i, k) in fixed:
-        if len(cells) < count:
-            cells.add((i, k))
-    while len(cells) < min(count, len(rows) * K):
-        cells.add((int(torch.randint(0, len(rows), (1,), generator=g)),
-                   int(torch.randint(0, K, (1,), generator=g))))
-    for j, (i, k) in enumerate(sorted(cells)):
-        a[i, k] = 255 if j % 2 == 0 else 128
+    rows = M // ntiles  # the first row tile
+    kg = (K + 3) // 4
+    limit = _hi_limit(rows * kg, -(-N // 8))
+    count = min({"limit": limit, "limit+1": limit + 1}.get(nout, nout), rows * kg)
+    groups = set([(0, 0), (rows - 1, kg - 1)][:count])
+    while len(groups) < count:
+        groups.add((int(torch.randint(0, rows, (1,), generator=g)),
+                    int(torch.randint(0, kg, (1,), generator=g))))
+    for j, (i, q) in enumerate(sorted(groups)):
+        ks = list(range(4 * q, min(4 * q + 4, K)))
+        ks = ks[j % len(ks):] + ks[:j % len(ks)]
+        for t, k in enumerate(ks[:1 + j % len(ks)]):
+            a[i, k] = 255 if (j + t) % 2 == 0 else 128
     x = torch._make_per_tensor_quantized_tensor(a, 0.01, 0)
     scale = _scale_for(K) * 4
-    got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
+    with using_threads(1):
+        got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
     assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
 
 

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -370,6 +371,20 @@ inline __m256i ubsw_acc_m(__m256i acc, __m256i a, const int8_t* b, __m256i ones)
   return acc;
 }
 
+// acc - ubsw(raw) + ubsw(lo) + ubsw(hi) against the 32 bytes at b (an outlier's k-group, above).
+inline __m256i ubsw_fix_m(__m256i acc, __m256i raw, __m256i lo, __m256i hi, const int8_t* b,
+                          __m256i ones) {
+  __m256i t, u, v;
+  asm("vpmaddubsw %[b], %[raw], %[t]\n\tvpmaddubsw %[b], %[lo], %[u]\n\t"
+      "vpmaddubsw %[b], %[hi], %[v]\n\tvpmaddwd %[o], %[t], %[t]\n\t"
+      "vpmaddwd %[o], %[u], %[u]\n\tvpmaddwd %[o], %[v], %[v]\n\t"
+      "vpsubd %[t], %[acc], %[acc]\n\tvpaddd %[v], %[u], %[u]\n\tvpaddd %[u], %[acc], %[acc]"
+      : [acc] "+x"(acc), [t] "=&x"(t), [u] "=&x"(u), [v] "=&x"(v)
+      : [raw] "x"(raw), [lo] "x"(lo), [hi] "x"(hi),
+        [b] "m"(*reinterpret_cast<const __m256i*>(b)), [o] "x"(ones));
+  return acc;
+}
+
 inline __m256i broadcast_a4(const uint8_t* p) {
   int32_t x;
   std::memcpy(&x, p, 4);
@@ -382,29 +397,24 @@ inline __m256i broadcast_a_tail(const uint8_t* p, int kt) {
   return _mm256_set1_epi32(x);
 }
 
-// A byte of A above 127 in a row tile that otherwise fits in 7 bits: the tile multiplies
-// min(a, 127) with VPMADDUBSW and adds r * W[k][n] for each outlier, r = a - 127, in the epilogue:
-// sum_k a * w = sum_k min(a, 127) * w + sum_k (a - 127)^+ * w, exact in (wrapping) int32.
-struct Outlier {
-  int32_t i;  // row in the tile
-  int32_t k;  // k index in the packed K
-  int32_t r;  // a - 127, 1..128
+// A byte of A above 127 in a row tile that otherwise fits in 7 bits ("outlier"): the tile runs its
+// VPMADDUBSW k-loop on A in place, so the k-groups (4 bytes of a row) holding an outlier may have
+// saturated an s16 pair sum. Each such k-group ("entry") is then corrected after the k-loop with
+// the same instruction sequence: minus its in-loop term ubsw(a), plus ubsw(lo) + ubsw(hi), where
+// lo = min(a, 127) and hi = a -sat 127 bytewise (a = lo + hi). The subtraction cancels the in-loop
+// term exactly (the same VPMADDUBSW + VPMADDWD on the same bytes, wrapping s32); lo and hi cannot
+// saturate: lo * w pair sums lie in [2 * 127 * -128, 2 * 127 * 127] and hi <= 128 gives
+// [2 * 128 * -128, 2 * 128 * 127] = [-32768, 32512]. Entries are grouped by row (HiRows), so a
+// row's corrections go into its own accumulator register. (Before, each outlier byte was
+// collected by a branch into a list, A copied clamped, and each outlier took a VPMULLD and a
+// read-modify-write of an accumulator array in memory: with 2% of the bytes above 127 a
+// 16-column GEMM ran 4.5x slower than on clean rows, and 3x slower than the widened tile.)
+struct HiRows {
+  const int32_t* g;   // k-group in the packed K
+  const uint32_t* lo;  // its 4 bytes clamped to 127
+  const uint32_t* hi;  // its 4 bytes -sat 127 (row i: entries [rows[i], rows[i + 1]))
+  int32_t rows[kMR + 1];
 };
-
-// acc[o.i] += o.r * (column weights at k = o.k) for the 8 columns of the panel at b (width
-// columns, k-groups of 4 bytes per column). The 32-byte load of the k-group may over-read into
-// the next group or the slack (never stored lanes, as the k-loop).
-inline void add_outliers(__m256i* acc, const Outlier* out, int64_t nout, const int8_t* b,
-                         int64_t width) {
-  for (int64_t j = 0; j < nout; ++j) {
-    const Outlier& o = out[j];
-    const __m256i g = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(b + (o.k / kKR) * width * kKR));
-    const __m128i sh = _mm_cvtsi32_si128(24 - 8 * (o.k % kKR));
-    const __m256i w = _mm256_srai_epi32(_mm256_sll_epi32(g, sh), 24);  // byte k%4, signed
-    acc[o.i] = _mm256_add_epi32(acc[o.i], _mm256_mullo_epi32(w, _mm256_set1_epi32(o.r)));
-  }
-}
 
 // IND: row i of A is the concatenation over s < nseg of the segs[s].len (a multiple of 4) bytes
 // at rows[i] + segs[s].a_off, against the panels' K positions from segs[s].k; otherwise
@@ -416,8 +426,8 @@ QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
                                      const uint8_t* const* rows, const IgemmSeg* segs,
                                      int64_t nseg, const int8_t* b, int64_t width, int64_t m,
                                      int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc,
-                                     const char* pf, int64_t pf_lines, const Outlier* outl,
-                                     int64_t nout, const int8_t* b2, int64_t width2) {
+                                     const char* pf, int64_t pf_lines, const HiRows* hr,
+                                     const int8_t* b2, int64_t width2) {
   const int8_t* const b_panel = b;
   const int8_t* const b2_panel = b2;
   const int64_t bstride2 = width2 * kKR;
@@ -479,6 +489,22 @@ QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
       QP_ROWS(QP_TAIL)
     }
   }
+  // The outliers' k-groups (HiRows): B of each from the panel as the k-loop reads it.
+  if (hr != nullptr) {
+#define QP_HI(i)                                                                            \
+  if constexpr (MR > i) {                                                                   \
+    for (int32_t j = hr->rows[i]; j < hr->rows[i + 1]; ++j) {                               \
+      const int64_t g = hr->g[j];                                                           \
+      const __m256i lo = _mm256_set1_epi32(static_cast<int32_t>(hr->lo[j]));                \
+      const __m256i hi = _mm256_set1_epi32(static_cast<int32_t>(hr->hi[j]));                \
+      const __m256i raw = _mm256_add_epi8(lo, hi);                                          \
+      c##i = ubsw_fix_m(c##i, raw, lo, hi, b_panel + g * bstride, ones);                    \
+      if constexpr (NP == 2) d##i = ubsw_fix_m(d##i, raw, lo, hi, b2_panel + g * bstride2, ones); \
+    }                                                                                       \
+  }
+    QP_ROWS(QP_HI)
+#undef QP_HI
+  }
 #undef QP_KGROUP
 #undef QP_ADVANCE
 #undef QP_TAIL
@@ -493,9 +519,7 @@ QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
   }
   QP_ROWS(QP_GATHER)
 #undef QP_GATHER
-  if (nout > 0) add_outliers(acc, outl, nout, b_panel, width);
   if constexpr (NP == 2) {
-    if (nout > 0) add_outliers(acc2, outl, nout, b2_panel, width2);
     if (!e.out_i32 && !e.out_f32) {  // u8 output: the two panels narrowed together
       store_tile2_u8<MR>(acc, acc2, width2, m, n, e, c, ldc);
     } else {
@@ -508,66 +532,61 @@ QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
 }
 #undef QP_ROWS
 
-// Appends the bytes > 127 among the n bytes at p (row i, k indices k0 + j) to out; false as soon
-// as out holds more than `limit`. 32-byte blocks and 8-byte words without such a byte are
-// skipped with one test; only the n bytes are read.
-inline bool collect_outliers(const uint8_t* p, int64_t n, int32_t i, int64_t k0,
-                             std::vector<Outlier>& out, size_t limit) {
-  auto add = [&](int64_t j) {
-    out.push_back({i, static_cast<int32_t>(k0 + j), static_cast<int32_t>(p[j]) - 127});
-    return out.size() <= limit;
+// The outliers' k-groups of a call's mode-2 tiles (HiRows), structure of arrays; n entries used.
+struct HiBuf {
+  std::vector<int32_t> g;
+  std::vector<uint32_t> lo, hi;
+  size_t n = 0;
+  void reserve_more(size_t extra) {  // room for `extra` more entries
+    if (g.size() < n + extra) {
+      g.resize(2 * (n + extra));
+      lo.resize(g.size());
+      hi.resize(g.size());
+    }
+  }
+};
+
+// Appends to hb the k-groups among the n bytes at p (k0, the packed K position of p[0], a multiple
+// of 4) that hold a byte above 127, as the k-loop reads them (a partial last group zero-padded).
+// A 32 or 16-byte block without such a byte is one test; hb needs room for n / 4 + 1 entries.
+inline void collect_hi(const uint8_t* p, int64_t n, int64_t k0, HiBuf& hb) {
+  size_t cnt = hb.n;
+  const int32_t g0 = static_cast<int32_t>(k0 / kKR);
+  const __m128i c127 = _mm_set1_epi8(127);
+  auto add = [&](int64_t k, uint32_t raw) {  // the k-group at byte k
+    const __m128i v = _mm_cvtsi32_si128(static_cast<int>(raw));
+    hb.g[cnt] = g0 + static_cast<int32_t>(k / kKR);
+    hb.lo[cnt] = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_min_epu8(v, c127)));
+    hb.hi[cnt] = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_subs_epu8(v, c127)));
+    ++cnt;
+  };
+  auto groups = [&](uint32_t mk, int64_t k) {  // mk: the high bits of the block at p + k
+    while (mk != 0) {
+      const int j = __builtin_ctz(mk) & ~(kKR - 1);
+      uint32_t raw;
+      std::memcpy(&raw, p + k + j, 4);
+      add(k + j, raw);
+      mk &= ~(0xFu << j);
+    }
   };
   int64_t k = 0;
   for (; k + 32 <= n; k += 32) {
-    uint32_t mk = static_cast<uint32_t>(
+    const uint32_t mk = static_cast<uint32_t>(
         _mm256_movemask_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k))));
-    while (mk != 0) {
-      if (!add(k + __builtin_ctz(mk))) return false;
-      mk &= mk - 1;
-    }
+    if (mk != 0) groups(mk, k);
   }
-  for (; k + 8 <= n; k += 8) {
-    uint64_t v;
-    std::memcpy(&v, p + k, 8);
-    if ((v & 0x8080808080808080ull) == 0) continue;
-    for (int j = 0; j < 8; ++j)
-      if (p[k + j] > 127 && !add(k + j)) return false;
+  for (; k + 16 <= n; k += 16) {
+    const uint32_t mk = static_cast<uint32_t>(
+        _mm_movemask_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k))));
+    if (mk != 0) groups(mk, k);
   }
-  if (k < n && n >= 8) {
-    // The last 1..7 bytes: one 8-byte word ending at n (its first bytes, already checked, are
-    // masked off), scanned bytewise only when it holds an outlier. Implicit-GEMM segments are
-    // short (KW * C_in bytes, e.g. 9 in an RGB stem), so this tail runs once per segment.
-    uint64_t v;
-    std::memcpy(&v, p + n - 8, 8);
-    v &= ~uint64_t{0} << (8 * (k - (n - 8)));
-    if ((v & 0x8080808080808080ull) == 0) return true;
+  for (; k < n; k += kKR) {  // the last groups (a direct row's last one may be partial)
+    uint32_t raw = 0;
+    const int64_t len = n - k < kKR ? n - k : kKR;
+    std::memcpy(&raw, p + k, static_cast<size_t>(len));
+    if ((raw & 0x80808080u) != 0) add(k, raw);
   }
-  for (; k < n; ++k)
-    if (p[k] > 127 && !add(k)) return false;
-  return true;
-}
-
-// The number of bytes > 127 among the n bytes at p (only those are read): one VPMOVMSKB and
-// POPCNT a 32-byte block, bit 7 of each byte of an 8-byte word otherwise.
-inline int64_t count_high(const uint8_t* p, int64_t n) {
-  int64_t cnt = 0, k = 0;
-  for (; k + 32 <= n; k += 32) {
-    cnt += __builtin_popcount(static_cast<uint32_t>(
-        _mm256_movemask_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k)))));
-  }
-  uint64_t v;
-  for (; k + 8 <= n; k += 8) {
-    std::memcpy(&v, p + k, 8);
-    cnt += __builtin_popcountll(v & 0x8080808080808080ull);
-  }
-  if (k < n && n >= 8) {  // the last 1..7 bytes: the 8-byte word ending at n, checked ones masked
-    std::memcpy(&v, p + n - 8, 8);
-    v &= ~uint64_t{0} << (8 * (k - (n - 8)));
-    cnt += __builtin_popcountll(v & 0x8080808080808080ull);
-  } else {
-    for (; k < n; ++k) cnt += p[k] > 127;
-  }
-  return cnt;
+  hb.n = cnt;
 }
 
 // Bit 7 of every byte of A seen (an OR, no branch per row): the common case of a row tile, no
@@ -638,8 +657,7 @@ struct UbswRowTile {
   const QGemmEpilogue* e;
   uint8_t* c;
   int64_t ldc;
-  const Outlier* outl;
-  int64_t nout;
+  const HiRows* hr;  // mode 2: the outliers' rest (else null)
 };
 
 template <int MR, bool IND>
@@ -654,14 +672,14 @@ void ubsw_panels(const UbswRowTile& T, int64_t c0, int64_t c1, const char* pf_ba
       *step += 2;
       const int64_t l1 = *step * pf_total / steps;
       tile_ubsw<MR, IND, 2>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0, p0, *T.e,
-                            T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.outl, T.nout,
+                            T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.hr,
                             b + kNR * T.Kp, width2);
       p0 += 2 * kNR;
     } else {
       *step += 1;
       const int64_t l1 = *step * pf_total / steps;
       tile_ubsw<MR, IND, 1>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0, p0, *T.e,
-                            T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.outl, T.nout, b, 0);
+                            T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.hr, b, 0);
       p0 += kNR;
     }
   }
@@ -705,63 +723,40 @@ struct ARows {
     }
     return h.any();
   }
-  // Whether rows [m0, m0 + mr) hold at most `limit` bytes > 127 (counted without collecting
-  // them: on full-range activations, where about half the bytes are, collecting up to the limit
-  // and then giving up cost ~80% of a 16 -> 16 channel conv3d on the widened tile).
-  bool few_high(int64_t m0, int64_t mr, int64_t limit) const {
-    int64_t cnt = 0;
-    for (int64_t i = m0; i < m0 + mr; ++i) {
-      if (!ind()) {
-        cnt += count_high(a + i * lda, K);
-      } else {
-        for (int64_t s = 0; s < nseg; ++s) cnt += count_high(rows[i] + segs[s].a_off, segs[s].len);
-      }
-      if (cnt > limit) return false;
-    }
-    return true;
-  }
-  // Outliers (bytes > 127) of rows [m0, m0 + mr), k indexed as the packed K; false when there
-  // are more than `limit`.
-  bool outliers(int64_t m0, int64_t mr, std::vector<Outlier>& out, size_t limit) const {
-    out.clear();
+  // The outliers' k-groups of rows [m0, m0 + mr) appended to hb, row i's at [row_at[i],
+  // row_at[i + 1]) (offsets from hb.n on entry). False, with hb.n restored, as soon as there are
+  // more than `limit`.
+  bool collect_rows(int64_t m0, int64_t mr, int64_t Kp, HiBuf& hb, int64_t limit,
+                    int32_t* row_at) const {
+    const size_t base = hb.n;
     for (int64_t i = 0; i < mr; ++i) {
-      const int32_t ii = static_cast<int32_t>(i);
+      row_at[i] = static_cast<int32_t>(hb.n - base);
+      hb.reserve_more(static_cast<size_t>(Kp / kKR + nseg + 1));
       if (!ind()) {
-        if (!collect_outliers(a + (m0 + i) * lda, K, ii, 0, out, limit)) return false;
+        collect_hi(a + (m0 + i) * lda, K, 0, hb);
       } else {
         for (int64_t s = 0; s < nseg; ++s)
-          if (!collect_outliers(rows[m0 + i] + segs[s].a_off, segs[s].len, ii, segs[s].k, out,
-                                limit))
-            return false;
+          collect_hi(rows[m0 + i] + segs[s].a_off, segs[s].len, segs[s].k, hb);
+      }
+      if (static_cast<int64_t>(hb.n - base) > limit) {
+        hb.n = base;
+        return false;
       }
     }
+    row_at[mr] = static_cast<int32_t>(hb.n - base);
     return true;
-  }
-  // Rows [m0, m0 + mr) into dst (mr rows of Kp bytes, zero tail), each byte clamped to 127; IND:
-  // each segment at its packed K position (without full cover the other bytes stay unwritten:
-  // run_chunks then reads the copy through the segments).
-  void copy_clamped(int64_t m0, int64_t mr, int64_t Kp, uint8_t* dst) const {
-    const __m256i c127 = _mm256_set1_epi8(127);
-    auto copy = [&](const uint8_t* src, int64_t n, uint8_t* d) {
-      int64_t k = 0;
-      for (; k + 32 <= n; k += 32) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + k), _mm256_min_epu8(v, c127));
-      }
-      for (; k < n; ++k) d[k] = src[k] > 127 ? 127 : src[k];
-    };
-    for (int64_t i = 0; i < mr; ++i) {
-      uint8_t* d = dst + i * Kp;
-      if (!ind()) {
-        copy(a + (m0 + i) * lda, K, d);
-        std::memset(d + K, 0, static_cast<size_t>(Kp - K));
-      } else {
-        for (int64_t s = 0; s < nseg; ++s)
-          copy(rows[m0 + i] + segs[s].a_off, segs[s].len, d + segs[s].k);
-      }
-    }
   }
 };
+
+// The most outlier k-groups a row tile of `rkg` row k-groups may hold and still take the
+// VPMADDUBSW tile, for a call of `panels` 8-column panels. An entry costs its collection once and
+// ~9 instructions per panel; the widened tile costs its widening once and ~45% more per panel.
+// Measured break-even entries per row k-group (forced avx2 on an AMX Xeon, A streamed from memory,
+// K = 432..1024): 2 panels 1.6%, 8 panels 4%, 32 panels 5%, 128 panels 8%.
+inline int64_t hi_limit(int64_t rkg, int64_t panels) {
+  const int64_t div = panels <= 2 ? 64 : panels <= 8 ? 32 : panels <= 32 ? 20 : 12;
+  return rkg / div;
+}
 
 // Shared by gemm() and igemm(): chunks of columns outer, then row tiles, then the panels of the
 // chunk. Each row tile takes the VPMADDUBSW tile when its bytes fit in 7 bits, or when only a few
@@ -773,13 +768,14 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
                 int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   const int64_t kgp = Kp / kKR;
   std::vector<int16_t> aw;
-  // Mode 2 tiles: their clamped rows (M x Kp, allocated on first use) and outliers, kept for all
-  // chunks.
-  std::vector<uint8_t> clamped;
-  std::vector<std::vector<Outlier>> outl;
-  std::vector<IgemmSeg> csegs;  // skipping segments: their places in the clamped rows
   int64_t chunk = kBChunkBytes / (Kp > 0 ? Kp : 1) / kNR * kNR;
   if (chunk < kNR) chunk = kNR;
+  const bool multi = n1 - n0 > chunk;
+  // Mode 2 tiles: their outliers' k-groups, found on the first chunk and, when there are several,
+  // kept for the others (tile t's from hi_base[t]).
+  HiBuf hb;
+  std::vector<size_t> hi_base;
+  std::vector<std::array<int32_t, kMR + 1>> hi_rows;
   // Row tiles as even as possible (M = 7: 4 + 3 rather than 6 + 1).
   const int64_t ntiles = (M + kMR - 1) / kMR;
   // Per tile: -1 not yet scanned, 0 widened VPMADDWD, 1 VPMADDUBSW on A in place, 2 VPMADDUBSW on
@@ -806,29 +802,30 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
       const int64_t m0 = t * M / ntiles;
       const int64_t mr = (t + 1) * M / ntiles - m0;
       if (mode[t] < 0) {
-        std::vector<Outlier> found;
-        const int64_t limit = mr * Kp / 16;
         if (dense_run >= kDenseRun && e.a_7bit != 1) {
           mode[t] = 0;
         } else if (e.a_7bit == 1 || !A.any_outlier(m0, mr)) {
           mode[t] = 1;
           dense_run = 0;
-        } else if (!A.few_high(m0, mr, limit)) {
-          mode[t] = 0;
-          ++dense_run;
         } else {
-          mode[t] = A.outliers(m0, mr, found, static_cast<size_t>(limit))
-                        ? (found.empty() ? 1 : 2) : 0;
-          dense_run = 0;
-        }
-        if (mode[t] == 2) {
-          if (clamped.empty()) {
-            clamped.resize(static_cast<size_t>(M * Kp));
-            outl.resize(static_cast<size_t>(ntiles));
+          if (hi_base.empty()) {
+            hi_base.resize(static_cast<size_t>(ntiles));
+            hi_rows.resize(static_cast<size_t>(ntiles));
           }
-          A.copy_clamped(m0, mr, Kp, clamped.data() + m0 * Kp);
-          outl[t] = std::move(found);
+          if (!multi) hb.n = 0;
+          hi_base[t] = hb.n;
+          const int64_t limit = hi_limit(mr * kgp, (n1 - n0 + kNR - 1) / kNR);
+          const bool collected = A.collect_rows(m0, mr, Kp, hb, limit, hi_rows[t].data());
+          mode[t] = collected ? 2 : 0;
+          dense_run = collected ? 0 : dense_run + 1;
         }
+      }
+      HiRows hr{};
+      if (mode[t] == 2) {
+        hr.g = hb.g.data() + hi_base[t];
+        hr.lo = hb.lo.data() + hi_base[t];
+        hr.hi = hb.hi.data() + hi_base[t];
+        std::copy(hi_rows[t].begin(), hi_rows[t].begin() + mr + 1, hr.rows);
       }
       int16_t* awt = nullptr;  // this tile's widened rows (mode 0)
       if (mode[t] == 0) {
@@ -843,31 +840,10 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
         }
       }
       if (mode[t] != 0) {
-        // The clamped copy of skipping segments is read through them (its rows hold each at its
-        // packed K position; the rest is never written or read).
-        const bool sparse2 = mode[t] == 2 && A.ind() && !A.covers;
-        const bool direct = (mode[t] == 2 && !sparse2) || !A.ind();
+        const bool direct = !A.ind();
         UbswRowTile T{};
-        const uint8_t* crows[kMR];
-        if (sparse2) {
-          if (csegs.empty()) {
-            for (int64_t s = 0; s < A.nseg; ++s)
-              csegs.push_back({A.segs[s].k, A.segs[s].k, A.segs[s].len});
-          }
-          for (int64_t i = 0; i < mr; ++i) crows[i] = clamped.data() + (m0 + i) * Kp;
-          T.K = 0;
-          T.rows = crows;
-          T.segs = csegs.data();
-          T.nseg = A.nseg;
-          T.outl = outl[t].data();
-          T.nout = static_cast<int64_t>(outl[t].size());
-        } else if (mode[t] == 2) {  // the clamped copy (direct rows of Kp bytes) and its outliers
-          T.a = clamped.data() + m0 * Kp;
-          T.lda = Kp;
-          T.K = Kp;
-          T.outl = outl[t].data();
-          T.nout = static_cast<int64_t>(outl[t].size());
-        } else if (direct) {
+        if (mode[t] == 2) T.hr = &hr;
+        if (direct) {
           T.a = A.a + m0 * A.lda;
           T.lda = A.lda;
           T.K = A.K;
