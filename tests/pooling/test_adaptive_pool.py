@@ -70,6 +70,29 @@ def test_global_pool_isas_identical():
         assert torch.equal(o, outs[0])
 
 
+@pytest.mark.parametrize("hw", [(1, 1), (5, 6), (4, 8), (3, 11), (7, 7), (1, 63), (8, 8),
+                                (5, 13), (9, 9), (10, 20)])
+@pytest.mark.parametrize("planes", [1, 7, 8, 9, 16, 23, 33])
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
+def test_global_pool_every_isa_exact(hw, planes, dtype):
+    """NCHW global average (plane_avg): plane sizes below, at and around 32 bytes (the AVX2
+    kernel's chunk, whose last 1..31 bytes are the 32 bytes ending at the plane's end with the
+    summed ones masked off) and 64 (AVX-512), plane counts around the batches of 8 (AVX2) and 16
+    (AVX-512) planes whose averages are rounded together. Every tier gives the exact bytes."""
+    x = qtensor((1, planes, *hw), dtype, seed=planes + hw[0] * 100 + hw[1])
+    exact = requant_codes(F.adaptive_avg_pool2d(codes_minus_zp(x), 1), x)
+    tried = []
+    try:
+        for name in ("scalar", "avx2", "avx512vnni"):
+            if torch.ops.qplugin._set_cpu_isa(name) == name:
+                tried.append(name)
+                y = qF.adaptive_avg_pool2d(x, 1)
+                assert torch.equal(y.int_repr().long(), exact), name
+    finally:
+        torch.ops.qplugin._set_cpu_isa("auto")
+    assert tried
+
+
 @pytest.mark.parametrize("fn, msg", [
     (lambda x: qF.adaptive_avg_pool2d(x, 0), "expected positive output sizes"),
     (lambda x: qF.adaptive_avg_pool2d(x, (2, -1)), "expected positive output sizes"),

@@ -59,10 +59,71 @@ void avg_rows(const T* const* rows, int64_t nrows, T* out, int64_t C, double div
   }
 }
 
-// The portable kernels with this tier's avg_rows (8-bit codes).
+// Global average of 8-bit planes (NCHW adaptive_avg_pool to 1x1), 8 planes at a time. A plane's
+// sum: VPSADBW of its 32-byte chunks; the last 1..31 bytes of a plane of 32 or more as the 32
+// bytes ending at the plane's end with the bytes already summed masked off (no read outside the
+// plane); planes under 32 bytes bytewise. int8 codes flipped to unsigned (x + 128, corrected in
+// the bias). The 8 sums then take avg_one's rounding lane by lane: int32 s = sum + bias,
+// float(s) / div (vdivps), round half to even (vcvtps2dq, default MXCSR mode), + zp, clamp, packs
+// that never saturate. Same bytes as the scalar kernel. (The portable loop was 0.55 ms for
+// 32 x 2048 planes of 7x7, as slow as fp32's 4x larger read: a scalar division per plane.)
+template <typename T>
+void plane_avg(const T* xt, T* out, int64_t P, int64_t HW, double div, const AvgQ& q) {
+  constexpr bool kSigned = std::is_signed<T>::value;
+  const uint8_t* x = reinterpret_cast<const uint8_t*>(xt);
+  const uint8_t flipb = kSigned ? 0x80 : 0;
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(flipb));
+  const __m256i zero = _mm256_setzero_si256();
+  const int64_t bias = -(static_cast<int64_t>(q.zp) + (kSigned ? 128 : 0)) * HW;
+  const float df = static_cast<float>(div);
+  const int64_t full = HW / 32 * 32, rest = HW - full;
+  alignas(32) uint8_t tail_mask[32];
+  for (int j = 0; j < 32; ++j) tail_mask[j] = j >= 32 - rest ? 0xFF : 0;
+  const __m256i tmask = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail_mask));
+  auto sum = [&](const uint8_t* a) -> int32_t {  // sum of the plane's codes - zp
+    int64_t t = 0;
+    if (HW < 32) {
+      for (int64_t i = 0; i < HW; ++i) t += static_cast<uint8_t>(a[i] ^ flipb);
+    } else {
+      __m256i acc = zero;
+      for (int64_t i = 0; i < full; i += 32) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+        acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_xor_si256(v, flip), zero));
+      }
+      if (rest != 0) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + HW - 32));
+        acc = _mm256_add_epi64(
+            acc, _mm256_sad_epu8(_mm256_and_si256(_mm256_xor_si256(v, flip), tmask), zero));
+      }
+      const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+      t = _mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1);
+    }
+    return static_cast<int32_t>(t + bias);
+  };
+  const __m256 d = _mm256_set1_ps(df);
+  const __m256i zp = _mm256_set1_epi32(q.zp);
+  const __m256i qmin = _mm256_set1_epi32(q.qmin);
+  const __m256i qmax = _mm256_set1_epi32(q.qmax);
+  int64_t p = 0;
+  alignas(32) int32_t s[8];
+  for (; p + 8 <= P; p += 8) {
+    for (int j = 0; j < 8; ++j) s[j] = sum(x + (p + j) * HW);
+    const __m256 f = _mm256_div_ps(
+        _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s))), d);
+    __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(f), zp);
+    r = _mm256_min_epi32(_mm256_max_epi32(r, qmin), qmax);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    const __m128i b = kSigned ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + p), b);
+  }
+  for (; p < P; ++p) out[p] = pool_generic::avg_one<T>(sum(x + p * HW), df, q);
+}
+
+// The portable kernels with this tier's plane_avg and avg_rows (8-bit codes).
 template <typename T>
 TypedPoolKernels<T> typed() {
   TypedPoolKernels<T> k = pool_generic::typed<T>();
+  k.plane_avg = &plane_avg<T>;
   k.avg_rows = &avg_rows<T>;
   return k;
 }

@@ -23,8 +23,7 @@ void plane_avg(const T* xt, T* out, int64_t P, int64_t HW, double div, const Avg
   const float d = static_cast<float>(div);
   const int64_t full = HW / 64 * 64;
   const __mmask64 m = _bzhi_u64(~0ull, static_cast<unsigned>(HW - full));
-  for (int64_t p = 0; p < P; ++p) {
-    const uint8_t* a = x + p * HW;
+  auto sum = [&](const uint8_t* a) -> int32_t {  // sum of the plane's codes - zp
     __m512i acc = zero;
     for (int64_t i = 0; i < full; i += 64)
       acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(a + i), flip), zero));
@@ -33,9 +32,25 @@ void plane_avg(const T* xt, T* out, int64_t P, int64_t HW, double div, const Avg
       v = _mm512_maskz_mov_epi8(m, _mm512_xor_si512(v, flip));
       acc = _mm512_add_epi64(acc, _mm512_sad_epu8(v, zero));
     }
-    const int64_t s = _mm512_reduce_add_epi64(acc) + bias;
-    out[p] = pool_generic::avg_one<T>(static_cast<int32_t>(s), d, q);
+    return static_cast<int32_t>(_mm512_reduce_add_epi64(acc) + bias);
+  };
+  // 16 planes at a time: avg_one's rounding lane by lane (vdivps, vcvtps2dq under the default
+  // MXCSR mode, + zp, clamp; the clamped values fit the code type, so VPMOVDB's truncation is
+  // exact). With a scalar division per plane, 32 x 2048 planes of 7x7 took 0.28 ms (now 0.16).
+  const __m512 dv = _mm512_set1_ps(d);
+  const __m512i zp = _mm512_set1_epi32(q.zp);
+  const __m512i qmin = _mm512_set1_epi32(q.qmin);
+  const __m512i qmax = _mm512_set1_epi32(q.qmax);
+  int64_t p = 0;
+  alignas(64) int32_t s[16];
+  for (; p + 16 <= P; p += 16) {
+    for (int j = 0; j < 16; ++j) s[j] = sum(x + (p + j) * HW);
+    const __m512 f = _mm512_div_ps(_mm512_cvtepi32_ps(_mm512_load_si512(s)), dv);
+    __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(f), zp);
+    r = _mm512_min_epi32(_mm512_max_epi32(r, qmin), qmax);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + p), _mm512_cvtepi32_epi8(r));
   }
+  for (; p < P; ++p) out[p] = pool_generic::avg_one<T>(sum(x + p * HW), d, q);
 }
 
 // Channels-last average of one output pixel (avg_rows): out[c] = avg(sum_r rows[r][c] - zp, div),
