@@ -4,6 +4,9 @@
 // or 2 rows take 2 panels at once (more independent chains).
 #include <immintrin.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "kernels/dynamic/gemm_f16.h"
 
 namespace qplugin {
@@ -114,11 +117,141 @@ void block(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp
   }
 }
 
+// Rows of many tiles (M >= kConvertRows): the weights are converted once, not once per row tile,
+// and the loops are blocked as a BLAS GEMM: for each block of kNc columns and each K range of
+// kKc, the weights' fp16 rows become fp32 in a buffer (kKc x kNc floats, 1 MB), then each block
+// of kMc rows (its kMc x kKc activations stay in L2) runs every panel of the buffer (kKc x 16
+// floats, in L1 across the block's row tiles) with plain FMAs (12 FMAs, 6 broadcasts and 2 loads
+// per k: no VCVTPH2PS in the loop). A tile's accumulators are stored to c between K ranges and
+// reloaded (exact: each output's chain is still s = fma(a[k], w[k], s) for k in order from +0,
+// and the bias and ReLU come after the last k): the header's bits.
+constexpr int64_t kKc = 512;
+constexpr int64_t kNc = 512;
+constexpr int64_t kMc = 96;
+constexpr int64_t kConvertRows = 12;
+
+// MR rows x one panel (n <= 16 columns) over the K range of bf ([kc][16] floats). first: start
+// from +0 (else from c); last: add the bias, apply the ReLU.
+template <int MR>
+void tile_f32(const float* a, int64_t lda, int64_t kc, const float* bf, int64_t n,
+              const float* bias, bool relu, float* c, int64_t ldc, bool first, bool last) {
+  __m256 acc[MR][2];
+  alignas(32) float buf[8];
+  const int full = n >= 16 ? 2 : n >= 8 ? 1 : 0;  // whole 8-column vectors
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; ++v) {
+      if (first) {
+        acc[r][v] = _mm256_setzero_ps();
+      } else if (v < full) {
+        acc[r][v] = _mm256_loadu_ps(c + r * ldc + v * 8);
+      } else {
+        const int64_t cols = n - v * 8;
+        for (int j = 0; j < 8; ++j) buf[j] = j < cols ? c[r * ldc + v * 8 + j] : 0.0f;
+        acc[r][v] = _mm256_load_ps(buf);
+      }
+    }
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m256 b0 = _mm256_load_ps(bf + k * kF16Panel);
+    const __m256 b1 = _mm256_load_ps(bf + k * kF16Panel + 8);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  const __m256 zero = _mm256_setzero_ps();
+#pragma GCC unroll 2
+  for (int v = 0; v < 2; ++v) {
+    const int64_t left = n - v * 8;
+    if (left <= 0) break;
+    const int cols = left >= 8 ? 8 : static_cast<int>(left);
+    __m256 bv = zero;
+    if (last && bias) {
+      if (cols == 8) {
+        bv = _mm256_loadu_ps(bias + v * 8);
+      } else {
+        for (int j = 0; j < 8; ++j) buf[j] = j < cols ? bias[v * 8 + j] : 0.0f;
+        bv = _mm256_load_ps(buf);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      __m256 y = acc[r][v];
+      if (last) {
+        if (bias) y = _mm256_add_ps(y, bv);
+        if (relu) y = _mm256_max_ps(zero, y);  // max(0, NaN) returns the NaN (second operand)
+      }
+      float* dst = c + r * ldc + v * 8;
+      if (cols == 8) {
+        _mm256_storeu_ps(dst, y);
+      } else {
+        _mm256_store_ps(buf, y);
+        for (int j = 0; j < cols; ++j) dst[j] = buf[j];
+      }
+    }
+  }
+}
+
+void gemm_converted(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp,
+                    int64_t N, const float* bias, bool relu, float* c, int64_t ldc) {
+  thread_local std::vector<float> bfv;
+  if (bfv.size() < static_cast<size_t>(kKc * kNc + 8)) bfv.resize(static_cast<size_t>(kKc * kNc + 8));
+  float* bf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(bfv.data()) + 31) & ~uintptr_t{31});
+  const int64_t pstride = K * kF16Panel;
+  for (int64_t n0 = 0; n0 < N; n0 += kNc) {
+    const int64_t nb = N - n0 < kNc ? N - n0 : kNc;
+    const int64_t np = (nb + kF16Panel - 1) / kF16Panel;
+    for (int64_t k0 = 0; k0 < K; k0 += kKc) {
+      const int64_t kc = K - k0 < kKc ? K - k0 : kKc;
+      for (int64_t p = 0; p < np; ++p) {
+        const uint16_t* src = wp + (n0 / kF16Panel + p) * pstride + k0 * kF16Panel;
+        float* dst = bf + p * kc * kF16Panel;
+        for (int64_t i = 0; i < kc * kF16Panel; i += 8) {
+          _mm256_store_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                       reinterpret_cast<const __m128i*>(src + i))));
+        }
+      }
+      const bool first = k0 == 0, last = k0 + kc == K;
+      for (int64_t m0 = 0; m0 < M; m0 += kMc) {
+        const int64_t m1 = M - m0 < kMc ? M : m0 + kMc;
+        for (int64_t p = 0; p < np; ++p) {
+          const int64_t col = n0 + p * kF16Panel;
+          const int64_t nn = N - col < kF16Panel ? N - col : kF16Panel;
+          const float* bb = bias ? bias + col : nullptr;
+          const float* bp = bf + p * kc * kF16Panel;
+          for (int64_t m = m0; m < m1;) {
+            const int64_t r = m1 - m >= kMr ? kMr : m1 - m;
+            const float* am = a + m * lda + k0;
+            float* cm = c + m * ldc + col;
+            switch (r) {
+              case 6: tile_f32<6>(am, lda, kc, bp, nn, bb, relu, cm, ldc, first, last); break;
+              case 5: tile_f32<5>(am, lda, kc, bp, nn, bb, relu, cm, ldc, first, last); break;
+              case 4: tile_f32<4>(am, lda, kc, bp, nn, bb, relu, cm, ldc, first, last); break;
+              case 3: tile_f32<3>(am, lda, kc, bp, nn, bb, relu, cm, ldc, first, last); break;
+              case 2: tile_f32<2>(am, lda, kc, bp, nn, bb, relu, cm, ldc, first, last); break;
+              default: tile_f32<1>(am, lda, kc, bp, nn, bb, relu, cm, ldc, first, last); break;
+            }
+            m += r;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Columns in blocks of 2 panels; a single row takes 4 panels at once where 4 exist (8 fma chains:
 // one row's 4 chains were latency-bound, 768 -> 3072 0.085-0.089 -> 0.077-0.080 ms on a Zen 5
 // held to avx2).
 void gemm(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp, int64_t N,
           const float* bias, bool relu, float* c, int64_t ldc) {
+  if (M >= kConvertRows && K > 0) {
+    gemm_converted(a, lda, M, K, wp, N, bias, relu, c, ldc);
+    return;
+  }
   constexpr int64_t kBlock = 2 * kF16Panel;
   int64_t n0 = 0;
   if (M == 1) {
