@@ -73,11 +73,17 @@ void LinearPackedParamsFp16::gemm_into(const float* a, int64_t M, bool relu, flo
   if (M == 0 || N == 0) return;
   const uint16_t* wp = reinterpret_cast<const uint16_t*>(w_panels_.data_ptr());
   const float* bias = bias_.has_value() ? bias_->data_ptr<float>() : nullptr;
-  const auto& gemm = kernels::dynamic::f16_gemm_kernels().gemm;
+  const auto& kern = kernels::dynamic::f16_gemm_kernels();
+  const auto& gemm = kern.gemm;
   // Work items: blocks of 64 columns (4 panels: a tile's width) by chunks of 96 rows; each item
   // is the same arithmetic whatever the split, so the thread count never changes the bits.
-  constexpr int64_t kCols = 4 * kernels::dynamic::kF16Panel, kRows = 96;
-  const int64_t col_blocks = (N + kCols - 1) / kCols, row_chunks = (M + kRows - 1) / kRows;
+  // Tall calls with enough column blocks to share take all rows in one item where the kernel
+  // prefers it (tall_rows: the AVX2 kernel then converts a column block's weights to fp32 once
+  // for all rows, gemm_f16_avx2.cpp).
+  constexpr int64_t kCols = 4 * kernels::dynamic::kF16Panel;
+  const int64_t col_blocks = (N + kCols - 1) / kCols;
+  const int64_t kRows = kern.tall_rows > 0 && M >= kern.tall_rows && col_blocks >= 8 ? M : 96;
+  const int64_t row_chunks = (M + kRows - 1) / kRows;
   const int64_t items = col_blocks * row_chunks;
   // About 2^18 multiply-adds per item and thread at least (small calls stay on one thread).
   const int64_t grain = std::max<int64_t>(

@@ -14,12 +14,13 @@ from _reference import isas_to_compare, using_isa
 ops = torch.ops.qplugin
 
 # (M, K, N): row remainders 1..5 and full 6-row tiles; N across 1..4 panels of 16 columns, partial
-# panels, more than one 64-column block; K = 1 and odd K; from 12 rows on, the AVX2 kernel's
-# converted-weight path, whose K ranges of 512 store and reload the accumulators (K = 1100: two
-# whole ranges and a partial one, with partial panels).
+# panels, more than one 64-column block; K = 1 and odd K; from 192 rows and 8 column blocks of 64
+# on, the AVX2 kernel's converted-weight path, whose K ranges of 512 store and reload the
+# accumulators (K = 1100: two whole ranges and a partial one; 520 columns: a partial last panel;
+# 197 rows: row blocks of 96 and a partial last row tile).
 SHAPES = [(1, 1, 1), (1, 7, 5), (2, 16, 16), (3, 33, 17), (4, 64, 31), (5, 20, 48), (6, 9, 64),
           (7, 64, 100), (11, 40, 65), (13, 128, 97), (1, 256, 300), (25, 30, 70), (12, 1, 3),
-          (14, 1100, 23), (17, 513, 40)]
+          (14, 1100, 23), (197, 1100, 520), (192, 1, 513)]
 
 
 def _draw(M, K, N, seed):

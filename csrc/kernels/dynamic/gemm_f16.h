@@ -29,6 +29,9 @@ struct F16GemmKernels {
   // panels of columns [0, N) (panel stride K * 16); bias: N floats or null; c: row stride ldc.
   void (*gemm)(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp, int64_t N,
                const float* bias, bool relu, float* c, int64_t ldc);
+  // From this many rows on (0: never), the kernel prefers a call's rows in one gemm call (it then
+  // converts each column block's weights once for all of them; LinearPackedParamsFp16::gemm_into).
+  int64_t tall_rows = 0;
 };
 
 // The kernels of current_isa().

@@ -117,7 +117,8 @@ void block(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp
   }
 }
 
-// Rows of many tiles (M >= kConvertRows): the weights are converted once, not once per row tile,
+// Tall calls (M >= kConvertRows; the caller passes all rows of a tall call, in 64-column blocks):
+// the weights are converted once, not once per row tile,
 // and the loops are blocked as a BLAS GEMM: for each block of kNc columns and each K range of
 // kKc, the weights' fp16 rows become fp32 in a buffer (kKc x kNc floats, 1 MB), then each block
 // of kMc rows (its kMc x kKc activations stay in L2) runs every panel of the buffer (kKc x 16
@@ -128,7 +129,7 @@ void block(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp
 constexpr int64_t kKc = 512;
 constexpr int64_t kNc = 512;
 constexpr int64_t kMc = 96;
-constexpr int64_t kConvertRows = 12;
+constexpr int64_t kConvertRows = 192;
 
 // MR rows x one panel (n <= 16 columns) over the K range of bf ([kc][16] floats). first: start
 // from +0 (else from c); last: add the bias, apply the ReLU.
@@ -199,8 +200,10 @@ void tile_f32(const float* a, int64_t lda, int64_t kc, const float* bf, int64_t 
 void gemm_converted(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp,
                     int64_t N, const float* bias, bool relu, float* c, int64_t ldc) {
   thread_local std::vector<float> bfv;
-  if (bfv.size() < static_cast<size_t>(kKc * kNc + 8)) bfv.resize(static_cast<size_t>(kKc * kNc + 8));
-  float* bf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(bfv.data()) + 31) & ~uintptr_t{31});
+  const size_t need = static_cast<size_t>(kKc * kNc + 8);
+  if (bfv.size() < need) bfv.resize(need);
+  float* bf = reinterpret_cast<float*>(
+      (reinterpret_cast<uintptr_t>(bfv.data()) + 31) & ~uintptr_t{31});
   const int64_t pstride = K * kF16Panel;
   for (int64_t n0 = 0; n0 < N; n0 += kNc) {
     const int64_t nb = N - n0 < kNc ? N - n0 : kNc;
@@ -275,7 +278,7 @@ void gemm(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp,
 }  // namespace
 
 const F16GemmKernels& f16_gemm_table() {
-  static const F16GemmKernels t{Isa::kAvx2, &gemm};
+  static const F16GemmKernels t{Isa::kAvx2, &gemm, kConvertRows};
   return t;
 }
 

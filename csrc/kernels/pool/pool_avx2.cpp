@@ -95,7 +95,8 @@ void plane_avg(const T* xt, T* out, int64_t P, int64_t HW, double div, const Avg
         acc = _mm256_add_epi64(
             acc, _mm256_sad_epu8(_mm256_and_si256(_mm256_xor_si256(v, flip), tmask), zero));
       }
-      const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+      const __m128i h =
+          _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
       t = _mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1);
     }
     return static_cast<int32_t>(t + bias);
