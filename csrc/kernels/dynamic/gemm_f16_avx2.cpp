@@ -17,6 +17,48 @@ namespace {
 
 constexpr int kMr = 6;
 
+// The first `cols` floats at p (all 8 when cols >= 8) as a ymm, the other lanes 0.
+inline __m256 load_cols(const float* p, int64_t cols) {
+  if (cols >= 8) return _mm256_loadu_ps(p);
+  alignas(32) float buf[8];
+  for (int j = 0; j < 8; ++j) buf[j] = j < cols ? p[j] : 0.0f;
+  return _mm256_load_ps(buf);
+}
+
+// The first `cols` lanes of y (all 8 when cols >= 8) to p.
+inline void store_cols(float* p, __m256 y, int64_t cols) {
+  if (cols >= 8) {
+    _mm256_storeu_ps(p, y);
+    return;
+  }
+  alignas(32) float buf[8];
+  _mm256_store_ps(buf, y);
+  for (int j = 0; j < cols; ++j) p[j] = buf[j];
+}
+
+// Stores MR rows of the accumulators (8 columns per vector, N columns in all); `finish`: the sum
+// is complete, so the bias is added and the ReLU applied first.
+template <int MR, int NV>
+inline void store_rows(__m256 (&acc)[MR][NV], int64_t N, const float* bias, bool relu,
+                       bool finish, float* c, int64_t ldc) {
+  const __m256 zero = _mm256_setzero_ps();
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const int64_t cols = N - v * 8;
+    if (cols <= 0) break;
+    const __m256 bv = finish && bias ? load_cols(bias + v * 8, cols) : zero;
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      __m256 y = acc[r][v];
+      if (finish) {
+        if (bias) y = _mm256_add_ps(y, bv);
+        if (relu) y = _mm256_max_ps(zero, y);  // max(0, NaN) returns the NaN (second operand)
+      }
+      store_cols(c + r * ldc + v * 8, y, cols);
+    }
+  }
+}
+
 template <int MR, int NP>
 void tile(const float* a, int64_t lda, int64_t K, const uint16_t* wp, int64_t N,
           const float* bias, bool relu, float* c, int64_t ldc) {
@@ -54,35 +96,7 @@ void tile(const float* a, int64_t lda, int64_t K, const uint16_t* wp, int64_t N,
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(av, b[v], acc[r][v]);
     }
   }
-  const __m256 zero = _mm256_setzero_ps();
-  alignas(32) float buf[8];
-#pragma GCC unroll 4
-  for (int v = 0; v < NV; ++v) {
-    const int64_t left = N - v * 8;
-    if (left <= 0) break;
-    const int cols = left >= 8 ? 8 : static_cast<int>(left);
-    __m256 bv = zero;
-    if (bias) {
-      if (cols == 8) {
-        bv = _mm256_loadu_ps(bias + v * 8);
-      } else {
-        for (int j = 0; j < 8; ++j) buf[j] = j < cols ? bias[v * 8 + j] : 0.0f;
-        bv = _mm256_load_ps(buf);
-      }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      __m256 y = bias ? _mm256_add_ps(acc[r][v], bv) : acc[r][v];
-      if (relu) y = _mm256_max_ps(zero, y);  // max(0, NaN) returns the NaN (second operand)
-      float* dst = c + r * ldc + v * 8;
-      if (cols == 8) {
-        _mm256_storeu_ps(dst, y);
-      } else {
-        _mm256_store_ps(buf, y);
-        for (int j = 0; j < cols; ++j) dst[j] = buf[j];
-      }
-    }
-  }
+  store_rows<MR, NV>(acc, N, bias, relu, /*finish=*/true, c, ldc);
 }
 
 // Rows [0, M) of the panels of columns [0, N) (N <= 32: one or two panels).
@@ -137,22 +151,11 @@ template <int MR>
 void tile_f32(const float* a, int64_t lda, int64_t kc, const float* bf, int64_t n,
               const float* bias, bool relu, float* c, int64_t ldc, bool first, bool last) {
   __m256 acc[MR][2];
-  alignas(32) float buf[8];
-  const int full = n >= 16 ? 2 : n >= 8 ? 1 : 0;  // whole 8-column vectors
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 2
-    for (int v = 0; v < 2; ++v) {
-      if (first) {
-        acc[r][v] = _mm256_setzero_ps();
-      } else if (v < full) {
-        acc[r][v] = _mm256_loadu_ps(c + r * ldc + v * 8);
-      } else {
-        const int64_t cols = n - v * 8;
-        for (int j = 0; j < 8; ++j) buf[j] = j < cols ? c[r * ldc + v * 8 + j] : 0.0f;
-        acc[r][v] = _mm256_load_ps(buf);
-      }
-    }
+    for (int v = 0; v < 2; ++v)
+      acc[r][v] = first ? _mm256_setzero_ps() : load_cols(c + r * ldc + v * 8, n - v * 8);
   }
   for (int64_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_load_ps(bf + k * kF16Panel);
@@ -164,37 +167,7 @@ void tile_f32(const float* a, int64_t lda, int64_t kc, const float* bf, int64_t 
       acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
     }
   }
-  const __m256 zero = _mm256_setzero_ps();
-#pragma GCC unroll 2
-  for (int v = 0; v < 2; ++v) {
-    const int64_t left = n - v * 8;
-    if (left <= 0) break;
-    const int cols = left >= 8 ? 8 : static_cast<int>(left);
-    __m256 bv = zero;
-    if (last && bias) {
-      if (cols == 8) {
-        bv = _mm256_loadu_ps(bias + v * 8);
-      } else {
-        for (int j = 0; j < 8; ++j) buf[j] = j < cols ? bias[v * 8 + j] : 0.0f;
-        bv = _mm256_load_ps(buf);
-      }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      __m256 y = acc[r][v];
-      if (last) {
-        if (bias) y = _mm256_add_ps(y, bv);
-        if (relu) y = _mm256_max_ps(zero, y);  // max(0, NaN) returns the NaN (second operand)
-      }
-      float* dst = c + r * ldc + v * 8;
-      if (cols == 8) {
-        _mm256_storeu_ps(dst, y);
-      } else {
-        _mm256_store_ps(buf, y);
-        for (int j = 0; j < cols; ++j) dst[j] = buf[j];
-      }
-    }
-  }
+  store_rows<MR, 2>(acc, n, bias, relu, last, c, ldc);
 }
 
 void gemm_converted(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp,
