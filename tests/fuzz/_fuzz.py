@@ -86,10 +86,21 @@ class Case:
     # -- tensors --------------------------------------------------------------------------------
     def codes(self, shape, dtype, zero_point):
         """Full-range 8-bit codes; sometimes concentrated at the extremes (saturation), or in a
-        narrow band around the zero point (small values)."""
+        narrow band around the zero point (small values), or within the lower 128 codes
+        ("low7": a quint8 tensor of bytes <= 127, which the AVX2 GEMM multiplies with VPMADDUBSW)
+        with a few, 0.1-5%, in the upper half ("low7_outliers": the tiles it corrects after the
+        k-loop, kernels/gemm/qgemm_u8s8_6x8c4_avx2.cpp, or widens)."""
         qmin, qmax = QRANGE[dtype]
-        kind = self.choice(("uniform", "uniform", "uniform", "extremes", "near_zp"))
-        if kind == "extremes":
+        kind = self.choice(("uniform", "uniform", "uniform", "extremes", "near_zp", "low7",
+                            "low7_outliers"))
+        if kind.startswith("low7"):
+            c = torch.randint(qmin, qmin + 128, shape, generator=self.gen)
+            if kind == "low7_outliers":
+                p = self.choice((0.001, 0.01, 0.05))
+                hit = torch.rand(shape, generator=self.gen) < p
+                c = torch.where(hit, torch.randint(qmin + 128, qmax + 1, shape,
+                                                   generator=self.gen), c)
+        elif kind == "extremes":
             bits = torch.randint(0, 2, shape, generator=self.gen)
             c = torch.where(bits.bool(), qmax, qmin)
         elif kind == "near_zp":

@@ -134,3 +134,38 @@ def test_bilinear_exact_ties_round_like_the_exact_reference():
     v = F.interpolate(codes.double() + 47, size=[15, 2], mode="bilinear", align_corners=True)
     expected = requant64(v * 215.8768379657674, 215.8768379657674, -47, torch.qint8)
     assert_qclose(y, expected, max_diff=1, min_identical=0.99)
+
+
+# ---------------------------------------------------------------------------------------------
+# A GEMM with K = 0 crashed the process on AMX CPUs (SIGSEGV in LDTILECFG): K % 64 == 0 sent it
+# to the AMX kernel, whose tile configuration for K steps of 0 bytes (B tiles of 0 rows, 64 bytes
+# a row) the CPU rejects. K = 0 comes from a transposed conv's output phase that no kernel tap
+# reaches (stride 2 with dilation 2: every tap lands on the same parity) and from a linear with
+# in_features 0. Found by QPLUGIN_FUZZ=long (conv seed 188 after the "low7" code kinds changed
+# the draws); fixed in amx::gemm_prefers_amx / igemm_prefers_amx (csrc/kernels/gemm). The shapes
+# give the empty phases at least 16 rows and 16 columns, the AMX kernel's minimum.
+
+@pytest.mark.parametrize("dim,groups", [(1, 3), (1, 1), (2, 1)])
+def test_conv_transpose_with_phases_no_tap_reaches(isa, dim, groups):
+    cin, cout, k = 3 * groups, 21 * groups, 6
+    x = make_q(_codes((1, cin) + (40,) * dim, 0, 255, 11), 0.01, 25, torch.quint8)
+    w = make_q(_codes((cin, cout // groups) + (k,) * dim, -128, 127, 12), 0.01, 0, torch.qint8)
+    bias = torch.randn(cout, generator=torch.Generator().manual_seed(13))
+    st, pad, dil = [2] * dim, [2] * dim, [2] * dim
+    op = getattr(Q, f"conv_transpose{dim}d")
+    pq = getattr(Q, f"conv_transpose{dim}d_prepack")(w, bias, st, pad, [0] * dim, dil, groups)
+    y = op(x, pq, 0.5, 100)
+    fn = getattr(F, f"conv_transpose{dim}d")
+    v = fn(deq64(x), deq64(w), bias.double(), st, pad, 0, groups, dil)
+    expected = requant64(v, 0.5, 100, torch.quint8)
+    # (Outputs at odd positions are the bias alone: their phases have K = 0.)
+    assert_qclose(y, expected, max_diff=1, min_identical=0.99)
+
+
+def test_linear_with_no_input_features(isa):
+    x = make_q(torch.zeros(32, 0, dtype=torch.int64), 0.1, 3, torch.quint8)
+    w = make_q(torch.zeros(64, 0, dtype=torch.int64), 0.1, 0, torch.qint8)
+    bias = torch.randn(64, generator=torch.Generator().manual_seed(14))
+    y = Q.linear(x, Q.linear_prepack(w, bias), 0.05, 100)
+    expected = requant64(bias.double().expand(32, 64), 0.05, 100, torch.quint8)
+    assert torch.equal(y.int_repr(), expected.int_repr())

@@ -33,9 +33,12 @@ void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* pac
 // 16 -> 64 3x3 0.77 against 0.73, 3 -> 64 7x7 3.67 against 3.70.
 bool igemm_prefers_amx(const IgemmSeg* segs, int64_t nseg, int64_t Kp, int64_t ncols);
 // The same for gemm: rows read in place when K % 64 = 0, else staged (worth it for wide calls
-// with a long K only; 24 -> 72 1x1 conv: zmm 0.42, AMX 0.57 ms).
+// with a long K only; 24 -> 72 1x1 conv: zmm 0.42, AMX 0.57 ms). Never K = 0 (a linear with
+// in_features 0, a transposed conv's phase that no kernel tap reaches, e.g. stride 2 with
+// dilation 2): its B tiles would have 0 rows and 64 bytes a row, a tile configuration LDTILECFG
+// rejects with #GP (SIGSEGV); the zmm kernel gives the bias-only outputs.
 inline bool gemm_prefers_amx(int64_t K, int64_t ncols) {
-  return K % 64 == 0 || (ncols >= 128 && K >= 128);
+  return K > 0 && (K % 64 == 0 || (ncols >= 128 && K >= 128));
 }
 void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const IgemmSeg* segs,
            int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,

@@ -543,7 +543,8 @@ int64_t igemm_step(const IgemmSeg* segs, int64_t nseg, int64_t ncols) {
 }
 
 bool igemm_prefers_amx(const IgemmSeg* segs, int64_t nseg, int64_t Kp, int64_t ncols) {
-  return igemm_step(segs, nseg, ncols) > 0 || (ncols >= 128 && Kp >= 128);
+  // Never Kp = 0: ka = 0 is a tile configuration LDTILECFG rejects (gemm_prefers_amx).
+  return Kp > 0 && (igemm_step(segs, nseg, ncols) > 0 || (ncols >= 128 && Kp >= 128));
 }
 
 void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const IgemmSeg* segs,
