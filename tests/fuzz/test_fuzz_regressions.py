@@ -169,3 +169,36 @@ def test_linear_with_no_input_features(isa):
     y = Q.linear(x, Q.linear_prepack(w, bias), 0.05, 100)
     expected = requant64(bias.double().expand(32, 64), 0.05, 100, torch.quint8)
     assert torch.equal(y.int_repr(), expected.int_repr())
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear/bilinear/trilinear resampling with an explicit scale applied it to a dimension whose
+# size does not change; PyTorch copies such a dimension whatever the scale
+# (compute_source_index_and_lambda: F.interpolate(scale_factor=1.0465) on 8 pixels returns them,
+# and torch's quantized bilinear copies when both sizes match). Up to 59 units off. Found by
+# QPLUGIN_FUZZ=long (resample seed 542); fixed in upsample_kernel.cpp's linear_weights.
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_linear_resample_keeps_an_unchanged_dimension(isa, dim, align_corners):
+    s = 1.0464881395007368
+    in_sizes = [8, 6, 5][:dim]
+    # The first dimension keeps its size (8 -> floor(8 * s) = 8); the others double.
+    size = [8] + [2 * n for n in in_sizes[1:]]
+    scales = [s] + [2.0] * (dim - 1)
+    codes = _codes((1, 3, *in_sizes), 0, 255, 15 + dim)
+    x = make_q(codes, 0.05, 7, torch.quint8)
+    name = {1: "upsample_linear1d", 2: "upsample_bilinear2d", 3: "upsample_trilinear3d"}[dim]
+    y = getattr(Q, name)(x, size, align_corners, *scales)
+    mode = {1: "linear", 2: "bilinear", 3: "trilinear"}[dim]
+    v = F.interpolate((codes - 7).float(), scale_factor=scales, mode=mode,
+                      align_corners=align_corners, recompute_scale_factor=False).double()
+    assert list(v.shape[2:]) == size
+    assert_qclose(y, make_q(torch.round(v).to(torch.int64) + 7, 0.05, 7, torch.quint8),
+                  max_diff=1, min_identical=0.99)
+    # Every size unchanged: the input itself, as torch's quantized bilinear gives.
+    same = getattr(Q, name)(x, in_sizes, align_corners, *([s] * dim))
+    assert torch.equal(same.int_repr(), x.int_repr())
+    if dim == 2:
+        ref = torch._C._nn.upsample_bilinear2d(x, in_sizes, align_corners, s, s)
+        assert torch.equal(same.int_repr(), ref.int_repr())

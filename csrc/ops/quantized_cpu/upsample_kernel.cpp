@@ -68,6 +68,17 @@ LinearDim linear_weights(int64_t in, int64_t out, bool align_corners, c10::optio
   const float s = align_corners ? (out > 1 ? static_cast<float>(in - 1) / (out - 1) : 0.0f)
                                 : compute_scales_value(scale, in, out);
   for (int64_t o = 0; o < out; ++o) {
+    if (out == in) {
+      // As PyTorch's compute_source_index_and_lambda: a dimension whose size does not change is
+      // copied whatever scale is given (F.interpolate(scale_factor=1.04) on 8 pixels gives the
+      // input; torch's quantized bilinear copies when both sizes match). Found by
+      // QPLUGIN_FUZZ=long (resample seed 542).
+      d.i0.push_back(static_cast<int32_t>(o));
+      d.i1.push_back(static_cast<int32_t>(o));
+      d.w0.push_back(1.0f);
+      d.w1.push_back(0.0f);
+      continue;
+    }
     float src;
     if (align_corners) {
       src = s * o;
