@@ -121,6 +121,25 @@ def draw_adaptive(seed):
     return c, (lambda: op(x, out)), expected, False
 
 
+def _nearest_exact_ref(codes, in_sizes, size, scales):
+    """nearest-exact as PyTorch's quantized kernels compute it (aten/src/ATen/native/UpSample.h,
+    nearest_neighbor_exact_compute_source_index): per dimension, source index
+    min(floorf(float((o + 0.5) * s)), in - 1) with s = float(1 / scale) or float(in) / out in
+    float32. Where (o + 0.5) * in / out is an integer in exact arithmetic, float32 puts it on either
+    side, and PyTorch's float kernel (F.interpolate, which computes s * (o + 0.5) - 0.5 + 0.5)
+    lands on the other side for some sizes: 23 of 23,400 (in, out) pairs in 1-d, e.g. 56 -> 99
+    at output 49 (QPLUGIN_FUZZ=long resample seeds 100437, 100472); torch's quantized 2-d op and
+    qplugin agree on all of them."""
+    out = codes
+    for d, (n, o, f) in enumerate(zip(in_sizes, size, scales)):
+        s = (torch.tensor(1.0 / f, dtype=torch.float64).float() if f is not None and f > 0
+             else torch.tensor(n, dtype=torch.float32) / o)
+        src = ((torch.arange(o, dtype=torch.float64) + 0.5) * s.double()).float().floor()
+        idx = src.clamp(0, n - 1).long()
+        out = out.index_select(out.dim() - len(in_sizes) + d, idx)
+    return out
+
+
 def draw_resample(seed):
     c = Case("resample", seed)
     mode = c.choice(("nearest", "nearest", "nearest-exact", "linear"))
@@ -151,6 +170,8 @@ def draw_resample(seed):
             ref_scales = [None if o in (n, 2 * n) else f for o, n, f in zip(size, in_sizes, scales)]
             aten = getattr(torch.ops.aten, f"upsample_nearest{dim}d")
             expected = _as_q(aten(_codes64(x), size, *ref_scales), x)
+        elif mode == "nearest-exact":
+            expected = _as_q(_nearest_exact_ref(_codes64(x), in_sizes, size, scales), x)
         else:
             expected = _as_q(F.interpolate(_codes64(x), mode=mode, **kw), x)
         name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact"}[mode]
