@@ -35,8 +35,11 @@ def _input(c, dim):
 
 
 def _codes64(x):
-    # Contiguous: the float references (e.g. max_pool3d) reject some strided layouts.
-    return x.int_repr().to(torch.float64).contiguous()
+    # Contiguous: the float references (e.g. max_pool3d) reject some strided layouts. With the
+    # canonical strides too: a contiguous tensor with size-1 dims can keep odd strides, and
+    # F.max_pool3d then took an unbatched (22, 2, 1, 1) input of strides (2, 1, 2, 2) for
+    # channels-last and refused it (QPLUGIN_FUZZ_OFFSET=1400000 max_pool seed 1400266).
+    return x.int_repr().to(torch.float64).contiguous().view(-1).view(x.shape)
 
 
 def _as_q(codes64, like):
@@ -121,21 +124,30 @@ def draw_adaptive(seed):
     return c, (lambda: op(x, out)), expected, False
 
 
-def _nearest_exact_ref(codes, in_sizes, size, scales):
-    """nearest-exact as PyTorch's quantized kernels compute it (aten/src/ATen/native/UpSample.h,
-    nearest_neighbor_exact_compute_source_index): per dimension, source index
-    min(floorf(float((o + 0.5) * s)), in - 1) with s = float(1 / scale) or float(in) / out in
-    float32. Where (o + 0.5) * in / out is an integer in exact arithmetic, float32 puts it on either
-    side, and PyTorch's float kernel (F.interpolate, which computes s * (o + 0.5) - 0.5 + 0.5)
-    lands on the other side for some sizes: 23 of 23,400 (in, out) pairs in 1-d, e.g. 56 -> 99
-    at output 49 (QPLUGIN_FUZZ=long resample seeds 100437, 100472); torch's quantized 2-d op and
-    qplugin agree on all of them."""
+def _nearest_ref(codes, in_sizes, size, scales, exact):
+    """nearest / nearest-exact as PyTorch's quantized kernels compute them
+    (aten/src/ATen/native/UpSample.h, nearest_idx / nearest_neighbor_exact_compute_source_index):
+    per dimension, with s = float(1 / scale) or float(in) / out in float32, source index
+    min(floorf(o * s), in - 1) (nearest; out == in copies and out == 2 in halves the index
+    whatever scale is given) or min(floorf(float((o + 0.5) * s)), in - 1) (nearest-exact).
+    Not F.interpolate: where o * in / out (or (o + 0.5) * in / out) is an integer in exact
+    arithmetic, float32 puts it on either side, and PyTorch's float kernels land on the other side
+    for some sizes, e.g. 1-d nearest-exact 56 -> 99 at output 49, nearest 56 -> 92 at output 23
+    (QPLUGIN_FUZZ=long with QPLUGIN_FUZZ_OFFSET: resample seeds 100437, 100472, 1200045,
+    1300178); they also use a given scale where nearest_idx copies (seed 397). torch's quantized
+    2-d ops and qplugin agree on all of these."""
     out = codes
     for d, (n, o, f) in enumerate(zip(in_sizes, size, scales)):
-        s = (torch.tensor(1.0 / f, dtype=torch.float64).float() if f is not None and f > 0
-             else torch.tensor(n, dtype=torch.float32) / o)
-        src = ((torch.arange(o, dtype=torch.float64) + 0.5) * s.double()).float().floor()
-        idx = src.clamp(0, n - 1).long()
+        pos = torch.arange(o, dtype=torch.float64)
+        if not exact and o == n:
+            idx = pos.long()
+        elif not exact and o == 2 * n:
+            idx = pos.long() // 2
+        else:
+            s = (torch.tensor(1.0 / f, dtype=torch.float64).float() if f is not None and f > 0
+                 else torch.tensor(n, dtype=torch.float32) / o)
+            src = ((pos + 0.5) * s.double()).float() if exact else pos.float() * s
+            idx = src.floor().clamp(0, n - 1).long()
         out = out.index_select(out.dim() - len(in_sizes) + d, idx)
     return out
 
@@ -160,20 +172,9 @@ def draw_resample(seed):
     align = c.chance(0.5) if mode == "linear" else None
     c.note(mode=mode, dim=dim, size=size, scales=scales, align_corners=align)
     if mode in ("nearest", "nearest-exact"):
-        # No arithmetic: the float op on the codes, with the same sizes and scales.
-        kw = {"size": size} if scales[0] is None else {"scale_factor": scales}
-        if mode == "nearest" and scales[0] is not None:
-            # qplugin follows PyTorch's nearest_idx: out == in or 2 * in copies / halves the
-            # index whatever scale is given (float upsample_nearest2d does the same; PyTorch's
-            # float 1-d/3-d kernels use the scale there, its quantized 2-d one for 2x only:
-            # QPLUGIN_FUZZ=long seed 397, NOTES_robust.md). Reference: no scale for such dims.
-            ref_scales = [None if o in (n, 2 * n) else f for o, n, f in zip(size, in_sizes, scales)]
-            aten = getattr(torch.ops.aten, f"upsample_nearest{dim}d")
-            expected = _as_q(aten(_codes64(x), size, *ref_scales), x)
-        elif mode == "nearest-exact":
-            expected = _as_q(_nearest_exact_ref(_codes64(x), in_sizes, size, scales), x)
-        else:
-            expected = _as_q(F.interpolate(_codes64(x), mode=mode, **kw), x)
+        # No arithmetic: the codes gathered by PyTorch's index rule (_nearest_ref), identical.
+        expected = _as_q(_nearest_ref(_codes64(x), in_sizes, size, scales,
+                                      mode == "nearest-exact"), x)
         name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact"}[mode]
         op = getattr(Q, f"{name}{dim}d")
         args = (size, *scales)
