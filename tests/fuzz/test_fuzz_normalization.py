@@ -88,6 +88,11 @@ def draw_norm(seed):
     scale, zp = output_qparams(c, v, dtype)
     expected = requant64(v, scale, zp, dtype)
     c.units = v / scale
+    # Inputs of two codes (only qmin / qmax) or a narrow band give a few distinct outputs: one of
+    # them within float32 reach of a tie can be > 1% of the elements (group norm of qmin / qmax
+    # codes: 5 of 396 at 45.4999976 units, QPLUGIN_FUZZ_OFFSET=1900000 seed 1900008, the same
+    # bytes on every ISA). There every differing element must sit within _fuzz.TIE of a tie.
+    c.ties_any_size = c.params.get("x_codes") in ("extremes", "near_zp")
     return c, (lambda: fn(x, *args, scale, zp)), expected
 
 
