@@ -152,3 +152,34 @@ def test_igemm_7bit_input(case, isa, outliers):
         wi, torch.rand(Cout, generator=g, dtype=torch.double) * 0.002 + 0.001,
         torch.zeros(Cout, dtype=torch.long), 0)
     _check(dim, x, w, torch.randn(Cout, generator=g), list(s), list(p), list(d), 1, isa)
+
+
+@pytest.mark.parametrize("spikes", [0.0, 0.05])
+@pytest.mark.parametrize("isa", ["avx2", "avx512vnni"])
+@pytest.mark.parametrize("case", IGEMM)
+def test_igemm_7bit_pair_steps(case, isa, spikes):
+    """7-bit input with per-channel symmetric weights as an observer gives them (Gaussian, each
+    output channel's largest magnitude at 127): the AVX2 kernel's packing pairs most k-group
+    pairs of these weights, and its 7-bit tiles add two groups' VPMADDUBSW products in s16 before
+    widening (exact under the weight bound its packing checks; qgemm_u8s8_6x8c4_avx2.cpp), here
+    through the implicit GEMM's segments (pairs never straddle a segment) and the 6-row two-panel
+    loop. `spikes`: a fraction of the weights set to +-127, which ends pair runs at random
+    places. Byte for byte against the scalar ISA and within 1 unit of the oracle."""
+    dim, N, Cin, Cout, sp, k, s, p, d = case
+    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
+        pytest.skip(f"this CPU has no {isa}")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    g = torch.Generator().manual_seed(Cout * 13 + Cin)
+    a = torch.randint(0, 128, (N, Cin, *sp), generator=g, dtype=torch.uint8)
+    a[torch.rand(a.shape, generator=g) < 0.5] = 127
+    x = torch._make_per_tensor_quantized_tensor(a, 0.02, 0)
+    wf = torch.randn(Cout, Cin, *k, generator=g)
+    wi = torch.round(wf / wf.flatten(1).abs().amax(1).view(-1, *[1] * (wf.dim() - 1)) * 127)
+    r = torch.rand(wi.shape, generator=g)
+    wi[r < spikes / 2] = -127
+    wi[r > 1 - spikes / 2] = 127
+    w = torch._make_per_channel_quantized_tensor(
+        wi.to(torch.int8), torch.rand(Cout, generator=g, dtype=torch.double) * 0.002 + 0.001,
+        torch.zeros(Cout, dtype=torch.long), 0)
+    _check(dim, x, w, torch.randn(Cout, generator=g), list(s), list(p), list(d), 1, isa)

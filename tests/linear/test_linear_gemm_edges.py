@@ -320,3 +320,80 @@ def test_single_outlier_every_position(isa, K):
             x = torch._make_per_tensor_quantized_tensor(a, 0.01, 0)
             got = torch.ops.qplugin.linear(x, p, scale, 100).int_repr()
             assert torch.equal(got, reference(x, w, b, scale, 100)), f"{isa} K{K} row {i} k {k}"
+
+
+def _pair_pattern(N, K, total, lane, sign):
+    """Weights that put, in every k-octet (k-groups g, g + 1 of 4 bytes), four weights of one s16
+    lane of the AVX2 pair step (k 8o + 0, 1, 4, 5 for lane 0; 8o + 2, 3, 6, 7 for lane 1) at a
+    positive-part sum (sign +1) or negative-part magnitude sum (sign -1) of `total`, the rest 0."""
+    wi = torch.zeros(N, K, dtype=torch.int8)
+    big = 127 if sign > 0 else -128
+    vals = [big, big, sign * (total - 2 * abs(big)), 0]
+    for o in range(K // 8):
+        base = 8 * o + 2 * lane
+        for k, v in zip((base, base + 1, base + 4, base + 5), vals):
+            wi[:, k] = v
+    return wi
+
+
+@pytest.mark.parametrize("M,K,N", [(6, 64, 16), (13, 1027, 24), (5, 4099, 17), (1, 16, 8)])
+@pytest.mark.parametrize("total", [258, 259])
+def test_pair_step_weight_bound(isa, M, K, N, total):
+    """The AVX2 kernel adds the VPMADDUBSW products of two k-groups in s16 before widening
+    ("pair step") where its packing proves that no s16 lane can leave [-32768, 32767]: with A
+    bytes <= 127, a lane's four weights must have positive parts summing to at most 258 and
+    negative parts to at most 258 in magnitude (127 * 258 = 32766; 127 * 259 = 32893 would wrap).
+    Here every A byte is 127 and every k-octet of every column sits exactly at the bound (258:
+    paired, the lanes reach +-32766) or one past it (259: must not be paired; a pairing would
+    wrap every octet), in either lane, both signs; K = 4099 has runs longer than the 255 a run
+    byte holds. Per-channel scales put each column's exact result mid-range. Bit-exact."""
+    a = torch.full((M, K), 127, dtype=torch.uint8)
+    cols = []
+    for n in range(N):
+        cols.append(_pair_pattern(1, K, total, lane=n % 2, sign=1 if (n // 2) % 2 == 0 else -1))
+    wi = torch.cat(cols)
+    acc = (a.long() @ wi.long().T)[0]
+    sa, s_out = 0.01, 0.1
+    sc = torch.tensor([500.0 / max(abs(int(v)), 1) for v in acc], dtype=torch.double) * s_out / 0.1
+    w = torch._make_per_channel_quantized_tensor(wi, sc, torch.zeros(N, dtype=torch.long), 0)
+    x = torch._make_per_tensor_quantized_tensor(a, sa, 0)
+    b = torch.zeros(N)
+    want = reference(x, w, b, s_out, 100)
+    assert int(want.min()) > 0 and int(want.max()) < 255 or K < 8
+    got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), s_out, 100)
+    assert torch.equal(got.int_repr(), want)
+
+
+@pytest.mark.parametrize("M,K,N", [(1, 8, 8), (6, 72, 16), (7, 576, 64), (13, 1027, 70),
+                                   (12, 4099, 300), (6, 20, 9), (4, 2304, 33)])
+@pytest.mark.parametrize("spikes", [0.0, 0.02, 0.3])
+def test_pair_steps_realistic_weights(isa, M, K, N, spikes):
+    """Per-channel symmetric weights as an observer gives them (Gaussian, each column's largest
+    magnitude at 127), so that most k-octets pair on the AVX2 tier, with a fraction of the
+    columns' octets raised past the pair bound at random places (the runs end there: single
+    groups between pair runs, panels whose pairs cover too little take the plain loop), against
+    7-bit A with half of the bytes at 127; 1 and 2 threads. Bit-exact."""
+    g = torch.Generator().manual_seed(K * 7 + N + int(spikes * 100))
+    a = torch.randint(0, 128, (M, K), generator=g, dtype=torch.uint8)
+    a[torch.rand(M, K, generator=g) < 0.5] = 127
+    wf = torch.randn(N, K, generator=g)
+    wi = torch.round(wf / wf.abs().amax(1, keepdim=True) * 127).to(torch.int8)
+    octs = K // 8
+    if spikes > 0 and octs > 0:
+        hit = torch.rand(N, octs, generator=g) < spikes
+        for n, o in hit.nonzero().tolist():
+            lane = (n + o) % 2
+            wi[n, 8 * o + 2 * lane] = 127
+            wi[n, 8 * o + 2 * lane + 1] = 127
+            wi[n, 8 * o + 2 * lane + 4] = 100
+    sc = torch.rand(N, generator=g, dtype=torch.double) * 0.01 + 0.002
+    w = torch._make_per_channel_quantized_tensor(wi, sc, torch.zeros(N, dtype=torch.long), 0)
+    x = torch._make_per_tensor_quantized_tensor(a, 0.01, 0)
+    b = torch.randn(N, generator=g)
+    scale = _scale_for(K)
+    p = torch.ops.qplugin.linear_prepack(w, b)
+    want = reference(x, w, b, scale, 100)
+    for threads in (1, 2):
+        with using_threads(threads):
+            got = torch.ops.qplugin.linear(x, p, scale, 100)
+        assert torch.equal(got.int_repr(), want), threads
