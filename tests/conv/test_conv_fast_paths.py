@@ -154,9 +154,20 @@ def test_igemm_7bit_input(case, isa, outliers):
     _check(dim, x, w, torch.randn(Cout, generator=g), list(s), list(p), list(d), 1, isa)
 
 
+# Implicit-GEMM cases whose segments (KW x C_in bytes) hold at least 16 k-groups, the shortest
+# k-loop the AVX2 pair steps take: 24 groups a segment, 27 (an odd group left per segment), a
+# conv1d of 72 groups, a conv3d; Cout 24 and 40 leave a panel without a partner.
+PAIR_IGEMM = [
+    (2, 1, 32, 24, (7, 9), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 2, 36, 40, (6, 8), (3, 3), (1, 2), (1, 1), (1, 1)),
+    (1, 1, 96, 32, (20,), (3,), (1,), (1,), (1,)),
+    (3, 1, 24, 16, (3, 5, 6), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
+]
+
+
 @pytest.mark.parametrize("spikes", [0.0, 0.05])
 @pytest.mark.parametrize("isa", ["avx2", "avx512vnni"])
-@pytest.mark.parametrize("case", IGEMM)
+@pytest.mark.parametrize("case", IGEMM + PAIR_IGEMM)
 def test_igemm_7bit_pair_steps(case, isa, spikes):
     """7-bit input with per-channel symmetric weights as an observer gives them (Gaussian, each
     output channel's largest magnitude at 127): the AVX2 kernel's packing pairs most k-group

@@ -336,13 +336,15 @@ def _pair_pattern(N, K, total, lane, sign):
     return wi
 
 
-@pytest.mark.parametrize("M,K,N", [(6, 64, 16), (13, 1027, 24), (5, 4099, 17), (1, 16, 8)])
+@pytest.mark.parametrize("M,K,N", [(6, 64, 16), (12, 1027, 24), (6, 4099, 17), (13, 1027, 24),
+                                   (1, 16, 8)])
 @pytest.mark.parametrize("total", [258, 259])
 def test_pair_step_weight_bound(isa, M, K, N, total):
     """The AVX2 kernel adds the VPMADDUBSW products of two k-groups in s16 before widening
-    ("pair step") where its packing proves that no s16 lane can leave [-32768, 32767]: with A
-    bytes <= 127, a lane's four weights must have positive parts summing to at most 258 and
-    negative parts to at most 258 in magnitude (127 * 258 = 32766; 127 * 259 = 32893 would wrap).
+    ("pair step", 6-row tiles on two full panels, k-loops of 16 groups or more) where its
+    packing proves that no s16 lane can leave [-32768, 32767]: with A bytes <= 127, a lane's
+    four weights must have positive parts summing to at most 258 and negative parts to at most
+    258 in magnitude (127 * 258 = 32766; 127 * 259 = 32893 would wrap).
     Here every A byte is 127 and every k-octet of every column sits exactly at the bound (258:
     paired, the lanes reach +-32766) or one past it (259: must not be paired; a pairing would
     wrap every octet), in either lane, both signs; K = 4099 has runs longer than the 255 a run
@@ -364,15 +366,16 @@ def test_pair_step_weight_bound(isa, M, K, N, total):
     assert torch.equal(got.int_repr(), want)
 
 
-@pytest.mark.parametrize("M,K,N", [(1, 8, 8), (6, 72, 16), (7, 576, 64), (13, 1027, 70),
-                                   (12, 4099, 300), (6, 20, 9), (4, 2304, 33)])
+@pytest.mark.parametrize("M,K,N", [(1, 8, 8), (6, 72, 16), (12, 576, 64), (18, 1027, 70),
+                                   (12, 4099, 300), (6, 20, 9), (24, 2304, 33), (13, 1027, 70)])
 @pytest.mark.parametrize("spikes", [0.0, 0.02, 0.3])
 def test_pair_steps_realistic_weights(isa, M, K, N, spikes):
     """Per-channel symmetric weights as an observer gives them (Gaussian, each column's largest
     magnitude at 127), so that most k-octets pair on the AVX2 tier, with a fraction of the
-    columns' octets raised past the pair bound at random places (the runs end there: single
-    groups between pair runs, panels whose pairs cover too little take the plain loop), against
-    7-bit A with half of the bytes at 127; 1 and 2 threads. Bit-exact."""
+    columns' octets raised past the pair bound at random places (those octets take their two
+    groups one at a time; panels whose pairs cover too little take the plain loop), against
+    7-bit A with half of the bytes at 127; 6-row tiles (M = 6, 12, 18, 24) and others; 1 and 2
+    threads. Bit-exact."""
     g = torch.Generator().manual_seed(K * 7 + N + int(spikes * 100))
     a = torch.randint(0, 128, (M, K), generator=g, dtype=torch.uint8)
     a[torch.rand(M, K, generator=g) < 0.5] = 127

@@ -397,66 +397,32 @@ inline __m256i broadcast_a_tail(const uint8_t* p, int kt) {
   return _mm256_set1_epi32(x);
 }
 
-// s16 words of 1, read as a memory operand by the two-panel pair step (below), which has no
-// register left for them.
+// s16 words of 1 (loaded into ymm15 by ubsw_octets_x6).
 alignas(32) const int16_t kOnes16[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
-// Pair step (7-bit A only, k-groups g and g + 1 "paired" by the packing's runs, pack_b below):
-// the two VPMADDUBSW products are added in s16 (VPADDW) before one VPMADDWD by ones and one
-// VPADDD, i.e. 5 instead of 6 vector instructions and 3 instead of 4 multiplies per 64 MACs
-// (register-only loops on an AMX Xeon: 142 vs 117 GMAC/s). Exact when no s16 lane leaves
-// [-32768, 32767]: a lane holds a0*w0 + a1*w1 + a4*w4 + a5*w5 (resp. k 2, 3, 6, 7) of one column;
-// with every a in [0, 127] it lies in [-127 * S-, 127 * S+], S+ / S- the sums of the positive
-// parts / magnitudes of the negative parts of those four weights, and the packing pairs g with
-// g + 1 only where S+ <= 258 and S- <= 258 in every lane of the panel (127 * 258 = 32766). Each
-// VPMADDUBSW alone is exact (two of the four terms), so is VPADDW (no wrap in range) and the
-// rest. av0 / av1: the row's 4 bytes of group g / g + 1 (memory); bg, bh: the panel's 32 bytes of
-// group g / g + 1.
-inline __m256i ubsw_pair(__m256i acc, const uint8_t* a, __m256i bg, __m256i bh, __m256i ones) {
-  __m256i v, t, w;
-  asm("vpbroadcastd %[a0], %[v]\n\tvpmaddubsw %[bg], %[v], %[t]\n\t"
-      "vpbroadcastd %[a1], %[v]\n\tvpmaddubsw %[bh], %[v], %[w]\n\t"
-      "vpaddw %[w], %[t], %[t]\n\tvpmaddwd %[o], %[t], %[t]\n\tvpaddd %[t], %[acc], %[acc]"
-      : [acc] "+x"(acc), [v] "=&x"(v), [t] "=&x"(t), [w] "=&x"(w)
-      : [a0] "m"(*reinterpret_cast<const int32_t*>(a)),
-        [a1] "m"(*reinterpret_cast<const int32_t*>(a + 4)), [bg] "x"(bg), [bh] "x"(bh),
-        [o] "x"(ones));
-  return acc;
-}
-
-// The same for two panels at once (b, b2; their group g + 1 at b + bs, b2 + bs2): 12 accumulators
-// live, so B and the ones come from memory and the step needs exactly the 4 registers left.
-inline void ubsw_pair2(__m256i& acc, __m256i& acc2, const uint8_t* a, const int8_t* b,
-                       const int8_t* bh, const int8_t* b2, const int8_t* b2h) {
-  __m256i v, t, u, w;
-  asm("vpbroadcastd %[a0], %[v]\n\tvpmaddubsw %[bg], %[v], %[t]\n\t"
-      "vpmaddubsw %[b2g], %[v], %[u]\n\tvpbroadcastd %[a1], %[v]\n\t"
-      "vpmaddubsw %[bh], %[v], %[w]\n\tvpaddw %[w], %[t], %[t]\n\t"
-      "vpmaddubsw %[b2h], %[v], %[w]\n\tvpaddw %[w], %[u], %[u]\n\t"
-      "vpmaddwd %[o], %[t], %[t]\n\tvpaddd %[t], %[acc], %[acc]\n\t"
-      "vpmaddwd %[o], %[u], %[u]\n\tvpaddd %[u], %[acc2], %[acc2]"
-      : [acc] "+x"(acc), [acc2] "+x"(acc2), [v] "=&x"(v), [t] "=&x"(t), [u] "=&x"(u),
-        [w] "=&x"(w)
-      : [a0] "m"(*reinterpret_cast<const int32_t*>(a)),
-        [a1] "m"(*reinterpret_cast<const int32_t*>(a + 4)),
-        [bg] "m"(*reinterpret_cast<const __m256i*>(b)),
-        [bh] "m"(*reinterpret_cast<const __m256i*>(bh)),
-        [b2g] "m"(*reinterpret_cast<const __m256i*>(b2)),
-        [b2h] "m"(*reinterpret_cast<const __m256i*>(b2h)),
-        [o] "m"(*reinterpret_cast<const __m256i*>(kOnes16)));
-}
-
-// `r` pair steps (ubsw_pair2) of the 6 rows of a full tile on two full panels, the whole loop in
-// one asm statement: acc[0..11] (row i's panels at acc[2i], acc[2i + 1]) are loaded into
-// ymm0..11 and stored back at the end, ymm15 holds the ones, ymm12..14 are the scratch, so row
-// i's group g is broadcast twice (once per panel; an L1 load). Written this way because GCC,
-// given the 12 accumulators as operands of per-row statements, moved accumulators between
-// registers and spilled one to the stack every step, and because the ones as a memory operand
-// (no register left otherwise) made the step no faster than the plain loop (a 6 x 16 tile in L1
-// on an AMX Xeon, forced AVX2: plain 105, pair step with the ones from memory 105-113, this form
-// 118-122 GMAC/s). a<i>: row i's bytes of group g (advanced by 8 a step); b / b2: the panels at
-// group g (32 bytes a group: both full). pf: the next chunk's prefetch (pf < pf_end: 4 lines,
-// then pf += pf_step).
+// Pair step (7-bit A only): the VPMADDUBSW products of two k-groups g, g + 1 are added in s16
+// (VPADDW) before one VPMADDWD by ones and one VPADDD: 5 instead of 6 vector instructions and 3
+// instead of 4 multiplies per 64 MACs. Exact when no s16 lane can leave [-32768, 32767]: a lane
+// holds a0*w0 + a1*w1 + a4*w4 + a5*w5 (resp. k 2, 3, 6, 7 of the octet) of one column; with every
+// a in [0, 127] it lies in [-127 * S-, 127 * S+], S+ / S- the sum of the positive parts / of the
+// negative parts' magnitudes of those four weights, and the packing marks (g, g + 1) as a pair
+// of a panel only where S+ <= 258 and S- <= 258 in every lane of all its columns (127 * 258 =
+// 32766; kPairWeightSum). Each VPMADDUBSW alone is exact (two of the four terms), so is the
+// VPADDW (the sum is in range) and everything after.
+//
+// ubsw_octets_x6: the k-loop of a 6-row tile on two full panels (b, b2: 32 bytes a k-group) over
+// n octets (k-groups g, g + 1), then one more k-group when `odd`, in one asm statement:
+// acc[0..11] (row i's panels at acc[2i], acc[2i + 1]) are loaded into ymm0..11 and stored back
+// at the end, ymm15 holds the ones, ymm12..14 are the scratch. f: the pair flags of the octet's
+// first group (pack_b: 3 = a pair in both panels), advanced by 2 an octet; an octet without the
+// flag takes its two groups one at a time (VPMADDUBSW, VPMADDWD, VPADDD each, the plain tile's
+// instructions). a<i>: row i's bytes of group g. pf: the next chunk's prefetch (while pf <
+// pf_end: 4 lines an octet, pf += pf_step).
+// One statement for the whole loop because GCC, given the 12 accumulators as operands of per-row
+// statements (which leave exactly 4 registers), moved accumulators between registers and spilled
+// one every step; with the ones from memory instead of ymm15 the pair step was no faster than
+// the plain loop, and leaving the asm (accumulators to memory and back) between runs of pairs
+// made 1x1 convs of 64 channels 30% slower (forced AVX2 on an AMX Xeon).
 #define QP_PAIR_ROW(C, D, A)                                                                \
   "vpbroadcastd 4(%[" A "]), %%ymm12\n\tvpmaddubsw 32(%[b]), %%ymm12, %%ymm13\n\t"          \
   "vpmaddubsw 32(%[b2]), %%ymm12, %%ymm14\n\tvpbroadcastd (%[" A "]), %%ymm12\n\t"          \
@@ -465,11 +431,25 @@ inline void ubsw_pair2(__m256i& acc, __m256i& acc2, const uint8_t* a, const int8
   "vpbroadcastd (%[" A "]), %%ymm12\n\tvpmaddubsw (%[b2]), %%ymm12, %%ymm12\n\t"            \
   "vpaddw %%ymm12, %%ymm14, %%ymm14\n\tvpmaddwd %%ymm15, %%ymm14, %%ymm14\n\t"             \
   "vpaddd %%ymm14, %%ymm" D ", %%ymm" D "\n\tadd $8, %[" A "]\n\t"
-QPLUGIN_ALWAYS_INLINE void ubsw_pair2_x6(__m256i* acc, const uint8_t*& a0, const uint8_t*& a1,
-                                         const uint8_t*& a2, const uint8_t*& a3,
-                                         const uint8_t*& a4, const uint8_t*& a5,
-                                         const int8_t*& b, const int8_t*& b2, int64_t r,
-                                         const char*& pf, const char* pf_end, int64_t pf_step) {
+// One k-group (at byte offset O of A's row, O * 8 of the panels) of a row, plain.
+#define QP_ONE_ROW(C, D, A, O, OB)                                                          \
+  "vpbroadcastd " O "(%[" A "]), %%ymm12\n\tvpmaddubsw " OB "(%[b]), %%ymm12, %%ymm13\n\t"  \
+  "vpmaddubsw " OB "(%[b2]), %%ymm12, %%ymm14\n\tvpmaddwd %%ymm15, %%ymm13, %%ymm13\n\t"    \
+  "vpaddd %%ymm13, %%ymm" C ", %%ymm" C "\n\tvpmaddwd %%ymm15, %%ymm14, %%ymm14\n\t"        \
+  "vpaddd %%ymm14, %%ymm" D ", %%ymm" D "\n\t"
+#define QP_SINGLE_ROW(C, D, A) QP_ONE_ROW(C, D, A, "", "") QP_ONE_ROW(C, D, A, "4", "32") \
+  "add $8, %[" A "]\n\t"
+#define QP_6ROWS(X)                                                                         \
+  X("0", "1", "a0") X("2", "3", "a1") X("4", "5", "a2") X("6", "7", "a3") X("8", "9", "a4")   \
+  X("10", "11", "a5")
+#define QP_LAST_ROW(C, D, A) QP_ONE_ROW(C, D, A, "", "")
+QPLUGIN_ALWAYS_INLINE void ubsw_octets_x6(__m256i* acc, const uint8_t*& a0, const uint8_t*& a1,
+                                          const uint8_t*& a2, const uint8_t*& a3,
+                                          const uint8_t*& a4, const uint8_t*& a5,
+                                          const int8_t*& b, const int8_t*& b2,
+                                          const uint8_t*& f, int64_t n, int64_t odd,
+                                          const char*& pf, const char* pf_end,
+                                          int64_t pf_step) {
   asm volatile(
       "vmovdqu (%[acc]), %%ymm0\n\tvmovdqu 32(%[acc]), %%ymm1\n\t"
       "vmovdqu 64(%[acc]), %%ymm2\n\tvmovdqu 96(%[acc]), %%ymm3\n\t"
@@ -478,15 +458,24 @@ QPLUGIN_ALWAYS_INLINE void ubsw_pair2_x6(__m256i* acc, const uint8_t*& a0, const
       "vmovdqu 256(%[acc]), %%ymm8\n\tvmovdqu 288(%[acc]), %%ymm9\n\t"
       "vmovdqu 320(%[acc]), %%ymm10\n\tvmovdqu 352(%[acc]), %%ymm11\n\t"
       "vmovdqu %[o], %%ymm15\n\t"
+      "test %[n], %[n]\n\tjz 5f\n\t"
       "1:\n\t"
       "cmp %[pfe], %[pf]\n\tjae 2f\n\t"
       "prefetcht1 (%[pf])\n\tprefetcht1 64(%[pf])\n\tprefetcht1 128(%[pf])\n\t"
       "prefetcht1 192(%[pf])\n\tadd %[pfs], %[pf]\n\t"
       "2:\n\t"
-      QP_PAIR_ROW("0", "1", "a0") QP_PAIR_ROW("2", "3", "a1") QP_PAIR_ROW("4", "5", "a2")
-      QP_PAIR_ROW("6", "7", "a3") QP_PAIR_ROW("8", "9", "a4") QP_PAIR_ROW("10", "11", "a5")
-      "add $64, %[b]\n\tadd $64, %[b2]\n\t"
-      "dec %[r]\n\tjnz 1b\n\t"
+      "cmpb $3, (%[f])\n\tjne 3f\n\t"
+      QP_6ROWS(QP_PAIR_ROW)
+      "jmp 4f\n\t"
+      "3:\n\t"
+      QP_6ROWS(QP_SINGLE_ROW)
+      "4:\n\t"
+      "add $64, %[b]\n\tadd $64, %[b2]\n\tadd $2, %[f]\n\t"
+      "dec %[n]\n\tjnz 1b\n\t"
+      "5:\n\t"
+      "cmpq $0, %[odd]\n\tje 6f\n\t"
+      QP_6ROWS(QP_LAST_ROW)
+      "6:\n\t"
       "vmovdqu %%ymm0, (%[acc])\n\tvmovdqu %%ymm1, 32(%[acc])\n\t"
       "vmovdqu %%ymm2, 64(%[acc])\n\tvmovdqu %%ymm3, 96(%[acc])\n\t"
       "vmovdqu %%ymm4, 128(%[acc])\n\tvmovdqu %%ymm5, 160(%[acc])\n\t"
@@ -494,29 +483,17 @@ QPLUGIN_ALWAYS_INLINE void ubsw_pair2_x6(__m256i* acc, const uint8_t*& a0, const
       "vmovdqu %%ymm8, 256(%[acc])\n\tvmovdqu %%ymm9, 288(%[acc])\n\t"
       "vmovdqu %%ymm10, 320(%[acc])\n\tvmovdqu %%ymm11, 352(%[acc])"
       : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4),
-        [a5] "+r"(a5), [b] "+r"(b), [b2] "+r"(b2), [r] "+r"(r), [pf] "+r"(pf)
-      : [acc] "r"(acc), [pfe] "m"(pf_end), [pfs] "m"(pf_step),
+        [a5] "+r"(a5), [b] "+r"(b), [b2] "+r"(b2), [f] "+r"(f), [n] "+r"(n), [pf] "+r"(pf)
+      : [acc] "r"(acc), [odd] "m"(odd), [pfe] "m"(pf_end), [pfs] "m"(pf_step),
         [o] "m"(*reinterpret_cast<const __m256i*>(kOnes16))
       : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
         "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
 }
+#undef QP_LAST_ROW
+#undef QP_6ROWS
+#undef QP_SINGLE_ROW
+#undef QP_ONE_ROW
 #undef QP_PAIR_ROW
-
-// One k-group of two panels (acc + ubsw(a, b), acc2 + ubsw(a, b2)) with B and the ones from
-// memory: the pair loop's single groups (no register may stay reserved for the ones there).
-inline void ubsw_single2(__m256i& acc, __m256i& acc2, const uint8_t* a, const int8_t* b,
-                         const int8_t* b2) {
-  __m256i v, t, u;
-  asm("vpbroadcastd %[a0], %[v]\n\tvpmaddubsw %[bg], %[v], %[t]\n\t"
-      "vpmaddubsw %[b2g], %[v], %[u]\n\tvpmaddwd %[o], %[t], %[t]\n\t"
-      "vpaddd %[t], %[acc], %[acc]\n\tvpmaddwd %[o], %[u], %[u]\n\t"
-      "vpaddd %[u], %[acc2], %[acc2]"
-      : [acc] "+x"(acc), [acc2] "+x"(acc2), [v] "=&x"(v), [t] "=&x"(t), [u] "=&x"(u)
-      : [a0] "m"(*reinterpret_cast<const int32_t*>(a)),
-        [bg] "m"(*reinterpret_cast<const __m256i*>(b)),
-        [b2g] "m"(*reinterpret_cast<const __m256i*>(b2)),
-        [o] "m"(*reinterpret_cast<const __m256i*>(kOnes16)));
-}
 
 // A byte of A above 127 in a row tile that otherwise fits in 7 bits ("outlier"): the tile runs its
 // VPMADDUBSW k-loop on A in place, so the k-groups (4 bytes of a row) holding an outlier may have
@@ -542,17 +519,18 @@ struct HiRows {
 // a + i * lda, K bytes.
 // NP = 2: two adjacent panels at once (16 columns; the first full, the second `width2` wide at
 // b2), so each A broadcast feeds two multiplies; 12 accumulators, B read from memory operands.
-// PAIRS (7-bit tiles without outliers, hr null): k-groups g, g + 1 that the packing's runs pair
-// (runs / runs2: the panels' run bytes, indexed by packed k-group; pack_b) take the pair step
-// (ubsw_pair), the others one group at a time as before.
+// PAIRS (6-row 7-bit tiles without outliers on two full panels, hr null): the k-loop runs in
+// ubsw_octets_x6, whose octets flagged by the packing (`flags`: the first panel's pair flags,
+// indexed by packed k-group) take the pair step.
 template <int MR, bool IND, int NP, bool PAIRS>
 QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
                                      const uint8_t* const* rows, const IgemmSeg* segs,
                                      int64_t nseg, const int8_t* b, int64_t width, int64_t m,
                                      int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc,
                                      const char* pf, int64_t pf_lines, const HiRows* hr,
-                                     const int8_t* b2, int64_t width2, const uint8_t* runs,
-                                     const uint8_t* runs2) {
+                                     const int8_t* b2, int64_t width2,
+                                     const uint8_t* flags) {
+  static_assert(!PAIRS || (MR == kMR && NP == 2), "pair steps: 6-row two-panel tiles only");
   const int8_t* const b_panel = b;
   const int8_t* const b2_panel = b2;
   const int64_t bstride2 = width2 * kKR;
@@ -589,104 +567,42 @@ QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
   b += bstride;                                                                             \
   b2 += bstride2;
   if constexpr (PAIRS) {
-    (void)runs2;
-#define QP_P2(i) \
-  if constexpr (MR > i) ubsw_pair2(c##i, d##i, a##i, b, b + bstride, b2, b2 + bstride2);
-#define QP_P1(i) \
-  if constexpr (MR > i) c##i = ubsw_pair(c##i, a##i, bg, bh, ones);
-#define QP_S2(i) \
-  if constexpr (MR > i) ubsw_single2(c##i, d##i, a##i, b, b2);
-#define QP_S1(i) \
-  if constexpr (MR > i) c##i = ubsw_acc(c##i, broadcast_a4(a##i), bg, ones);
-#define QP_ADV8(i) a##i += 2 * kKR;
-#define QP_ADV4(i) a##i += kKR;
-// The NG k-groups from packed group GB on (A and B at group GB): runs of pairs, single groups
-// between them. HOOK: once per k-group (the prefetch).
-#define QP_PAIR_RANGE(GB, NG, HOOK)                                                          \
-  for (int64_t g = 0; g < (NG);) {                                                          \
-    int64_t r = runs[(GB) + g];                                                             \
-    if constexpr (NP == 2) {                                                                \
-      const int64_t r2 = runs2[(GB) + g];                                                   \
-      r = r2 < r ? r2 : r;                                                                  \
-    }                                                                                       \
-    const int64_t rmax = ((NG) - g) >> 1;                                                   \
-    r = r < rmax ? r : rmax;                                                                \
-    if (r > 0) {                                                                            \
-      g += 2 * r;                                                                           \
-      if (NP == 2 && MR == kMR && bstride == 32 && bstride2 == 32) {                        \
-        alignas(32) __m256i acc12[12] = {c0, d0, c1, d1, c2, d2, c3, d3, c4, d4, c5, d5};   \
-        const int64_t lpg = next_panel.lines_per_group;                                     \
-        ubsw_pair2_x6(acc12, a0, a1, a2, a3, a4, a5, b, b2, r, next_panel.pf, next_panel.end, \
-                      128 * (lpg < 2 ? lpg : 2));                                           \
-        c0 = acc12[0]; d0 = acc12[1]; c1 = acc12[2]; d1 = acc12[3];                         \
-        c2 = acc12[4]; d2 = acc12[5]; c3 = acc12[6]; d3 = acc12[7];                         \
-        c4 = acc12[8]; d4 = acc12[9]; c5 = acc12[10]; d5 = acc12[11];                       \
-      } else {                                                                              \
-        do {                                                                                \
-          HOOK HOOK                                                                         \
-          if constexpr (NP == 2) {                                                          \
-            QP_ROWS(QP_P2)                                                                  \
-          } else {                                                                          \
-            const __m256i bg = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));      \
-            const __m256i bh =                                                              \
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + bstride));          \
-            QP_ROWS(QP_P1)                                                                  \
-          }                                                                                 \
-          QP_ROWS(QP_ADV8)                                                                  \
-          b += 2 * bstride;                                                                 \
-          b2 += 2 * bstride2;                                                               \
-        } while (--r > 0);                                                                  \
-      }                                                                                     \
-    } else {                                                                                \
-      HOOK                                                                                  \
-      if constexpr (NP == 2) {                                                              \
-        QP_ROWS(QP_S2)                                                                      \
-      } else {                                                                              \
-        const __m256i bg = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));          \
-        QP_ROWS(QP_S1)                                                                      \
-      }                                                                                     \
-      QP_ROWS(QP_ADV4)                                                                      \
-      b += bstride;                                                                         \
-      b2 += bstride2;                                                                       \
-      ++g;                                                                                  \
-    }                                                                                       \
-  }
+    alignas(32) __m256i acc12[12];
+    for (auto& v : acc12) v = _mm256_setzero_si256();
     if constexpr (IND) {
       for (int64_t s = 0; s < nseg; ++s) {
-        const int64_t so = segs[s].a_off, sg = segs[s].len / kKR, gb = segs[s].k / kKR;
-#define QP_SEG(i) a##i = rows[MR > i ? i : 0] + so;
+        const int64_t so = segs[s].a_off, sg = segs[s].len / kKR;
+#define QP_SEG(i) a##i = rows[i] + so;
         QP_ROWS(QP_SEG)
 #undef QP_SEG
         b = b_panel + segs[s].k * width;
         b2 = b2_panel + segs[s].k * width2;
-        PanelPrefetch next_panel(nullptr, 0, 1);  // none (pf == end)
-        QP_PAIR_RANGE(gb, sg, )
+        const uint8_t* f = flags + segs[s].k / kKR;
+        const char* no_pf = nullptr;
+        ubsw_octets_x6(acc12, a0, a1, a2, a3, a4, a5, b, b2, f, sg / 2, sg % 2, no_pf, nullptr,
+                       0);
       }
     } else {
       PanelPrefetch next_panel(pf, pf_lines, kg);
-      QP_PAIR_RANGE(0, kg, next_panel.step();)
-      if (kt != 0) {  // the partial last group, zero-padded (the run bytes never pair it)
-#define QP_T(i)                                                                              \
-  if constexpr (MR > i) {                                                                   \
-    uint8_t t4[4] = {0, 0, 0, 0};                                                           \
-    std::memcpy(t4, a##i, static_cast<size_t>(kt));                                         \
-    if constexpr (NP == 2) {                                                                \
-      ubsw_single2(c##i, d##i, t4, b, b2);                                                  \
-    } else {                                                                                \
-      c##i = ubsw_acc(c##i, broadcast_a4(t4), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)), ones); \
-    }                                                                                       \
-  }
-        QP_ROWS(QP_T)
-#undef QP_T
+      const int64_t lpg = next_panel.lines_per_group;
+      const uint8_t* f = flags;
+      ubsw_octets_x6(acc12, a0, a1, a2, a3, a4, a5, b, b2, f, kg / 2, kg % 2, next_panel.pf,
+                     next_panel.end, 128 * (lpg < 2 ? lpg : 2));
+      b += (kg % 2) * bstride;  // the odd last group (the asm leaves b at it)
+      b2 += (kg % 2) * bstride2;
+#define QP_ODD(i) a##i += (kg % 2) * kKR;
+      QP_ROWS(QP_ODD)
+#undef QP_ODD
+    }
+    c0 = acc12[0]; d0 = acc12[1]; c1 = acc12[2]; d1 = acc12[3]; c2 = acc12[4]; d2 = acc12[5];
+    c3 = acc12[6]; d3 = acc12[7]; c4 = acc12[8]; d4 = acc12[9]; c5 = acc12[10]; d5 = acc12[11];
+    if constexpr (!IND) {
+      if (kt != 0) {  // the partial last group, zero-padded: one plain step
+        QP_LOADB
+        (void)b0;
+        QP_ROWS(QP_TAIL)
       }
     }
-#undef QP_PAIR_RANGE
-#undef QP_ADV4
-#undef QP_ADV8
-#undef QP_S1
-#undef QP_S2
-#undef QP_P1
-#undef QP_P2
   } else if constexpr (IND) {
     for (int64_t s = 0; s < nseg; ++s) {
       const int64_t so = segs[s].a_off, sg = segs[s].len / kKR;
@@ -864,18 +780,19 @@ constexpr int64_t kPrefetchMinBytes = 4 * 1024 * 1024;
 // columns, and widening a row tile again for each of them was 12% of M = 256, 4096 x 4096.
 constexpr int64_t kKeepWidenedBytes = 16 * 1024 * 1024;
 
-// The pair runs that pack_b appends to the packed weights, after the slack (qgemm.h's layout is
-// otherwise unchanged): for panel p (8 columns) and packed k-group g, runs[p * kg + g] is the
-// number (at most 255) of consecutive pairs (g, g + 1), (g + 2, g + 3), ... of the panel that the
-// pair step may take (ubsw_pair: in every s16 lane, the four weights' positive parts sum to at
-// most 258 and so do their negative parts' magnitudes; g + 1 must be a group of the packing); 0
-// when (g, g + 1) is not such a pair. Then one byte per panel: 1 when pairs cover at least half
-// of its k-groups (else its tiles keep the plain loop, which has no per-run bookkeeping).
-struct PairRuns {
-  const uint8_t* runs;
+// The pair flags that pack_b appends to the packed weights, after the slack (qgemm.h's layout is
+// otherwise unchanged, and unpacking never reads them): for panel p (8 columns) and packed
+// k-group g, flags[p * kg + g] has bit 0 set when (g, g + 1) is a pair of panel p (in every s16
+// lane of every column the four weights' positive parts sum to at most kPairWeightSum and so do
+// their negative parts' magnitudes, and g + 1 is a group of the packing), and bit 1 when it is
+// one of panel p + 1: 3 means a pair step on the panels p, p + 1 (ubsw_octets_x6). Then one byte
+// per panel: 1 when the octets (0, 1), (2, 3), ... flagged 3 for panels p, p + 1 are at least
+// half of them (else those panels keep the plain loop).
+struct PairFlags {
+  const uint8_t* flags;
   const uint8_t* worth_;
-  PairRuns(const uint8_t* r, int64_t N, int64_t Kp)
-      : runs(r), worth_(r == nullptr ? nullptr : r + (N + kNR - 1) / kNR * (Kp / kKR)) {}
+  PairFlags(const uint8_t* f, int64_t N, int64_t Kp)
+      : flags(f), worth_(f == nullptr ? nullptr : f + (N + kNR - 1) / kNR * (Kp / kKR)) {}
   bool worth(int64_t p) const { return worth_[p] != 0; }
   static int64_t bytes(int64_t K, int64_t N) {
     const int64_t panels = (N + kNR - 1) / kNR;
@@ -889,24 +806,26 @@ struct PairRuns {
 // The largest sum of positive parts (and of negative parts' magnitudes) of the four weights an
 // s16 lane of the pair step meets: 127 * 258 = 32766 <= 32767 (and >= -32768); 259 would not fit.
 constexpr int kPairWeightSum = 258;
+// Shortest k-loop (in k-groups: the row length, or each implicit-GEMM segment) that takes
+// ubsw_octets_x6: it moves the 12 accumulators through memory once per call.
+constexpr int64_t kPairMinGroups = 16;
 
 int64_t packed_b_bytes(int64_t K, int64_t N) {
-  return generic::packed_b_bytes<kNR, kKR>(K, N) + PairRuns::bytes(K, N);
+  return generic::packed_b_bytes<kNR, kKR>(K, N) + PairFlags::bytes(K, N);
 }
 
 void pack_b(const int8_t* w, int64_t ldw, int64_t K, int64_t N, int8_t* packed,
             int32_t* col_sums) {
   generic::pack_b<kNR, kKR>(w, ldw, K, N, packed, col_sums);
   const int64_t Kp = generic::round_up(K, kKR), kg = Kp / kKR;
-  uint8_t* runs = PairRuns::of(packed, N, Kp);
+  uint8_t* flags = PairFlags::of(packed, N, Kp);
   const int64_t panels = (N + kNR - 1) / kNR;
-  uint8_t* worth = runs + panels * kg;
+  uint8_t* worth = flags + panels * kg;
+  // Bit 0 of every panel first.
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t p0 = p * kNR, width = N - p0 < kNR ? N - p0 : kNR;
     const int8_t* pb = packed + p0 * Kp;  // group g, column c, byte r at pb[(g * width + c) * 4 + r]
-    uint8_t* r = runs + p * kg;
-    int64_t covered = 0;
-    for (int64_t g = kg - 1; g >= 0; --g) {
+    for (int64_t g = 0; g < kg; ++g) {
       bool ok = g + 1 < kg;
       for (int64_t col = 0; ok && col < width; ++col) {
         const int8_t* x = pb + (g * width + col) * kKR;
@@ -914,23 +833,23 @@ void pack_b(const int8_t* w, int64_t ldw, int64_t K, int64_t N, int8_t* packed,
         for (int j = 0; j < 2 && ok; ++j) {
           const int v[4] = {x[2 * j], x[2 * j + 1], y[2 * j], y[2 * j + 1]};
           int pos = 0, neg = 0;
-          for (int t = 0; t < 4; ++t) (v[t] > 0 ? pos : neg) += v[t] > 0 ? v[t] : -v[t];
+          for (int t = 0; t < 4; ++t) {
+            if (v[t] > 0) pos += v[t];
+            else neg -= v[t];
+          }
           ok = pos <= kPairWeightSum && neg <= kPairWeightSum;
         }
       }
-      const int next = ok && g + 2 < kg ? r[g + 2] : 0;
-      r[g] = ok ? static_cast<uint8_t>(next < 255 ? next + 1 : 255) : 0;
+      flags[p * kg + g] = ok ? 1 : 0;
     }
-    // k-groups the pair steps of a walk from group 0 cover.
-    for (int64_t g = 0; g < kg;) {
-      if (r[g] > 0) {
-        covered += 2 * r[g];
-        g += 2 * r[g];
-      } else {
-        ++g;
-      }
+  }
+  for (int64_t p = 0; p < panels; ++p) {
+    int64_t both = 0;
+    for (int64_t g = 0; g < kg; ++g) {
+      if (p + 1 < panels && (flags[(p + 1) * kg + g] & 1) != 0) flags[p * kg + g] |= 2;
+      if (g % 2 == 0 && flags[p * kg + g] == 3) ++both;
     }
-    worth[p] = 2 * covered >= kg && kg >= 2 ? 1 : 0;
+    worth[p] = kg >= 2 && 2 * both >= kg / 2 ? 1 : 0;
   }
 }
 
@@ -941,7 +860,7 @@ void pack_b(const int8_t* w, int64_t ldw, int64_t K, int64_t N, int8_t* packed,
 // pf_base / pf_total / steps / step: the next chunk's L2 prefetch, spread over the chunk's panel
 // calls as before (run_chunks).
 struct UbswRowTile {
-  const uint8_t* runs;  // the packing's pair runs (PairRuns), or null: no pair steps
+  const uint8_t* flags;  // the packing's pair flags (PairFlags), or null: no pair steps
   const uint8_t* a;  // direct rows (IND: null)
   int64_t lda, K;    // K: the row length (IND: unused)
   const uint8_t* const* rows;
@@ -959,7 +878,16 @@ template <int MR, bool IND>
 void ubsw_panels(const UbswRowTile& T, int64_t c0, int64_t c1, const char* pf_base,
                  int64_t pf_total, int64_t steps, int64_t* step) {
   const int64_t kg = T.Kp / kKR;
-  const PairRuns pr(T.runs, T.N, T.Kp);
+  const PairFlags pf(T.flags, T.N, T.Kp);
+  // Pair steps need a 6-row tile and k-loops long enough (kPairMinGroups).
+  bool pairs = MR == kMR && T.flags != nullptr;
+  if (pairs) {
+    if constexpr (IND) {
+      for (int64_t s = 0; s < T.nseg; ++s) pairs = pairs && T.segs[s].len / kKR >= kPairMinGroups;
+    } else {
+      pairs = T.K / kKR >= kPairMinGroups;
+    }
+  }
   for (int64_t p0 = c0; p0 < c1;) {
     const int64_t width = T.N - p0 < kNR ? T.N - p0 : kNR;
     const int8_t* b = T.packed_b + p0 * T.Kp;
@@ -969,29 +897,25 @@ void ubsw_panels(const UbswRowTile& T, int64_t c0, int64_t c1, const char* pf_ba
       const int64_t width2 = T.N - p0 - kNR < kNR ? T.N - p0 - kNR : kNR;
       *step += 2;
       const int64_t l1 = *step * pf_total / steps;
-      if (T.runs != nullptr && pr.worth(pi) && pr.worth(pi + 1)) {
-        tile_ubsw<MR, IND, 2, true>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0, p0,
-                                    *T.e, T.c, T.ldc, pf_base + l0 * 64, l1 - l0, nullptr,
-                                    b + kNR * T.Kp, width2, pr.runs + pi * kg,
-                                    pr.runs + (pi + 1) * kg);
-      } else {
-        tile_ubsw<MR, IND, 2, false>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0,
-                                     p0, *T.e, T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.hr,
-                                     b + kNR * T.Kp, width2, nullptr, nullptr);
+      if constexpr (MR == kMR) {
+        if (pairs && width2 == kNR && pf.worth(pi)) {
+          tile_ubsw<MR, IND, 2, true>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0,
+                                      p0, *T.e, T.c, T.ldc, pf_base + l0 * 64, l1 - l0, nullptr,
+                                      b + kNR * T.Kp, width2, pf.flags + pi * kg);
+          p0 += 2 * kNR;
+          continue;
+        }
       }
+      tile_ubsw<MR, IND, 2, false>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0, p0,
+                                   *T.e, T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.hr,
+                                   b + kNR * T.Kp, width2, nullptr);
       p0 += 2 * kNR;
     } else {
       *step += 1;
       const int64_t l1 = *step * pf_total / steps;
-      if (T.runs != nullptr && pr.worth(pi)) {
-        tile_ubsw<MR, IND, 1, true>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0, p0,
-                                    *T.e, T.c, T.ldc, pf_base + l0 * 64, l1 - l0, nullptr, b, 0,
-                                    pr.runs + pi * kg, nullptr);
-      } else {
-        tile_ubsw<MR, IND, 1, false>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0,
-                                     p0, *T.e, T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.hr, b,
-                                     0, nullptr, nullptr);
-      }
+      tile_ubsw<MR, IND, 1, false>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0, p0,
+                                   *T.e, T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.hr, b, 0,
+                                   nullptr);
       p0 += kNR;
     }
   }
@@ -1168,7 +1092,7 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
         }
         T.packed_b = packed_b;
         // Pair steps for 7-bit tiles (mode 1): every A byte <= 127, the bound ubsw_pair needs.
-        if (mode[t] == 1) T.runs = PairRuns::of(const_cast<int8_t*>(packed_b), N, Kp);
+        if (mode[t] == 1) T.flags = PairFlags::of(const_cast<int8_t*>(packed_b), N, Kp);
         T.Kp = Kp;
         T.N = N;
         T.m0 = m0;
