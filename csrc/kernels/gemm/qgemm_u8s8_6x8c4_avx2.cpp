@@ -780,6 +780,13 @@ constexpr int64_t kPrefetchMinBytes = 4 * 1024 * 1024;
 // columns, and widening a row tile again for each of them was 12% of M = 256, 4096 x 4096.
 constexpr int64_t kKeepWidenedBytes = 16 * 1024 * 1024;
 
+// The largest sum of positive parts (and of negative parts' magnitudes) of the four weights an
+// s16 lane of the pair step meets: 127 * 258 = 32766 <= 32767 (and >= -32768); 259 would not fit.
+constexpr int kPairWeightSum = 258;
+// Shortest k-loop (in k-groups: the row length, or each implicit-GEMM segment) that takes
+// ubsw_octets_x6: it moves the 12 accumulators through memory once per call.
+constexpr int64_t kPairMinGroups = 16;
+
 // The pair flags that pack_b appends to the packed weights, after the slack (qgemm.h's layout is
 // otherwise unchanged, and unpacking never reads them): for panel p (8 columns) and packed
 // k-group g, flags[p * kg + g] has bit 0 set when (g, g + 1) is a pair of panel p (in every s16
@@ -794,21 +801,16 @@ struct PairFlags {
   PairFlags(const uint8_t* f, int64_t N, int64_t Kp)
       : flags(f), worth_(f == nullptr ? nullptr : f + (N + kNR - 1) / kNR * (Kp / kKR)) {}
   bool worth(int64_t p) const { return worth_[p] != 0; }
+  // None below kPairMinGroups k-groups or two full panels (no tile could take a pair step), so
+  // they cost at most ~5% of the weight bytes.
   static int64_t bytes(int64_t K, int64_t N) {
-    const int64_t panels = (N + kNR - 1) / kNR;
-    return panels * (generic::round_up(K, kKR) / kKR) + panels;
+    const int64_t panels = (N + kNR - 1) / kNR, kg = generic::round_up(K, kKR) / kKR;
+    return kg >= kPairMinGroups && N >= 2 * kNR ? panels * kg + panels : 0;
   }
   static uint8_t* of(int8_t* packed, int64_t N, int64_t Kp) {
     return reinterpret_cast<uint8_t*>(packed + N * Kp + kPackSlack);
   }
 };
-
-// The largest sum of positive parts (and of negative parts' magnitudes) of the four weights an
-// s16 lane of the pair step meets: 127 * 258 = 32766 <= 32767 (and >= -32768); 259 would not fit.
-constexpr int kPairWeightSum = 258;
-// Shortest k-loop (in k-groups: the row length, or each implicit-GEMM segment) that takes
-// ubsw_octets_x6: it moves the 12 accumulators through memory once per call.
-constexpr int64_t kPairMinGroups = 16;
 
 int64_t packed_b_bytes(int64_t K, int64_t N) {
   return generic::packed_b_bytes<kNR, kKR>(K, N) + PairFlags::bytes(K, N);
@@ -818,6 +820,7 @@ void pack_b(const int8_t* w, int64_t ldw, int64_t K, int64_t N, int8_t* packed,
             int32_t* col_sums) {
   generic::pack_b<kNR, kKR>(w, ldw, K, N, packed, col_sums);
   const int64_t Kp = generic::round_up(K, kKR), kg = Kp / kKR;
+  if (PairFlags::bytes(K, N) == 0) return;
   uint8_t* flags = PairFlags::of(packed, N, Kp);
   const int64_t panels = (N + kNR - 1) / kNR;
   uint8_t* worth = flags + panels * kg;
@@ -880,7 +883,7 @@ void ubsw_panels(const UbswRowTile& T, int64_t c0, int64_t c1, const char* pf_ba
   const int64_t kg = T.Kp / kKR;
   const PairFlags pf(T.flags, T.N, T.Kp);
   // Pair steps need a 6-row tile and k-loops long enough (kPairMinGroups).
-  bool pairs = MR == kMR && T.flags != nullptr;
+  bool pairs = MR == kMR && T.flags != nullptr && PairFlags::bytes(T.Kp, T.N) > 0;
   if (pairs) {
     if constexpr (IND) {
       for (int64_t s = 0; s < T.nseg; ++s) pairs = pairs && T.segs[s].len / kKR >= kPairMinGroups;
