@@ -124,9 +124,24 @@ class Case:
         return with_layout(q, layout)
 
     def qweight(self, shape, axis=0):
-        """A qint8 weight of drawn codes (self.codes), half the time per channel along axis
-        (scales in [1e-5, 1], zero points mostly 0, sometimes extreme), else per tensor."""
-        wcodes, wkind = self.codes(shape, torch.qint8, 0)
+        """A qint8 weight of drawn codes (self.codes), or a third of the time codes as an observer
+        gives them ("observer": Gaussian, each slice along axis scaled to a largest magnitude of
+        127, sometimes with 1% of the codes at +-127: the weights whose k-group pairs the AVX2
+        GEMM multiplies in s16, kernels/gemm/qgemm_u8s8_6x8c4_avx2.cpp); half the time per
+        channel along axis (scales in [1e-5, 1], zero points mostly 0, sometimes extreme), else
+        per tensor."""
+        if self.chance(0.33):
+            g = torch.randn(shape, generator=self.gen)
+            red = [d for d in range(len(shape)) if d != axis]
+            m = g.abs().amax(dim=red, keepdim=True).clamp_min(1e-12) if red else g.abs()
+            wcodes = torch.round(g / m.clamp_min(1e-12) * 127)
+            wkind = "observer"
+            if self.chance(0.3):
+                hit = torch.rand(shape, generator=self.gen) < 0.01
+                wcodes = torch.where(hit, torch.sign(g) * 127, wcodes)
+                wkind = "observer_spiky"
+        else:
+            wcodes, wkind = self.codes(shape, torch.qint8, 0)
         wcodes = wcodes.to(torch.int8)
         per_channel = self.chance(0.5)
         if per_channel:
