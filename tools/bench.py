@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _isa_env import apply_isa_from_argv  # noqa: E402
+from _isa_env import apply_isa_from_argv, torch_engine  # noqa: E402
 
 apply_isa_from_argv()  # before torch and qplugin load their kernels
 
@@ -132,7 +132,7 @@ FAMILIES = {
 
 
 def run(families, threads):
-    torch.backends.quantized.engine = "x86"
+    torch.backends.quantized.engine = torch_engine()
     rows = []
     for fam in families:
         for name, fq, fref, ffp, nbytes in FAMILIES[fam]():
@@ -187,7 +187,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     rows = run(args.family or list(FAMILIES), args.threads or [1, 2])
     print(f"qplugin {qplugin.__version__}, ISA {qplugin.cpu_isa()}, torch {torch.__version__} "
-          f"(CPU capability {torch.backends.cpu.get_cpu_capability()})\n")
+          f"(CPU capability {torch.backends.cpu.get_cpu_capability()}, torch.ops.quantized engine "
+          f"{torch.backends.quantized.engine}: tools/_isa_env.py)\n")
     print(markdown(rows))
 
 

@@ -26,7 +26,7 @@ import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _isa_env import apply_isa_from_argv  # noqa: E402
+from _isa_env import apply_isa_from_argv, torch_engine  # noqa: E402
 
 apply_isa_from_argv()  # before torch and qplugin load their kernels
 
@@ -299,8 +299,10 @@ def main():
     models = args.model or list(MODELS)
     batches = args.batch or [1, 8]
     threads = args.threads or [1, 2]
+    torch.backends.quantized.engine = torch_engine()  # before build(): convert prepacks
     print(f"qplugin ISA: {qplugin.cpu_isa()}; "
-          f"torch {torch.__version__} CPU capability {torch.backends.cpu.get_cpu_capability()}")
+          f"torch {torch.__version__} CPU capability {torch.backends.cpu.get_cpu_capability()}, "
+          f"torch.ao engine {torch.backends.quantized.engine} (tools/_isa_env.py)")
     print("| model | batch | threads | fp32 ms | torch.ao ms | qplugin ms | qplugin/torch.ao | qplugin/fp32 | max abs diff vs torch.ao |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in models:

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))  # _timing
 
 import torch  # noqa: E402
+from _isa_env import torch_engine  # noqa: E402  (tools/_isa_env.py)
 
 import qplugin  # noqa: E402,F401
 from _timing import interleaved_medians  # noqa: E402  (tools/_timing.py)
@@ -106,8 +107,9 @@ def _label(case, fmt):
 
 
 def cases():
-    """The bar cases for tools/bench.py (its own timing loop): NCHW and channels_last input."""
-    torch.backends.quantized.engine = "x86"
+    """The bar cases for tools/bench.py (its own timing loop): NCHW and channels_last input.
+    torch.ao's engine: x86, or fbgemm for forced AVX2 on a VNNI CPU (tools/_isa_env.py)."""
+    torch.backends.quantized.engine = torch_engine()
     out = []
     for c in CASES:
         for fmt in (("nchw", "cl") if c[1] > 1 else ("nchw",)):
