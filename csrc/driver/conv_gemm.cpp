@@ -124,7 +124,9 @@ void run_depthwise(const ConvPlan& p, const uint8_t* x, int64_t N, const int64_t
   const int64_t Cp = (C + 63) / 64 * 64;
   std::vector<int32_t> acc_p;
   std::vector<float> bq_p, mult_p;
-  if (!p.dw_w8_.empty()) {
+  // (Only the avx512vnni kernel reads these forms: the per-channel reordering below is skipped
+  // for the others, where it was a per-call cost of small-image layers.)
+  if (!p.dw_w8_.empty() && p.dw_->isa == kernels::Isa::kAvx512Vnni) {
     acc_p.assign(static_cast<size_t>(Cp), 0);
     bq_p.assign(static_cast<size_t>(Cp), 0.f);
     mult_p.assign(static_cast<size_t>(Cp), 0.f);

@@ -325,6 +325,34 @@ void build_pairs_nchw(const DwConvArgs& a, const PairGeom& g, const uint8_t* xro
   }
 }
 
+// dw_pack_clamps (dwconv_impl.h) four channels at a time, the same double arithmetic: whether
+// every channel's |acc_init| + taps * max_prod + |bias_q|, times |mult|, stays below 1e9 (a NaN
+// fails the compare, as there). (The scalar loop was ~3% of a 7x7 x 960-channel layer.)
+bool pack_clamps_avx2(const DwConvArgs& a, int64_t taps, double max_prod) {
+  if (a.lo != static_cast<float>(-a.out_zp) || a.hi != static_cast<float>(255 - a.out_zp))
+    return false;
+  const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m256d tp = _mm256_set1_pd(static_cast<double>(taps) * max_prod);
+  const __m256d lim = _mm256_set1_pd(1e9);
+  int64_t c = 0;
+  for (; c + 4 <= a.C; c += 4) {
+    const __m256d ai = _mm256_cvtepi32_pd(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.acc_init + c)));
+    const __m256d bq = _mm256_cvtps_pd(_mm_loadu_ps(a.bias_q + c));
+    const __m256d mu = _mm256_cvtps_pd(_mm_loadu_ps(a.mult + c));
+    const __m256d v = _mm256_mul_pd(
+        _mm256_add_pd(_mm256_add_pd(_mm256_and_pd(ai, absmask), tp), _mm256_and_pd(bq, absmask)),
+        _mm256_and_pd(mu, absmask));
+    if (_mm256_movemask_pd(_mm256_cmp_pd(v, lim, _CMP_LT_OQ)) != 0xF) return false;
+  }
+  for (; c < a.C; ++c) {
+    const double v = (std::fabs(static_cast<double>(a.acc_init[c])) + taps * max_prod +
+                      std::fabs(static_cast<double>(a.bias_q[c]))) *
+                     std::fabs(static_cast<double>(a.mult[c]));
+    if (!(v < 1e9)) return false;
+  }
+  return true;
+}
+
 // KH x KW filters (KD = 1, dilation_w 1; instantiated for 3x3 and 5x5): KH ring rows, NP =
 // ceil(KW / 2) weight pairs per kernel row, the last (w[KW - 1], 0) when KW is odd.
 template <bool NCHW, int KH, int KW>
@@ -344,24 +372,56 @@ void rows_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
   uint8_t* zrow = buf + KH * row_bytes;
   int32_t* par = reinterpret_cast<int32_t*>(buf + (KH + 1) * row_bytes);
   {
+    // Per call (the weights' pairs, acc_init, bias_q and mult of every block): whole blocks with
+    // vector loads from the [tap][C] arrays, the tail block's channels one by one. (A loop over
+    // channels with scattered scalar reads was ~20% of a 7x7 x 960-channel layer's time.)
     const uint32_t zp = a.zrow[0];
-    uint32_t* z = reinterpret_cast<uint32_t*>(zrow);
-    for (int64_t i = 0; i < row_bytes / 4; ++i) z[i] = zp | zp << 16;
-    std::memset(par, 0, static_cast<size_t>(par_bytes));
-    for (int64_t c = 0; c < C; ++c) {
-      int32_t* pb = par + (c / kPb) * kPar * kPb;
-      const int64_t i = c % kPb;
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        for (int64_t t = 0; t < NP; ++t) {
-          const uint32_t w0 = static_cast<uint32_t>(a.w[(kh * KW + 2 * t) * C + c]);
-          const uint32_t w1 =
-              2 * t + 1 < KW ? static_cast<uint32_t>(a.w[(kh * KW + 2 * t + 1) * C + c]) : 0u;
-          pb[(kh * NP + t) * kPb + i] = static_cast<int32_t>((w0 & 0xFFFFu) | (w1 << 16));
+    const __m256i zv = _mm256_set1_epi32(static_cast<int32_t>(zp | zp << 16));
+    for (int64_t i = 0; i < row_bytes; i += 32)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(zrow + i), zv);
+    const int64_t nbf = C / kPb;  // whole blocks
+    const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      for (int64_t t = 0; t < NP; ++t) {
+        const int32_t* w0 = a.w + (kh * KW + 2 * t) * C;
+        const int32_t* w1 = 2 * t + 1 < KW ? a.w + (kh * KW + 2 * t + 1) * C : nullptr;
+        for (int64_t cb = 0; cb < nbf; ++cb) {
+          const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + cb * kPb));
+          const __m256i v1 =
+              w1 != nullptr
+                  ? _mm256_slli_epi32(
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + cb * kPb)), 16)
+                  : _mm256_setzero_si256();
+          _mm256_store_si256(
+              reinterpret_cast<__m256i*>(par + (cb * kPar + kh * NP + t) * kPb),
+              _mm256_or_si256(_mm256_and_si256(v0, lo16), v1));
         }
       }
-      pb[NW * kPb + i] = a.acc_init[c];
-      std::memcpy(pb + (NW + 1) * kPb + i, a.bias_q + c, 4);
-      std::memcpy(pb + (NW + 2) * kPb + i, a.mult + c, 4);
+    }
+    for (int64_t cb = 0; cb < nbf; ++cb) {
+      int32_t* pb = par + cb * kPar * kPb;
+      std::memcpy(pb + NW * kPb, a.acc_init + cb * kPb, 4 * kPb);
+      std::memcpy(pb + (NW + 1) * kPb, a.bias_q + cb * kPb, 4 * kPb);
+      std::memcpy(pb + (NW + 2) * kPb, a.mult + cb * kPb, 4 * kPb);
+    }
+    if (nbf < nb) {  // the tail block: its channels, the other lanes 0
+      int32_t* pb = par + nbf * kPar * kPb;
+      std::memset(pb, 0, static_cast<size_t>(kPar * kPb * 4));
+      for (int64_t c = nbf * kPb; c < C; ++c) {
+        const int64_t i = c % kPb;
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          for (int64_t t = 0; t < NP; ++t) {
+            const uint32_t w0 = static_cast<uint32_t>(a.w[(kh * KW + 2 * t) * C + c]);
+            const uint32_t w1 =
+                2 * t + 1 < KW ? static_cast<uint32_t>(a.w[(kh * KW + 2 * t + 1) * C + c])
+                               : 0u;
+            pb[(kh * NP + t) * kPb + i] = static_cast<int32_t>((w0 & 0xFFFFu) | (w1 << 16));
+          }
+        }
+        pb[NW * kPb + i] = a.acc_init[c];
+        std::memcpy(pb + (NW + 1) * kPb + i, a.bias_q + c, 4);
+        std::memcpy(pb + (NW + 2) * kPb + i, a.mult + c, 4);
+      }
     }
   }
   int64_t slot_key[KH];
@@ -373,7 +433,7 @@ void rows_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
   const __m128i zp16 = _mm_set1_epi16(static_cast<int16_t>(a.out_zp));
   // kSat as in the avx512vnni rows3x3: [lo, hi] is the whole uint8 range and |v| stays far
   // inside int32, so the saturating packs (and VPADDSW of out_zp) clamp exactly as min/max would.
-  const bool pack_clamps = dw_pack_clamps(a, KH * KW, 255.0 * 255);
+  const bool pack_clamps = pack_clamps_avx2(a, KH * KW, 255.0 * 255);
   const __m128i order = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t od = r / a.OH, oh = r % a.OH;
@@ -468,8 +528,16 @@ void rows_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
   delete[] raw;
 }
 
+// Output widths up to this take the 3x3 pixel form (PixelAvx2Pair) rather than the pair rows,
+// whose per-input-row rearrangement does not pay off on narrow images: forced AVX2 on an AMX
+// Xeon, 1 thread, us, pair rows vs pixel form: 960 ch 7x7 47-48 vs 38-41, 672 ch 14x14 stride 2
+// 39-42 vs 29-33, 480 ch 14x14 60 vs 60-64, 120 ch 28x28 54-55 vs 65-72, 144 ch 56x56 194-197 vs
+// 255-265. (FBGEMM: 37-39, 29-32, 59-65, 111-125, 363-389.)
+constexpr int64_t kPairRowsMinOW = 9;
+
 void rows(const DwConvArgs& a, int64_t r0, int64_t r1) {
-  if (a.KD == 1 && a.KH == 3 && a.KW == 3 && a.dw == 1) {
+  const bool pixel3 = a.KD * a.KH * a.KW == 9 && a.C >= 16 && a.C <= kPairMaxC;
+  if (a.KD == 1 && a.KH == 3 && a.KW == 3 && a.dw == 1 && !(pixel3 && a.OW < kPairRowsMinOW)) {
     rows_pairs<false, 3, 3>(a, r0, r1);
     return;
   }
@@ -477,7 +545,7 @@ void rows(const DwConvArgs& a, int64_t r0, int64_t r1) {
     rows_pairs<false, 5, 5>(a, r0, r1);
     return;
   }
-  if (a.KD * a.KH * a.KW == 9 && a.C >= 16 && a.C <= kPairMaxC) {
+  if (pixel3) {
     PairedW pw;
     pair_weights(a, &pw);
     t_pw = &pw;
