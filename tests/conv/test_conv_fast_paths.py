@@ -174,8 +174,8 @@ def test_igemm_7bit_pair_steps(case, isa, spikes):
     pairs of these weights, and its 7-bit tiles add two groups' VPMADDUBSW products in s16 before
     widening (exact under the weight bound its packing checks; qgemm_u8s8_6x8c4_avx2.cpp), here
     through the implicit GEMM's segments (pairs never straddle a segment) and the 6-row two-panel
-    loop. `spikes`: a fraction of the weights set to +-127, which ends pair runs at random
-    places. Byte for byte against the scalar ISA and within 1 unit of the oracle."""
+    loop. `spikes`: a fraction of the weights set to +-127, which leaves octets at random places
+    unpaired. Byte for byte against the scalar ISA and within 1 unit of the oracle."""
     dim, N, Cin, Cout, sp, k, s, p, d = case
     if torch.ops.qplugin._set_cpu_isa(isa) != isa:
         torch.ops.qplugin._set_cpu_isa(START_ISA)

@@ -347,8 +347,8 @@ def test_pair_step_weight_bound(isa, M, K, N, total):
     258 in magnitude (127 * 258 = 32766; 127 * 259 = 32893 would wrap).
     Here every A byte is 127 and every k-octet of every column sits exactly at the bound (258:
     paired, the lanes reach +-32766) or one past it (259: must not be paired; a pairing would
-    wrap every octet), in either lane, both signs; K = 4099 has runs longer than the 255 a run
-    byte holds. Per-channel scales put each column's exact result mid-range. Bit-exact."""
+    wrap every octet), in either lane, both signs; K = 4099: 512 octets in one k-loop. Per-channel
+    scales put each column's exact result mid-range. Bit-exact."""
     a = torch.full((M, K), 127, dtype=torch.uint8)
     cols = []
     for n in range(N):

@@ -13,8 +13,9 @@
 //   y = out_zp + nearbyint(min(max(v, lo), hi))    round half to even; lo/hi relative to out_zp
 // max/min are (v > lo ? v : lo) / (v < hi ? v : hi), i.e. MAXPS/MINPS: a NaN (NaN bias) -> lo.
 // The accumulation is exact while |acc| < 2^31 (K <= 33025 for any inputs; the same limit as
-// PyTorch's fbgemm). No saturating instruction is used anywhere (AVX2 widens to s16 and uses
-// VPMADDWD; AVX512-VNNI uses VPDPBUSD, not VPDPBUSDS).
+// PyTorch's fbgemm). No instruction saturates: AVX512-VNNI uses VPDPBUSD (not VPDPBUSDS) or AMX
+// TDPBUSD; AVX2 uses VPMADDWD on widened s16, or VPMADDUBSW only where its s16 pair sums provably
+// stay in range (bytes of A <= 127, or the pair steps' weight bound; qgemm_u8s8_6x8c4_avx2.cpp).
 #pragma once
 #include <cstdint>
 
@@ -69,7 +70,8 @@ struct QGemmEpilogue {
 // `kr`. Panel p of width w occupies w * Kp bytes at offset p * nr * Kp, ordered
 //   [k / kr][column in panel][k % kr].
 // A slack of kPackSlack bytes follows, so vector loads of a partial panel may over-read inside
-// the buffer (those lanes are never stored).
+// the buffer (those lanes are never stored). A kernel may append data of its own after the slack
+// (packed_b_bytes counts it; the AVX2 kernel's pair flags); unpacking never reads it.
 constexpr int64_t kPackSlack = 64;
 
 // Byte offset of W[n][k] in a buffer packed with panel width nr and k-group kr (Kp = K rounded up

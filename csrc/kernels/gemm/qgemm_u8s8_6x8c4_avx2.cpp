@@ -1,12 +1,16 @@
-// AVX2 GEMM kernel qgemm_u8s8_6x8c4__avx2, exact for every input: u8 activations and s8 weights
-// are widened to s16 and multiplied with VPMADDWD (s16 x s16 pairs summed into s32, cannot
-// saturate for these ranges). Not VPMADDUBSW: its s16 pair sum saturates for u8 x s8 inputs such
-// as 255*127 + 255*127 (PyTorch issue 44939). Weights: 8-column panels, k-groups of 4, so one
-// 16-byte load widens to 4 columns x 4 k; each s32 lane holds half a column's k-group and the
-// epilogue adds the halves (VPHADDD). B is walked in L2-sized chunks of columns (run_chunks); each
-// row tile of A is widened to s16 once per chunk and reused by every panel in it. igemm (the
-// implicit-GEMM conv entry) widens its rows from the segment pointers and shares everything else.
-// Must equal the scalar kernel byte for byte.
+// AVX2 GEMM kernel qgemm_u8s8_6x8c4__avx2, exact for every input. Full-range row tiles: u8
+// activations and s8 weights are widened to s16 and multiplied with VPMADDWD (s16 x s16 pairs
+// summed into s32, cannot saturate for these ranges). VPMADDUBSW, whose s16 pair sum saturates
+// for u8 x s8 inputs such as 255*127 + 255*127 (PyTorch issue 44939), only where it provably
+// cannot: row tiles whose bytes are <= 127 (tile_ubsw; a few bytes above corrected after the
+// k-loop), and there two k-groups' products summed in s16 only where the packing's pair flags
+// prove the weight bound (ubsw_octets_x6). Design and proofs: docs/notes/avx2_gemm.md. Weights:
+// 8-column panels, k-groups of 4 (the widened tile: one 16-byte load widens to 4 columns x 4 k;
+// each s32 lane holds half a column's k-group and the epilogue adds the halves, VPHADDD), then
+// the pair flags (PairFlags). B is walked in L2-sized chunks of columns (run_chunks); a
+// full-range row tile of A is widened to s16 once per chunk (or once per call) and reused by
+// every panel in it. igemm (the implicit-GEMM conv entry) reads its rows from the segment
+// pointers and shares everything else. Must equal the scalar kernel byte for byte.
 // Changes with: qgemm.h (contract), qgemm_generic.h (packing, scalar epilogue).
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
@@ -1105,7 +1109,7 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
           T.nseg = A.nseg;
         }
         T.packed_b = packed_b;
-        // Pair steps for 7-bit tiles (mode 1): every A byte <= 127, the bound ubsw_pair needs.
+        // Pair steps for 7-bit tiles (mode 1): every A byte <= 127, as the pair bound assumes.
         if (mode[t] == 1) T.flags = PairFlags::of(const_cast<int8_t*>(packed_b), N, Kp);
         T.Kp = Kp;
         T.N = N;
