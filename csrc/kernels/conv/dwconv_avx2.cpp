@@ -336,7 +336,8 @@ bool pack_clamps_avx2(const DwConvArgs& a, int64_t taps, double max_prod) {
   const __m256d lim = _mm256_set1_pd(1e9);
   int64_t c = 0;
   for (; c + 4 <= a.C; c += 4) {
-    const __m256d ai = _mm256_cvtepi32_pd(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.acc_init + c)));
+    const __m256d ai =
+        _mm256_cvtepi32_pd(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.acc_init + c)));
     const __m256d bq = _mm256_cvtps_pd(_mm_loadu_ps(a.bias_q + c));
     const __m256d mu = _mm256_cvtps_pd(_mm_loadu_ps(a.mult + c));
     const __m256d v = _mm256_mul_pd(
@@ -528,7 +529,7 @@ void rows_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
   delete[] raw;
 }
 
-// Output widths up to this take the 3x3 pixel form (PixelAvx2Pair) rather than the pair rows,
+// Output widths below this take the 3x3 pixel form (PixelAvx2Pair) rather than the pair rows,
 // whose per-input-row rearrangement does not pay off on narrow images: forced AVX2 on an AMX
 // Xeon, 1 thread, us, pair rows vs pixel form: 960 ch 7x7 47-48 vs 38-41, 672 ch 14x14 stride 2
 // 39-42 vs 29-33, 480 ch 14x14 60 vs 60-64, 120 ch 28x28 54-55 vs 65-72, 144 ch 56x56 194-197 vs
