@@ -534,6 +534,45 @@ def test_tables_beyond_l2_take_the_prefetching_walks(isa, bits):
                                  pw)
 
 
+
+@functools.lru_cache(maxsize=None)
+def _far_4bit_table(dim):
+    """A 4-bit table beyond the 16 MB of the near tables: 96 columns (52-byte rows) or 128 (68)."""
+    rows = (17 << 20) // (dim // 2 + 4) + 1
+    g = torch.Generator().manual_seed(dim)
+    return prepack(torch.randn(rows, dim, generator=g), 4)
+
+
+@pytest.mark.parametrize("dim", [96, 128])
+def test_far_4bit_rows_of_96_and_128_columns(isa, dim):
+    # On a table beyond 16 MB, the avx2 tier reduces 4-bit rows of 96 and 128 columns as they
+    # come (the first 64 columns in registers, the rest in memory), not in batches of 32 rows.
+    # Every mode, weights, a mapping, a max bag's first row, bags of 0, 1, 31..33 and 70 rows
+    # (beyond one batch): the scalar tier's bytes and the float reference.
+    t = _far_4bit_table(dim)
+    rows = t.shape[0]
+    g = torch.Generator().manual_seed(dim + 1)
+    lens = [20, 0, 1, 31, 32, 33, 70, 5] * 4
+    n = sum(lens)
+    idx = torch.randint(0, rows, (n,), generator=g)
+    idx[-1] = rows - 1  # the last row: no read may pass the table's end (the sanitizer pass)
+    off = torch.tensor([0] + lens[:-1]).cumsum(0)
+    psw = torch.rand(n, generator=g) * 3 - 1
+    mapping = torch.arange(rows, dtype=torch.int32)
+    mapping[idx[::9]] = -1
+    calls = [(0, False, None, None), (1, False, None, None), (2, False, None, None),
+             (0, False, psw, None), (1, True, None, mapping), (2, True, None, mapping),
+             (0, True, psw, mapping)]
+    for mode, pruned, pw, mp in calls:
+        got = rowwise(4)(t, idx, off, False, mode, pruned, pw, mp)
+        torch.ops.qplugin._set_cpu_isa("scalar")
+        want = rowwise(4)(t, idx, off, False, mode, pruned, pw, mp)
+        torch.ops.qplugin._set_cpu_isa(isa)
+        assert torch.equal(got, want), (dim, mode, pruned, (got - want).abs().max())
+        if not pruned:
+            sub, pos = t[idx], torch.arange(n)
+            assert_bag_close(got, float_bag(sub, 4, pos, off, mode, pw), sub, 4, pos, pw)
+
 _ROW_FORM_SCRIPT = r"""
 import sys, torch
 sys.path.insert(0, {root!r})

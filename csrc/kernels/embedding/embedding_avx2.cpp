@@ -1,6 +1,7 @@
 // avx2 embedding-bag kernels: the loop of embedding_generic_impl.h with rows reduced 8 floats at
 // a time (vpmovzxbd + vcvtdq2ps + vfmadd, vmaxps) in ymm accumulators: rows of 16, 32 or 64
-// columns as they come (RegAcc), other widths in batches of rows (reduce_rows), the columns past
+// columns as they come (RegAcc; also 4-bit rows of 96 and 128 columns of tables beyond the near
+// 16 MB, partly in memory), other widths in batches of rows (reduce_rows), the columns past
 // the last 8 by the single-row forms, whose tail runs std::fma (vfmadd231ss with -mfma); so the
 // bytes equal the scalar kernels'. 4-bit rows: 4 bytes -> 8 codes by broadcast and vpsrlvd in the
 // register forms (8 bytes -> 16 nibbles by mask, shift and vpunpcklbw in the single-row ones);
@@ -167,78 +168,6 @@ struct Ops {
       for (int j = 0; j < NG; ++j) f(j, codes_x8<4>(p + 4 * j));
     }
   }
-  // The columns [d0, d0 + 8 NG) across all n rows in NG accumulators. Sum: acc = fma(a[r], q,
-  // acc) from 0 (init) or o. Max: acc = max(fma(a[r], q, b[r]), acc) (max_ps(x, y) =
-  // x > y ? x : y, the portable order), the first row setting acc when init. The per-element
-  // operations of sum_rows_by_row / max_rows_by_row, so the same bytes.
-  template <int Bits, bool Max, int NG>
-  static QPLUGIN_ALWAYS_INLINE void reduce_block(float* o, const uint8_t* const* rows,
-                                                 const float* a, const float* b, int64_t n,
-                                                 int64_t d0, bool init) {
-    __m256 acc[NG];
-    for (int j = 0; j < NG; ++j) {
-      acc[j] = init ? _mm256_setzero_ps() : _mm256_loadu_ps(o + d0 + 8 * j);
-    }
-    int64_t r = 0;
-    if (Max && init) {
-      add_row<Bits, NG, Max, true>(acc, rows[0], d0, a[0], b[0]);
-      r = 1;
-    }
-    for (; r < n; ++r) add_row<Bits, NG, Max, false>(acc, rows[r], d0, a[r], Max ? b[r] : 0.0f);
-    for (int j = 0; j < NG; ++j) _mm256_storeu_ps(o + d0 + 8 * j, acc[j]);
-  }
-  // reduce_block over the first ng groups of 8 columns from d0 (ng < 8), NG the largest count
-  // tried. Returns the column after them.
-  template <int Bits, bool Max, int NG>
-  static QPLUGIN_ALWAYS_INLINE int64_t reduce_groups(float* o, const uint8_t* const* rows,
-                                                     const float* a, const float* b, int64_t n,
-                                                     int64_t d0, int64_t ng, bool init) {
-    if constexpr (NG <= 0) {
-      return d0;
-    } else {
-      if (ng >= NG) {
-        reduce_block<Bits, Max, NG>(o, rows, a, b, n, d0, init);
-        return d0 + 8 * NG;
-      }
-      return reduce_groups<Bits, Max, NG - 1>(o, rows, a, b, n, d0, ng, init);
-    }
-  }
-  // Rows of 16, 32 or 64 columns reduce as they come, in NG = dim / 8 ymm accumulators
-  // (RegAcc); other widths are batched (reduce_rows). with_reg_shape calls f with the NG for dim
-  // and says whether it did.
-  static constexpr int64_t kRegCols = 64;
-  struct RowShape {  // nothing: the accepted widths are whole groups
-    explicit RowShape(int64_t) {}
-  };
-  template <int Bits, class F>
-  static QPLUGIN_ALWAYS_INLINE bool with_reg_shape(int64_t dim, F f) {
-    if (dim == 16) {
-      f(std::integral_constant<int, 2>{});
-    } else if (dim == 32) {
-      f(std::integral_constant<int, 4>{});
-    } else if (dim == 64) {
-      f(std::integral_constant<int, 8>{});
-    } else {
-      return false;
-    }
-    return true;
-  }
-  // One row into the accumulators: sum: acc = fma(s, q, acc); max: acc = max(fma(s, q, b), acc)
-  // or, for a bag's first row (Set), acc = fma(s, q, b). As reduce_block's per element.
-  template <int Bits, int NG, bool Max, bool Set>
-  static QPLUGIN_ALWAYS_INLINE void add_row(__m256* acc, const uint8_t* row, int64_t d0, float s,
-                                            float b) {
-    const __m256 sv = _mm256_set1_ps(s);
-    if constexpr (Max) {
-      const __m256 bv = _mm256_set1_ps(b);
-      groups<Bits, NG>(row, d0, [&](int j, __m256 x) {
-        const __m256 y = _mm256_fmadd_ps(sv, x, bv);
-        acc[j] = Set ? y : _mm256_max_ps(y, acc[j]);
-      });
-    } else {
-      groups<Bits, NG>(row, d0, [&](int j, __m256 x) { acc[j] = _mm256_fmadd_ps(sv, x, acc[j]); });
-    }
-  }
   // Rows of 32 or 64 columns of 4-bit codes reduce in a strided order (as the avx512vnni
   // file's): per block h of 32 columns, accumulator 4h + k holds the columns 32h + 4m + k
   // (m = 0..7). Each ymm of codes then comes from one vpmovzxwd of 16 bytes (8 lanes of 4
@@ -248,7 +177,7 @@ struct Ops {
   // in the same row order: the same bytes. (8-bit rows stay with a vpmovzxbd per 8 columns: the
   // shift-and-mask form of 32-byte loads measured slower on AVX2, 0.195 -> 0.207 ms.)
   template <int Bits, int NG>
-  static constexpr bool kStrided = Bits == 4 && (NG == 4 || NG == 8);
+  static constexpr bool kStrided = Bits == 4 && NG % 4 == 0 && NG <= 16;
 
   // The codes of block h of a strided 4-bit row: f(k, x) with x the floats of columns
   // 32h + 4m + k. Lane m holds bytes 2m, 2m + 1 of the block, i.e. columns 4m .. 4m + 3 (low
@@ -280,39 +209,200 @@ struct Ops {
     o[3] = _mm256_permute2f128_ps(u2, u3, 0x31);
   }
 
+  // One 4-bit row into strided accumulators (kStrided): per block h of 32 columns, acc[4h + k]
+  // lane m holds column 32h + 4m + k. Sum: acc = fma(s, q, acc); max: acc = max(fma(s, q, b), acc)
+  // or, for a max bag's first row (Set), acc = fma(s, q, b). Per element the operations of
+  // add_row.
+  template <bool Max, bool Set, int NG>
+  static QPLUGIN_ALWAYS_INLINE void add_strided_row(__m256* acc, const uint8_t* row, float s,
+                                                    float b) {
+    const __m256 sv = _mm256_set1_ps(s);
+    const __m256 bv = _mm256_set1_ps(b);
+#pragma GCC unroll 2
+    for (int h = 0; h < NG / 4; ++h) {
+      strided_codes<4>(row, h, [&](int k, __m256 x) QPLUGIN_LAMBDA_INLINE {
+        __m256& v = acc[4 * h + k];
+        if constexpr (Max) {
+          const __m256 y = _mm256_fmadd_ps(sv, x, bv);
+          v = Set ? y : _mm256_max_ps(y, v);
+        } else {
+          v = _mm256_fmadd_ps(sv, x, v);
+        }
+      });
+    }
+  }
+  // reduce_block for 4-bit blocks of 32 or 64 columns (batches of rows wider than RegAcc takes,
+  // e.g. 128 columns as two blocks of 64) in the strided order: the codes of a 32-column block
+  // from one vpmovzxwd instead of a broadcast, vpsrlvd and mask per 8 columns (81,920 rows of
+  // 96 columns within L2, held to avx2 on a Xeon: 0.72 -> 0.61 ms). A continuing batch (init
+  // false) loads o into the strided order; the result returns to column order (natural4). Per
+  // element the same operations in the same row order: the same bytes.
+  template <bool Max, int NG>
+  static QPLUGIN_ALWAYS_INLINE void reduce_block_strided(float* o, const uint8_t* const* rows,
+                                                         const float* a, const float* b,
+                                                         int64_t n, int64_t d0, bool init) {
+    __m256 acc[NG];
+    float* od = o + d0;
+    for (int h = 0; h < NG / 4; ++h) {
+      for (int k = 0; k < 4; ++k) {
+        const float* c = od + 32 * h + k;  // columns 32h + 4m + k, m = 0..7
+        acc[4 * h + k] = init ? _mm256_setzero_ps()
+                              : _mm256_setr_ps(c[0], c[4], c[8], c[12], c[16], c[20], c[24],
+                                               c[28]);
+      }
+    }
+    const int64_t off = d0 / 2;
+    int64_t r = 0;
+    if (Max && init) {
+      add_strided_row<Max, true, NG>(acc, rows[0] + off, a[0], b[0]);
+      r = 1;
+    }
+    for (; r < n; ++r) add_strided_row<Max, false, NG>(acc, rows[r] + off, a[r], Max ? b[r] : 0.0f);
+    for (int h = 0; h < NG / 4; ++h) {
+      __m256 x[4];
+      natural4(acc + 4 * h, x);
+      for (int j = 0; j < 4; ++j) _mm256_storeu_ps(od + 32 * h + 8 * j, x[j]);
+    }
+  }
+  // The columns [d0, d0 + 8 NG) across all n rows in NG accumulators. Sum: acc = fma(a[r], q,
+  // acc) from 0 (init) or o. Max: acc = max(fma(a[r], q, b[r]), acc) (max_ps(x, y) =
+  // x > y ? x : y, the portable order), the first row setting acc when init. The per-element
+  // operations of sum_rows_by_row / max_rows_by_row, so the same bytes.
+  template <int Bits, bool Max, int NG>
+  static QPLUGIN_ALWAYS_INLINE void reduce_block(float* o, const uint8_t* const* rows,
+                                                 const float* a, const float* b, int64_t n,
+                                                 int64_t d0, bool init) {
+    if constexpr (kStrided<Bits, NG>) {
+      reduce_block_strided<Max, NG>(o, rows, a, b, n, d0, init);
+      return;
+    }
+    __m256 acc[NG];
+    for (int j = 0; j < NG; ++j) {
+      acc[j] = init ? _mm256_setzero_ps() : _mm256_loadu_ps(o + d0 + 8 * j);
+    }
+    int64_t r = 0;
+    if (Max && init) {
+      add_row<Bits, NG, Max, true>(acc, rows[0], d0, a[0], b[0]);
+      r = 1;
+    }
+    for (; r < n; ++r) add_row<Bits, NG, Max, false>(acc, rows[r], d0, a[r], Max ? b[r] : 0.0f);
+    for (int j = 0; j < NG; ++j) _mm256_storeu_ps(o + d0 + 8 * j, acc[j]);
+  }
+  // reduce_block over the first ng groups of 8 columns from d0 (ng < 8), NG the largest count
+  // tried. Returns the column after them.
+  template <int Bits, bool Max, int NG>
+  static QPLUGIN_ALWAYS_INLINE int64_t reduce_groups(float* o, const uint8_t* const* rows,
+                                                     const float* a, const float* b, int64_t n,
+                                                     int64_t d0, int64_t ng, bool init) {
+    if constexpr (NG <= 0) {
+      return d0;
+    } else {
+      if (ng >= NG) {
+        reduce_block<Bits, Max, NG>(o, rows, a, b, n, d0, init);
+        return d0 + 8 * NG;
+      }
+      return reduce_groups<Bits, Max, NG - 1>(o, rows, a, b, n, d0, ng, init);
+    }
+  }
+  // Rows of 16, 32 or 64 columns reduce as they come, in NG = dim / 8 ymm accumulators
+  // (RegAcc); so do 4-bit rows of 96 and 128 columns on a walk that prefetches far (a table
+  // beyond kNearBytes: `far`), their columns past 64 in memory. Other widths, and those two
+  // on tables the caches hold (where the batched form was faster: 81,920 rows of 128 columns
+  // within L2, 0.75 vs 0.87 ms), are batched (reduce_rows). with_reg_shape calls f with the NG
+  // for dim and says whether it did.
+  static constexpr int64_t kRegCols = 128;
+  struct RowShape {  // nothing: the accepted widths are whole groups
+    explicit RowShape(int64_t) {}
+  };
+  template <int Bits, class F>
+  static QPLUGIN_ALWAYS_INLINE bool with_reg_shape(int64_t dim, bool far, F f) {
+    if (dim == 16) {
+      f(std::integral_constant<int, 2>{});
+    } else if (dim == 32) {
+      f(std::integral_constant<int, 4>{});
+    } else if (dim == 64) {
+      f(std::integral_constant<int, 8>{});
+    } else {
+      if constexpr (Bits == 4) {
+        if (!far) return false;
+        if (dim == 96) {
+          f(std::integral_constant<int, 12>{});
+          return true;
+        }
+        if (dim == 128) {
+          f(std::integral_constant<int, 16>{});
+          return true;
+        }
+      }
+      return false;
+    }
+    return true;
+  }
+  // One row into the accumulators: sum: acc = fma(s, q, acc); max: acc = max(fma(s, q, b), acc)
+  // or, for a bag's first row (Set), acc = fma(s, q, b). As reduce_block's per element.
+  template <int Bits, int NG, bool Max, bool Set>
+  static QPLUGIN_ALWAYS_INLINE void add_row(__m256* acc, const uint8_t* row, int64_t d0, float s,
+                                            float b) {
+    const __m256 sv = _mm256_set1_ps(s);
+    if constexpr (Max) {
+      const __m256 bv = _mm256_set1_ps(b);
+      groups<Bits, NG>(row, d0, [&](int j, __m256 x) {
+        const __m256 y = _mm256_fmadd_ps(sv, x, bv);
+        acc[j] = Set ? y : _mm256_max_ps(y, acc[j]);
+      });
+    } else {
+      groups<Bits, NG>(row, d0, [&](int j, __m256 x) { acc[j] = _mm256_fmadd_ps(sv, x, acc[j]); });
+    }
+  }
+  // The accumulators of strided 4-bit rows past the first 64 columns (RegAcc for 96 and 128
+  // columns), in memory: mem[32h + 8k + m] is column 64 + 32h + 4m + k. Per element the
+  // operations of add_strided_row.
+  template <bool Max, bool Set, int NM>
+  static QPLUGIN_ALWAYS_INLINE void add_strided_mem(float* mem, const uint8_t* row, float s,
+                                                    float b) {
+    const __m256 sv = _mm256_set1_ps(s);
+    const __m256 bv = _mm256_set1_ps(b);
+    for (int h = 0; h < NM / 4; ++h) {
+      strided_codes<4>(row, h, [&](int k, __m256 x) QPLUGIN_LAMBDA_INLINE {
+        float* m = mem + 32 * h + 8 * k;
+        if constexpr (Max) {
+          const __m256 y = _mm256_fmadd_ps(sv, x, bv);
+          _mm256_store_ps(m, Set ? y : _mm256_max_ps(y, _mm256_load_ps(m)));
+        } else {
+          _mm256_store_ps(m, _mm256_fmadd_ps(sv, x, _mm256_load_ps(m)));
+        }
+      });
+    }
+  }
   template <int Bits, bool Max, class S>
   struct RegAcc {
     static constexpr int NG = S::value;
     static constexpr bool kStr = kStrided<Bits, NG>;
-    __m256 v[NG];
+    // 4-bit rows of 96 and 128 columns (NG 12, 16): the first 64 columns in 8 ymm registers,
+    // the rest in memory (AVX2 has 16 ymm registers; as one array of 16, GCC kept all of them in
+    // memory). Rows reduce as they come, so the prefetching walk keeps issuing while rows are
+    // reduced (the batched form for 128 columns reduced each bag's rows after collecting them,
+    // and DRAM went idle meanwhile. 81,920 rows of a 1M-row table, held to avx2 on a Xeon: 128
+    // columns 1.50-1.68 -> 1.29-1.36 ms, 96 columns 1.25-1.35 -> 1.00-1.06 ms).
+    static constexpr int NR = NG > 8 ? 8 : NG;
+    static constexpr int NM = NG - NR;
+    static_assert(NM == 0 || kStr, "memory accumulators: strided 4-bit rows");
+    __m256 v[NR];
+    alignas(32) float mem[NM > 0 ? 8 * NM : 8];
     bool first = true;
     QPLUGIN_ALWAYS_INLINE explicit RegAcc(const RowShape&) {
-      for (int j = 0; j < NG; ++j) v[j] = _mm256_setzero_ps();
-    }
-    template <bool Set>
-    QPLUGIN_ALWAYS_INLINE void add_strided(const uint8_t* row, float s, float b) {
-      const __m256 sv = _mm256_set1_ps(s);
-      const __m256 bv = _mm256_set1_ps(b);
-#pragma GCC unroll 2
-      for (int h = 0; h < NG / 4; ++h) {
-        strided_codes<Bits>(row, h, [&](int k, __m256 x) QPLUGIN_LAMBDA_INLINE {
-          __m256& a = v[4 * h + k];
-          if constexpr (Max) {
-            const __m256 y = _mm256_fmadd_ps(sv, x, bv);
-            a = Set ? y : _mm256_max_ps(y, a);
-          } else {
-            a = _mm256_fmadd_ps(sv, x, a);
-          }
-        });
-      }
+      for (int j = 0; j < NR; ++j) v[j] = _mm256_setzero_ps();
+      for (int j = 0; j < NM; ++j) _mm256_store_ps(mem + 8 * j, _mm256_setzero_ps());
     }
     QPLUGIN_ALWAYS_INLINE void add(const uint8_t* row, float s, float b) {
       if constexpr (kStr) {
         if (Max && first) {
-          add_strided<true>(row, s, b);
+          add_strided_row<Max, true, NR>(v, row, s, b);
+          if constexpr (NM > 0) add_strided_mem<Max, true, NM>(mem, row + 32, s, b);
           first = false;
         } else {
-          add_strided<false>(row, s, b);
+          add_strided_row<Max, false, NR>(v, row, s, b);
+          if constexpr (NM > 0) add_strided_mem<Max, false, NM>(mem, row + 32, s, b);
         }
       } else if (Max && first) {
         add_row<Bits, NG, true, true>(v, row, 0, s, b);
@@ -324,7 +414,12 @@ struct Ops {
     // The accumulators in column order.
     QPLUGIN_ALWAYS_INLINE void natural(__m256* o) const {
       if constexpr (kStr) {
-        for (int h = 0; h < NG / 4; ++h) natural4(v + 4 * h, o + 4 * h);
+        for (int h = 0; h < NR / 4; ++h) natural4(v + 4 * h, o + 4 * h);
+        for (int h = 0; h < NM / 4; ++h) {
+          __m256 r[4];
+          for (int k = 0; k < 4; ++k) r[k] = _mm256_load_ps(mem + 32 * h + 8 * k);
+          natural4(r, o + NR + 4 * h);
+        }
       } else {
         for (int j = 0; j < NG; ++j) o[j] = v[j];
       }

@@ -156,7 +156,7 @@ struct Ops {
     static constexpr bool Str = Str_;  // may take the strided form (kStrided)
   };
   template <int Bits, class F>
-  static QPLUGIN_ALWAYS_INLINE bool with_reg_shape(int64_t dim, F f) {
+  static QPLUGIN_ALWAYS_INLINE bool with_reg_shape(int64_t dim, bool /*far*/, F f) {
     if (dim == 64) {
       if (Bits == 8 && !embedding_strided8()) {
         f(Shape<4, 4, false>{});

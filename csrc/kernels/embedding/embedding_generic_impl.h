@@ -404,7 +404,9 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
             in_regs(std::false_type{}, ng_tag, std::false_type{});
           }
         };
-        if (Ops::template with_reg_shape<Bits>(dim, dispatch)) continue;
+        if (Ops::template with_reg_shape<Bits>(dim, kPrefetch > kNearPrefetch, dispatch)) {
+          continue;
+        }
       }
     }
     int64_t nb = 0;
