@@ -102,6 +102,27 @@ def test_nearest2d_matches_torch(isa, kw, cl, dtype):
     assert_same(qF.interpolate(x, mode="nearest", **kw), F.interpolate(x, mode="nearest", **kw))
 
 
+@pytest.mark.parametrize("dtype,C", [(torch.quint8, 16), (torch.quint8, 48), (torch.qint8, 32),
+                                     (torch.quint8, 5), (torch.qint32, 4), (torch.qint32, 3)])
+@pytest.mark.parametrize("size", [(14, 18), (7, 18), (21, 18), (14, 9)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_nearest2d_channels_last_doubled_width(dtype, C, size, threads):
+    # Channels-last nearest with the width doubled copies each input pixel to two output pixels,
+    # and an output row whose next row has the same source row writes both in one pass: pixels
+    # of a multiple of 16 bytes (16-byte moves) and not, heights doubled, kept, tripled and
+    # halved-then-doubled, and 2 threads, whose row chunks may split a pair of rows.
+    x = qtensor((3, C, 7, 9), dtype, channels_last=True)
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        got = torch.ops.qplugin.upsample_nearest2d(x, list(size))
+    finally:
+        torch.set_num_threads(old)
+    want = torch.ops.aten.upsample_nearest2d(x, list(size))
+    assert got.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(got.int_repr(), want.int_repr())
+
+
 @pytest.mark.parametrize("kw", RESIZE[:5])
 @pytest.mark.parametrize("cl", [False, True])
 def test_nearest_exact2d_matches_torch(isa, kw, cl):
