@@ -157,6 +157,7 @@ void tile_f32(const float* a, int64_t lda, int64_t kc, const float* bf, int64_t 
     for (int v = 0; v < 2; ++v)
       acc[r][v] = first ? _mm256_setzero_ps() : load_cols(c + r * ldc + v * 8, n - v * 8);
   }
+#pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_load_ps(bf + k * kF16Panel);
     const __m256 b1 = _mm256_load_ps(bf + k * kF16Panel + 8);
@@ -170,6 +171,42 @@ void tile_f32(const float* a, int64_t lda, int64_t kc, const float* bf, int64_t 
   store_rows<MR, 2>(acc, n, bias, relu, last, c, ldc);
 }
 
+// The fp16 lines of the next (n0, k0) block (its panels' K range), prefetched into L2 a few at a
+// time while the current block's row tiles run: with weights beyond the caches, converting a
+// block otherwise waited on DRAM. 256 x 4096 -> 4096 on a Xeon held to avx2 (alternated runs):
+// 97-106 -> 94-97 ms, against MKL's fp32 89-99 ms; the conversion loop ~5.5 -> ~4% of samples.
+struct NextBlockPrefetch {
+  const uint16_t* wp = nullptr;
+  int64_t pstride = 0, panel0 = 0, np = 0, k0 = 0, bytes = 0;  // per panel: bytes from k0
+  int64_t p = 0, off = 0;                                        // the cursor
+  int64_t per_step = 0;
+  void start(const uint16_t* w, int64_t ps, int64_t n0, int64_t N, int64_t kk0, int64_t kc,
+             int64_t steps) {
+    wp = w;
+    pstride = ps;
+    panel0 = n0 / kF16Panel;
+    const int64_t nb = N - n0 < kNc ? N - n0 : kNc;
+    np = (nb + kF16Panel - 1) / kF16Panel;
+    k0 = kk0;
+    bytes = kc * kF16Panel * 2;
+    p = off = 0;
+    const int64_t lines = np * ((bytes + 63) / 64);
+    per_step = steps > 0 ? (lines + steps - 1) / steps : 0;
+  }
+  void step() {
+    for (int64_t i = 0; i < per_step && p < np; ++i) {
+      const char* src =
+          reinterpret_cast<const char*>(wp + (panel0 + p) * pstride + k0 * kF16Panel);
+      _mm_prefetch(src + off, _MM_HINT_T1);
+      off += 64;
+      if (off >= bytes) {
+        off = 0;
+        ++p;
+      }
+    }
+  }
+};
+
 void gemm_converted(const float* a, int64_t lda, int64_t M, int64_t K, const uint16_t* wp,
                     int64_t N, const float* bias, bool relu, float* c, int64_t ldc) {
   thread_local std::vector<float> bfv;
@@ -178,6 +215,8 @@ void gemm_converted(const float* a, int64_t lda, int64_t M, int64_t K, const uin
   float* bf = reinterpret_cast<float*>(
       (reinterpret_cast<uintptr_t>(bfv.data()) + 31) & ~uintptr_t{31});
   const int64_t pstride = K * kF16Panel;
+  const int64_t row_tiles = (M + kMr - 1) / kMr + (M + kMc - 1) / kMc;  // an upper bound
+  NextBlockPrefetch next;
   for (int64_t n0 = 0; n0 < N; n0 += kNc) {
     const int64_t nb = N - n0 < kNc ? N - n0 : kNc;
     const int64_t np = (nb + kF16Panel - 1) / kF16Panel;
@@ -191,6 +230,16 @@ void gemm_converted(const float* a, int64_t lda, int64_t M, int64_t K, const uin
                                        reinterpret_cast<const __m128i*>(src + i))));
         }
       }
+      // The block after this one: the next K range of these columns, else the next columns'
+      // first K range (none after the last block).
+      if (k0 + kc < K) {
+        next.start(wp, pstride, n0, N, k0 + kc, K - k0 - kc < kKc ? K - k0 - kc : kKc,
+                   row_tiles * np);
+      } else if (n0 + nb < N) {
+        next.start(wp, pstride, n0 + nb, N, 0, K < kKc ? K : kKc, row_tiles * np);
+      } else {
+        next.np = 0;
+      }
       const bool first = k0 == 0, last = k0 + kc == K;
       for (int64_t m0 = 0; m0 < M; m0 += kMc) {
         const int64_t m1 = M - m0 < kMc ? M : m0 + kMc;
@@ -203,6 +252,7 @@ void gemm_converted(const float* a, int64_t lda, int64_t M, int64_t K, const uin
             const int64_t r = m1 - m >= kMr ? kMr : m1 - m;
             const float* am = a + m * lda + k0;
             float* cm = c + m * ldc + col;
+            next.step();
             switch (r) {
               case 6: tile_f32<6>(am, lda, kc, bp, nn, bb, relu, cm, ldc, first, last); break;
               case 5: tile_f32<5>(am, lda, kc, bp, nn, bb, relu, cm, ldc, first, last); break;
