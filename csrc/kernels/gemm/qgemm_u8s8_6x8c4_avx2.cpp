@@ -693,7 +693,11 @@ struct HiBuf {
 // Appends to hb the k-groups among the n bytes at p (k0, the packed K position of p[0], a multiple
 // of 4) that hold a byte above 127, as the k-loop reads them (a partial last group zero-padded).
 // A 32 or 16-byte block without such a byte is one test; hb needs room for n / 4 + 1 entries.
-inline void collect_hi(const uint8_t* p, int64_t n, int64_t k0, HiBuf& hb) {
+// Returns false, as soon as more than `stop` entries are held (hb.n then past it: the caller
+// drops them), without scanning the rest: full-range rows stop within their first blocks (the
+// whole-row collection of each tile's first row was ~10% of a k2s2 transposed conv whose GEMM
+// calls are 56 rows each, so that kDenseRun never took over).
+inline bool collect_hi(const uint8_t* p, int64_t n, int64_t k0, HiBuf& hb, size_t stop) {
   size_t cnt = hb.n;
   const int32_t g0 = static_cast<int32_t>(k0 / kKR);
   const __m128i c127 = _mm_set1_epi8(127);
@@ -717,7 +721,13 @@ inline void collect_hi(const uint8_t* p, int64_t n, int64_t k0, HiBuf& hb) {
   for (; k + 32 <= n; k += 32) {
     const uint32_t mk = static_cast<uint32_t>(
         _mm256_movemask_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k))));
-    if (mk != 0) groups(mk, k);
+    if (mk != 0) {
+      groups(mk, k);
+      if (cnt > stop) {
+        hb.n = cnt;
+        return false;
+      }
+    }
   }
   for (; k + 16 <= n; k += 16) {
     const uint32_t mk = static_cast<uint32_t>(
@@ -731,6 +741,7 @@ inline void collect_hi(const uint8_t* p, int64_t n, int64_t k0, HiBuf& hb) {
     if ((raw & 0x80808080u) != 0) add(k, raw);
   }
   hb.n = cnt;
+  return cnt <= stop;
 }
 
 // Bit 7 of every byte of A seen (an OR, no branch per row): the common case of a row tile, no
@@ -983,16 +994,18 @@ struct ARows {
   bool collect_rows(int64_t m0, int64_t mr, int64_t Kp, HiBuf& hb, int64_t limit,
                     int32_t* row_at) const {
     const size_t base = hb.n;
+    const size_t stop = base + static_cast<size_t>(limit);
     for (int64_t i = 0; i < mr; ++i) {
       row_at[i] = static_cast<int32_t>(hb.n - base);
       hb.reserve_more(static_cast<size_t>(Kp / kKR + nseg + 1));
+      bool ok = true;
       if (!ind()) {
-        collect_hi(a + (m0 + i) * lda, K, 0, hb);
+        ok = collect_hi(a + (m0 + i) * lda, K, 0, hb, stop);
       } else {
-        for (int64_t s = 0; s < nseg; ++s)
-          collect_hi(rows[m0 + i] + segs[s].a_off, segs[s].len, segs[s].k, hb);
+        for (int64_t s = 0; s < nseg && ok; ++s)
+          ok = collect_hi(rows[m0 + i] + segs[s].a_off, segs[s].len, segs[s].k, hb, stop);
       }
-      if (static_cast<int64_t>(hb.n - base) > limit) {
+      if (!ok) {
         hb.n = base;
         return false;
       }
