@@ -168,51 +168,52 @@ struct Ops {
       for (int j = 0; j < NG; ++j) f(j, codes_x8<4>(p + 4 * j));
     }
   }
-  // Rows of 32 or 64 columns of 4-bit codes reduce in a strided order (as the avx512vnni
-  // file's): per block h of 32 columns, accumulator 4h + k holds the columns 32h + 4m + k
-  // (m = 0..7). Each ymm of codes then comes from one vpmovzxwd of 16 bytes (8 lanes of 4
-  // nibbles), and lane code k is a shift and a mask, instead of a broadcast, vpsrlvd and mask per
-  // 8 columns (64 columns on a Zen 5 held to avx2: 0.285 -> 0.27 ms for 81,920 rows). The
-  // accumulators return to column order once per bag (natural4). Per element the same fma / max
-  // in the same row order: the same bytes. (8-bit rows stay with a vpmovzxbd per 8 columns: the
-  // shift-and-mask form of 32-byte loads measured slower on AVX2, 0.195 -> 0.207 ms.)
+  // 4-bit rows of 32, 64, 96 and 128 columns reduce in a strided order: per block h of 32
+  // columns, accumulator 4h + k holds the columns 32h + 16 (k / 2) + 2m + k % 2 (m = 0..7).
+  // Each 8 bytes of codes (16 columns) are one vpmovzxbd (a byte per lane), their low nibbles a
+  // mask and their high ones a shift, instead of a broadcast, vpsrlvd and mask per 8 columns.
+  // The accumulators return to column order once per bag (natural4). Per element the same
+  // fma / max in the same row order: the same bytes. (Until 2026-12-07 a lane held 4 nibbles of
+  // a vpmovzxwd, three shifts and three masks per 32 columns instead of two and two: 81,920 rows
+  // within L2 on a Xeon held to avx2, 64 columns 0.45-0.48 -> 0.43 ms, 128 columns 0.68-0.77 ->
+  // 0.64-0.66 ms. 8-bit rows stay with a vpmovzxbd per 8 columns: the shift-and-mask form of
+  // 32-byte loads measured slower on AVX2, 0.195 -> 0.207 ms on a Zen 5.)
   template <int Bits, int NG>
   static constexpr bool kStrided = Bits == 4 && NG % 4 == 0 && NG <= 16;
 
   // The codes of block h of a strided 4-bit row: f(k, x) with x the floats of columns
-  // 32h + 4m + k. Lane m holds bytes 2m, 2m + 1 of the block, i.e. columns 4m .. 4m + 3 (low
-  // nibble first).
+  // 32h + 16 (k / 2) + 2m + k % 2: lane m of x0 (x1) holds byte m of the block's first (second)
+  // 8 bytes, i.e. columns 2m, 2m + 1 of its first (second) 16 (low nibble first).
   template <int Bits, class F>
   static QPLUGIN_ALWAYS_INLINE void strided_codes(const uint8_t* row, int h, F f) {
     static_assert(Bits == 4, "avx2 strided rows are 4-bit rows (kStrided)");
-    const __m256i x = _mm256_cvtepu16_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * h)));
+    const __m256i x0 =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 16 * h)));
+    const __m256i x1 = _mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 16 * h + 8)));
     const __m256i f15 = _mm256_set1_epi32(15);
-    f(0, _mm256_cvtepi32_ps(_mm256_and_si256(x, f15)));
-    f(1, _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(x, 4), f15)));
-    f(2, _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(x, 8), f15)));
-    f(3, _mm256_cvtepi32_ps(_mm256_srli_epi32(x, 12)));
+    f(0, _mm256_cvtepi32_ps(_mm256_and_si256(x0, f15)));
+    f(1, _mm256_cvtepi32_ps(_mm256_srli_epi32(x0, 4)));
+    f(2, _mm256_cvtepi32_ps(_mm256_and_si256(x1, f15)));
+    f(3, _mm256_cvtepi32_ps(_mm256_srli_epi32(x1, 4)));
   }
 
-  // Strided accumulators r[0..4) (r[k] lane m = column 4m + k) -> column order (o[j] = columns
-  // 8j .. 8j + 7): the 4 x 8 transpose by unpack, shuffle and 128-bit permutes.
+  // Strided accumulators r[0..4) (r[k] lane m = column 16 (k / 2) + 2m + k % 2) -> column order
+  // (o[j] = columns 8j .. 8j + 7): lanes of r[0] and r[1] interleaved (columns 0..15), then
+  // those of r[2] and r[3] (16..31).
   static QPLUGIN_ALWAYS_INLINE void natural4(const __m256* r, __m256* o) {
-    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);  // columns 0..3 | 16..19
-    const __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xEE);  // 4..7 | 20..23
-    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);  // 8..11 | 24..27
-    const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE);  // 12..15 | 28..31
-    o[0] = _mm256_permute2f128_ps(u0, u1, 0x20);
-    o[1] = _mm256_permute2f128_ps(u2, u3, 0x20);
-    o[2] = _mm256_permute2f128_ps(u0, u1, 0x31);
-    o[3] = _mm256_permute2f128_ps(u2, u3, 0x31);
+    for (int q = 0; q < 2; ++q) {
+      const __m256 lo = _mm256_unpacklo_ps(r[2 * q], r[2 * q + 1]);  // 0..3 | 8..11
+      const __m256 hi = _mm256_unpackhi_ps(r[2 * q], r[2 * q + 1]);  // 4..7 | 12..15
+      o[2 * q] = _mm256_permute2f128_ps(lo, hi, 0x20);
+      o[2 * q + 1] = _mm256_permute2f128_ps(lo, hi, 0x31);
+    }
   }
 
   // One 4-bit row into strided accumulators (kStrided): per block h of 32 columns, acc[4h + k]
-  // lane m holds column 32h + 4m + k. Sum: acc = fma(s, q, acc); max: acc = max(fma(s, q, b), acc)
-  // or, for a max bag's first row (Set), acc = fma(s, q, b). Per element the operations of
-  // add_row.
+  // lane m holds column 32h + 16 (k / 2) + 2m + k % 2. Sum: acc = fma(s, q, acc); max:
+  // acc = max(fma(s, q, b), acc) or, for a max bag's first row (Set), acc = fma(s, q, b). Per
+  // element the operations of add_row.
   template <bool Max, bool Set, int NG>
   static QPLUGIN_ALWAYS_INLINE void add_strided_row(__m256* acc, const uint8_t* row, float s,
                                                     float b) {
@@ -233,7 +234,7 @@ struct Ops {
   }
   // reduce_block for 4-bit blocks of 32 or 64 columns (batches of rows wider than RegAcc takes,
   // e.g. 128 columns as two blocks of 64) in the strided order: the codes of a 32-column block
-  // from one vpmovzxwd instead of a broadcast, vpsrlvd and mask per 8 columns (81,920 rows of
+  // from two vpmovzxbd instead of a broadcast, vpsrlvd and mask per 8 columns (81,920 rows of
   // 96 columns within L2, held to avx2 on a Xeon: 0.72 -> 0.61 ms). A continuing batch (init
   // false) loads o into the strided order; the result returns to column order (natural4). Per
   // element the same operations in the same row order: the same bytes.
@@ -245,10 +246,11 @@ struct Ops {
     float* od = o + d0;
     for (int h = 0; h < NG / 4; ++h) {
       for (int k = 0; k < 4; ++k) {
-        const float* c = od + 32 * h + k;  // columns 32h + 4m + k, m = 0..7
+        // columns 32h + 16 (k / 2) + 2m + k % 2, m = 0..7
+        const float* c = od + 32 * h + 16 * (k / 2) + k % 2;
         acc[4 * h + k] = init ? _mm256_setzero_ps()
-                              : _mm256_setr_ps(c[0], c[4], c[8], c[12], c[16], c[20], c[24],
-                                               c[28]);
+                              : _mm256_setr_ps(c[0], c[2], c[4], c[6], c[8], c[10], c[12],
+                                               c[14]);
       }
     }
     const int64_t off = d0 / 2;
@@ -355,8 +357,8 @@ struct Ops {
     }
   }
   // The accumulators of strided 4-bit rows past the first 64 columns (RegAcc for 96 and 128
-  // columns), in memory: mem[32h + 8k + m] is column 64 + 32h + 4m + k. Per element the
-  // operations of add_strided_row.
+  // columns), in memory: mem[32h + 8k + m] is column 64 + 32h + 16 (k / 2) + 2m + k % 2. Per
+  // element the operations of add_strided_row.
   template <bool Max, bool Set, int NM>
   static QPLUGIN_ALWAYS_INLINE void add_strided_mem(float* mem, const uint8_t* row, float s,
                                                     float b) {
