@@ -693,8 +693,8 @@ struct HiBuf {
 // Appends to hb the k-groups among the n bytes at p (k0, the packed K position of p[0], a multiple
 // of 4) that hold a byte above 127, as the k-loop reads them (a partial last group zero-padded).
 // A 32 or 16-byte block without such a byte is one test; hb needs room for n / 4 + 1 entries.
-// Returns false, as soon as more than `stop` entries are held (hb.n then past it: the caller
-// drops them), without scanning the rest: full-range rows stop within their first blocks (the
+// Returns false as soon as hb.n passes `stop` (the caller then drops this tile's entries),
+// without scanning the rest: full-range rows stop within their first blocks (the
 // whole-row collection of each tile's first row was ~10% of a k2s2 transposed conv whose GEMM
 // calls are 56 rows each, so that kDenseRun never took over).
 inline bool collect_hi(const uint8_t* p, int64_t n, int64_t k0, HiBuf& hb, size_t stop) {

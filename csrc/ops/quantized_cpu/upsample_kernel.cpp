@@ -219,8 +219,8 @@ void resample_run(const Prep& p, const std::vector<int64_t>& id, const std::vect
           const auto* xb = reinterpret_cast<const uint8_t*>(xr);
           auto* yb = reinterpret_cast<uint8_t*>(yr);
           const int64_t P = C * static_cast<int64_t>(sizeof(T));
-          // The next output row too, when it is this chunk's and has the same source row (the
-          // memcpy above then skips it: it reads the row written here).
+          // The next output row too, when it is this chunk's and has the same source row; the
+          // loop then skips that row (++r).
           if (r + 1 < e && oh + 1 < OH && ih[oh + 1] == ih[oh]) {
             dup2_pixels_cl<true>(xb, W, P, yb, yb + OW * P);
             ++r;
