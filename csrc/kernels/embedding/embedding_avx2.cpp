@@ -464,17 +464,36 @@ struct Ops {
       const int64_t p0 = a.offsets[bag], p1 = a.offsets[bag + 1], p2 = a.offsets[bag + 2];
       const int64_t n0 = p1 - p0, n1 = p2 - p1, n = n0 < n1 ? n0 : n1;
       __m256 x0 = _mm256_setzero_ps(), x1 = x0, y0 = x0, y1 = x0;
-      float bs0 = 0.0f, bs1 = 0.0f;
-      auto row = [&](int64_t i, __m256& u, __m256& v, float& bs) QPLUGIN_LAMBDA_INLINE {
+      // The biases' sums in lane 1 of bs0 / bs1: the row's (scale, bias) pair as converted is
+      // added whole (lane 0 sums the scales, unused), one vaddps instead of a shuffle and a
+      // vaddss; lane 1 sees the same additions in the same order.
+      __m128 bs0 = _mm_setzero_ps(), bs1 = bs0;
+      auto row = [&](int64_t i, __m256& u, __m256& v, __m128& bs) QPLUGIN_LAMBDA_INLINE {
         const uint8_t* r = table + static_cast<int64_t>(idx[i]) * rb;
-        float sc, bi;
-        embedding_generic::row_scale_bias<Bits>(r, kCodeBytes, &sc, &bi);
-        const __m256 sv = _mm256_set1_ps(sc);
-        groups<Bits, 2>(r, 0, [&](int j, __m256 q) QPLUGIN_LAMBDA_INLINE {
-          if (j == 0) u = _mm256_fmadd_ps(sv, q, u);
-          else v = _mm256_fmadd_ps(sv, q, v);
-        });
-        bs += bi;
+        __m128 sb;  // (scale, bias, 0, 0)
+        if constexpr (Bits == 8) {
+          sb = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + kCodeBytes)));
+        } else {
+          uint32_t h;
+          std::memcpy(&h, r + kCodeBytes, sizeof(h));
+          sb = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(h)));
+        }
+        const __m256 sv = _mm256_broadcastss_ps(sb);
+        if constexpr (Bits == 4) {
+          // Byte m of the 8 code bytes in lane m: u takes its low nibble (column 2m), v its high
+          // one (2m + 1); finish interleaves them back to column order.
+          const __m256i x =
+              _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r)));
+          u = _mm256_fmadd_ps(sv, _mm256_cvtepi32_ps(_mm256_and_si256(x, _mm256_set1_epi32(15))),
+                              u);
+          v = _mm256_fmadd_ps(sv, _mm256_cvtepi32_ps(_mm256_srli_epi32(x, 4)), v);
+        } else {
+          groups<Bits, 2>(r, 0, [&](int j, __m256 q) QPLUGIN_LAMBDA_INLINE {
+            if (j == 0) u = _mm256_fmadd_ps(sv, q, u);
+            else v = _mm256_fmadd_ps(sv, q, v);
+          });
+        }
+        bs = _mm_add_ps(bs, sb);
       };
       for (int64_t k = 0; k < n; ++k) {
         row(p0 + k, x0, x1, bs0);
@@ -482,9 +501,14 @@ struct Ops {
       }
       for (int64_t k = n; k < n0; ++k) row(p0 + k, x0, x1, bs0);
       for (int64_t k = n; k < n1; ++k) row(p1 + k, y0, y1, bs1);
-      auto finish = [&](float* o, __m256 u, __m256 v, float bs, int64_t cnt)
+      auto finish = [&](float* o, __m256 u, __m256 v, __m128 bsv, int64_t cnt)
                         QPLUGIN_LAMBDA_INLINE {
-        const __m256 av = _mm256_set1_ps(bs);
+        if constexpr (Bits == 4) {  // (columns 2m, 2m + 1) -> columns 0..7, 8..15
+          const __m256 lo = _mm256_unpacklo_ps(u, v), hi = _mm256_unpackhi_ps(u, v);
+          u = _mm256_permute2f128_ps(lo, hi, 0x20);
+          v = _mm256_permute2f128_ps(lo, hi, 0x31);
+        }
+        const __m256 av = _mm256_set1_ps(_mm_cvtss_f32(_mm_movehdup_ps(bsv)));
         u = _mm256_add_ps(u, av);
         v = _mm256_add_ps(v, av);
         if (mean && cnt > 0) {

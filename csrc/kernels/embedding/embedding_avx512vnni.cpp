@@ -289,20 +289,43 @@ struct Ops {
         n = cnt[g] < n ? cnt[g] : n;
       }
       __m512 u[G];
-      float bs[G];
+      // The biases' sums in lane 1 of bs[g]: the row's (scale, bias) pair as converted is
+      // added whole (lane 0 sums the scales, unused), one vaddps instead of a shuffle and a
+      // vaddss; lane 1 sees the same additions in the same order.
+      __m128 bs[G];
       for (int g = 0; g < G; ++g) {
         u[g] = _mm512_setzero_ps();
-        bs[g] = 0.0f;
+        bs[g] = _mm_setzero_ps();
       }
-      auto row = [&](int64_t i, __m512& acc, float& b) QPLUGIN_LAMBDA_INLINE {
+      // 4-bit rows: the 8 code bytes broadcast as a qword (dwords w0, w1, w0, w1, ...), lane
+      // 2t shifted by 4t gives column t and lane 2t + 1 column 8 + t (w1's nibble t): one
+      // broadcast load, a vpsrlvd and a mask instead of two masks, a shift, an unpack and a
+      // vpmovzxbd. The columns return to order once per bag (natural).
+      const __m512i sh4 = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24,
+                                            28, 28);
+      auto row = [&](int64_t i, __m512& acc, __m128& b) QPLUGIN_LAMBDA_INLINE {
         const uint8_t* r = table + static_cast<int64_t>(idx[i]) * rb;
-        float sc, bi;
-        embedding_generic::row_scale_bias<Bits>(r, kCodeBytes, &sc, &bi);
-        const __m512 sv = _mm512_set1_ps(sc);
-        groups<Bits, 1, 1>(r, 0, cols, [&](int, __m512 q) QPLUGIN_LAMBDA_INLINE {
-          acc = _mm512_fmadd_ps(sv, q, acc);
-        });
-        b += bi;
+        __m128 sb;  // (scale, bias, 0, 0)
+        if constexpr (Bits == 8) {
+          sb = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + kCodeBytes)));
+        } else {
+          uint32_t h;
+          std::memcpy(&h, r + kCodeBytes, sizeof(h));
+          sb = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(h)));
+        }
+        const __m512 sv = _mm512_broadcastss_ps(sb);
+        if constexpr (Bits == 4) {
+          int64_t w;
+          std::memcpy(&w, r, sizeof(w));
+          const __m512i x = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi64(w), sh4),
+                                             _mm512_set1_epi32(15));
+          acc = _mm512_fmadd_ps(sv, _mm512_cvtepi32_ps(x), acc);
+        } else {
+          groups<Bits, 1, 1>(r, 0, cols, [&](int, __m512 q) QPLUGIN_LAMBDA_INLINE {
+            acc = _mm512_fmadd_ps(sv, q, acc);
+          });
+        }
+        b = _mm_add_ps(b, sb);
       };
       for (int64_t k = 0; k < n; ++k) {
 #pragma GCC unroll 4
@@ -310,8 +333,11 @@ struct Ops {
       }
       for (int g = 0; g < G; ++g)
         for (int64_t k = n; k < cnt[g]; ++k) row(p[g] + k, u[g], bs[g]);
+      const __m512i natural = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11,
+                                                13, 15);
       for (int g = 0; g < G; ++g) {
-        __m512 x = _mm512_add_ps(u[g], _mm512_set1_ps(bs[g]));
+        __m512 x = Bits == 4 ? _mm512_permutexvar_ps(natural, u[g]) : u[g];
+        x = _mm512_add_ps(x, _mm512_set1_ps(_mm_cvtss_f32(_mm_movehdup_ps(bs[g]))));
         if (mean && cnt[g] > 0) x = _mm512_div_ps(x, _mm512_set1_ps(static_cast<float>(cnt[g])));
         _mm512_storeu_ps(a.out + (bag + g) * 16, x);
       }
