@@ -74,8 +74,20 @@ constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 // The row multiple of a kernel's blocks: its register tile height, or 32 (two 16-row tiles) for
 // the AMX form of the avx512vnni kernels, which computes whole tiles (a block of 162 rows cost
 // 176: eleven tiles).
-int64_t row_align(const QGemmKernels& k) {
-  return k.isa == kernels::Isa::kAvx512Vnni && kernels::amx_enabled() ? 32 : k.mr;
+bool amx_form(const QGemmKernels& k) {
+  return k.isa == kernels::Isa::kAvx512Vnni && kernels::amx_enabled();
+}
+int64_t row_align(const QGemmKernels& k) { return amx_form(k) ? 32 : k.mr; }
+
+// Bytes of A rows (rows x K) an implicit-GEMM call takes: im2col-sized, or on AMX 768 KB (at
+// most 512 rows, the AMX kernel's pass). AMX multiplies a 96 KB block (160 rows at K = 576, 32
+// at K = 4608) so fast that the per-call work — the tile configuration, the run scan, the last
+// block's epilogue, which no K loop hides — and, for weights beyond L2 (3x3 512 -> 512: 2.4 MB),
+// the weights streamed once per call from L3 dominated. 1 thread, channels-last, ms, 96 KB ->
+// 768 KB: 3x3 64 -> 64 56x56 batch 8 1.02-1.07 -> 0.82-0.93 (padding skipped), 512 -> 512 7x7
+// batch 8 1.30-1.46 -> 0.95-1.06 (padded copy, rows staged); 14x14 256 -> 256 unchanged.
+int64_t igemm_call_bytes(const QGemmKernels& k) {
+  return amx_form(k) ? int64_t{768} * 1024 : kIm2colBytes;
 }
 
 int64_t balanced_rows(int64_t M, int64_t MB, int64_t mr, int64_t threads) {
@@ -232,7 +244,7 @@ struct IgemmTasks {
   int64_t MB = 0, mblocks = 0, panels = 0, nblocks = 1;
   IgemmTasks(const QGemmKernels& k, int64_t M, int64_t K, int64_t Cout, bool serial,
              int64_t threads) {
-    MB = kIm2colBytes / std::max<int64_t>(K, 1);
+    MB = igemm_call_bytes(k) / std::max<int64_t>(K, 1);
     const int64_t ra = row_align(k);
     MB = std::max<int64_t>(ra, std::min<int64_t>(512, MB / ra * ra));
     if (!serial) MB = balanced_rows(M, MB, ra, threads);
@@ -387,9 +399,12 @@ void run_igemm_skip(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_
   // The input's bytes all <= 127 (for a kernel with a 7-bit fast path; no padding byte is read).
   const int32_t a7 = k.a_7bit_fast && all_bytes_7bit(x, N * in[0] * in[1] * in[2] * C) ? 1 : 0;
   const int64_t es = rq.out_i32 ? 4 : 1;  // output element bytes
-  int64_t MB = kIm2colBytes / std::max<int64_t>(K, 1);
+  int64_t MB = igemm_call_bytes(k) / std::max<int64_t>(K, 1);
   const int64_t ra = row_align(k);
   MB = std::max<int64_t>(ra, std::min<int64_t>(512, MB / ra * ra));
+  // Threaded: blocks of equal height over all the pixels (768 KB blocks left a 28x28 plane, batch
+  // 1, in two blocks of the interior group, one of 512 rows: one thread did most of it).
+  if (!serial) MB = balanced_rows(N * out[0] * out[1] * out[2], MB, ra, threads);
   // Row blocks: up to MB pixels of one group, in (n, jd, jh, jw) order within the group's box.
   std::vector<int64_t> blk_q, blk_i;
   for (int64_t q = 0; q < ngroups; ++q) {
