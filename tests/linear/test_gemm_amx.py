@@ -151,8 +151,8 @@ def _conv(dim, N, Cin, Cout, S, k, stride, pad, dil, groups, cl, seed, transpose
 # (N, Cin, Cout, S, k, stride, pad, dil, groups): Cin 64/128 take the in-place segment path
 # (64-byte steps), 32/96 with up to 128 output channels 32-byte steps, 3/16 with 128+ output
 # channels the linear staging (fewer: the zmm kernel), 3 (padded spans of one length) steps of
-# that length; S chosen so row tiles straddle output rows and runs of 8..15 rows make partial
-# in-place tiles.
+# that length; S chosen so row tiles straddle output rows and runs of 4..15 rows make partial
+# in-place tiles (S = 6: runs of exactly 4 inside, kMinRun; S = 5: runs of 3, staged).
 CONVS = [(2, 64, 64, 13, 3, 1, 1, 1, 1), (1, 128, 40, 9, 3, 1, 1, 1, 1),
          (3, 64, 96, 11, 3, 2, 1, 1, 1), (2, 64, 64, 10, 1, 1, 0, 1, 1),
          (1, 3, 64, 30, 7, 2, 3, 1, 1), (2, 16, 33, 12, 3, 1, 1, 1, 1),
@@ -161,7 +161,8 @@ CONVS = [(2, 64, 64, 13, 3, 1, 1, 1, 1), (1, 128, 40, 9, 3, 1, 1, 1, 1),
          (4, 256, 80, 5, 3, 1, 1, 1, 1), (1, 72, 64, 17, 3, 2, 0, 1, 1),
          (2, 32, 64, 12, 3, 1, 1, 1, 1), (1, 96, 128, 11, 3, 1, 1, 1, 1),
          (1, 16, 128, 12, 3, 1, 1, 1, 1), (1, 3, 160, 20, 7, 2, 3, 1, 1),
-         (1, 64, 64, 10, 3, 1, 1, 1, 1), (2, 64, 48, 14, 3, 1, 1, 1, 1)]
+         (1, 64, 64, 10, 3, 1, 1, 1, 1), (2, 64, 48, 14, 3, 1, 1, 1, 1),
+         (2, 64, 32, 6, 3, 1, 1, 1, 1), (2, 64, 32, 5, 3, 1, 1, 1, 1)]
 
 
 # 16 output channels (narrow_block, four row tiles of one column tile) on the in-place paths:

@@ -28,8 +28,13 @@ constexpr int64_t kBChunkBytes = 768 * 1024;
 // Rows of A staged at once by gemm(): up to this many bytes (L2-resident while the chunks pass).
 constexpr int64_t kStageBytes = 512 * 1024;
 constexpr int64_t kMaxStageRows = 512;
-// Shortest run of equally spaced conv rows read in place as a partial tile (igemm).
-constexpr int64_t kMinRun = 8;
+// Shortest run of equally spaced conv rows read in place as a partial tile (igemm). 4 since
+// 2026-12-07 (was 8; staging is what the shorter runs took): with 768 KB calls
+// (driver/conv_gemm.cpp, igemm_call_bytes) a 3x3 conv on a 56-pixel plane leaves runs of 6 (54 =
+// 3 x 16 + 6), and staging them cost more than the idle rows of a tile, most with the input not
+// in the caches (convs of 16-64 channels run one after another in one process: 15-30% faster;
+// each alone, warm: conv3d 16 -> 16 ~5%, others within the noise).
+constexpr int64_t kMinRun = 4;
 
 // Tiles: 0..3 accumulators C[r][c] = tile 2r + c (16 x 16 int32); 4, 5 the two A row tiles
 // (16 rows x ka bytes); 6, 7 the two B column tiles (ka / 4 k-groups x 16 columns x 4 bytes).
