@@ -135,6 +135,8 @@ def _cases():
     g = torch.Generator().manual_seed(14)
     idx = torch.randint(0, 2000, (4000,), generator=g)
     offs = torch.arange(0, 4000, 10)
+    xsm = _q((1, 64, 6, 6), torch.quint8, 0.05, 100, 16, channels_last=True)
+    xsm1 = _q((1, 128, 7, 7), torch.quint8, 0.05, 100, 17, channels_last=True)
     gn_w, gn_b = torch.rand(48, generator=g) + 0.5, torch.randn(48, generator=g)
     ln_w, ln_b = torch.rand(768, generator=g) + 0.5, torch.randn(768, generator=g) * 0.1
     return {
@@ -147,6 +149,14 @@ def _cases():
         "conv2d_groups": lambda: Q.conv2d(
             x4, Q.conv2d_prepack(_wq((32, 8, 3, 3), 15), None, [1, 1], [0, 0], [2, 2], 4),
             0.2, 128),
+        # Fewer output pixels than channels (the columns split over the threads, not the rows):
+        # the implicit GEMM (3x3) and the direct one (1x1).
+        "conv2d_small_plane_wide": lambda: Q.conv2d(
+            xsm, Q.conv2d_prepack(_wq((256, 64, 3, 3), 18, per_channel_axis=0), _bias(256, 6),
+                                  [1, 1], [1, 1], [1, 1], 1), 0.3, 128),
+        "conv2d_1x1_small_plane_wide": lambda: Q.conv2d(
+            xsm1, Q.conv2d_prepack(_wq((512, 128, 1, 1), 19, per_channel_axis=0), None,
+                                   [1, 1], [0, 0], [1, 1], 1), 0.3, 128),
         "conv3d": lambda: Q.conv3d(x5, Q.conv3d_prepack(w3, _bias(24, 3), [1, 1, 1], [1, 1, 1],
                                                         [1, 1, 1], 1), 0.3, 128),
         "conv_transpose2d": lambda: Q.conv_transpose2d(

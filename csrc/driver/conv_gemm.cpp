@@ -247,9 +247,18 @@ struct IgemmTasks {
     MB = igemm_call_bytes(k) / std::max<int64_t>(K, 1);
     const int64_t ra = row_align(k);
     MB = std::max<int64_t>(ra, std::min<int64_t>(512, MB / ra * ra));
+    panels = div_up(Cout, k.nr);
+    if (!serial && M <= MB && M < Cout && panels >= threads) {
+      // Fewer rows than columns, all in one block: split the columns only, so that each thread
+      // reads its share of the weights once. Splitting the rows too made every thread stream all
+      // the weights (3x3 512 -> 512 on 7x7, batch 1, 2 threads: 2.4 MB each, beyond L2).
+      MB = div_up(M, ra) * ra;
+      mblocks = 1;
+      nblocks = std::min(panels, 2 * threads);
+      return;
+    }
     if (!serial) MB = balanced_rows(M, MB, ra, threads);
     mblocks = div_up(M, MB);
-    panels = div_up(Cout, k.nr);
     if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
   }
   int64_t count() const { return mblocks * nblocks; }
@@ -667,10 +676,17 @@ void run_phase(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
   const int64_t threads = at::get_num_threads();
   const int64_t macs = M * Cout * Kb;
   const bool serial = threads <= 1 || macs < kMinParallelMacs || at::in_parallel_region();
-  if (!serial) MB = balanced_rows(M, MB, ra, threads);
-  const int64_t mblocks = div_up(M, MB);
-  int64_t nblocks = 1;
-  if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
+  int64_t mblocks, nblocks = 1;
+  if (!serial && M <= MB && M < Cout_g && panels >= threads) {
+    // Fewer rows than columns, all in one block: the columns split only (IgemmTasks).
+    MB = div_up(M, ra) * ra;
+    mblocks = 1;
+    nblocks = std::min(panels, 2 * threads);
+  } else {
+    if (!serial) MB = balanced_rows(M, MB, ra, threads);
+    mblocks = div_up(M, MB);
+    if (!serial && mblocks < 2 * threads) nblocks = std::min(panels, div_up(2 * threads, mblocks));
+  }
   const uint8_t zp = static_cast<uint8_t>(rq.in_zp);
 
   auto task_range = [&](int64_t b0, int64_t b1) {
