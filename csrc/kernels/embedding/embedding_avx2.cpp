@@ -470,14 +470,7 @@ struct Ops {
       __m128 bs0 = _mm_setzero_ps(), bs1 = bs0;
       auto row = [&](int64_t i, __m256& u, __m256& v, __m128& bs) QPLUGIN_LAMBDA_INLINE {
         const uint8_t* r = table + static_cast<int64_t>(idx[i]) * rb;
-        __m128 sb;  // (scale, bias, 0, 0)
-        if constexpr (Bits == 8) {
-          sb = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + kCodeBytes)));
-        } else {
-          uint32_t h;
-          std::memcpy(&h, r + kCodeBytes, sizeof(h));
-          sb = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(h)));
-        }
+        const __m128 sb = embedding_generic::row_scale_bias_x4<Bits>(r, kCodeBytes);
         const __m256 sv = _mm256_broadcastss_ps(sb);
         if constexpr (Bits == 4) {
           // Byte m of the 8 code bytes in lane m: u takes its low nibble (column 2m), v its high

@@ -82,6 +82,21 @@ QPLUGIN_ALWAYS_INLINE void row_scale_bias(const uint8_t* row, int64_t code_bytes
   }
 }
 
+#if defined(__F16C__)
+// A row's (scale, bias, 0, 0) as floats in one xmm, for the vector forms that add the pair whole
+// into a bias accumulator (lane 1; the ISA files' pair_sum16).
+template <int Bits>
+QPLUGIN_ALWAYS_INLINE __m128 row_scale_bias_x4(const uint8_t* row, int64_t code_bytes) {
+  if constexpr (Bits == 8) {
+    return _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + code_bytes)));
+  } else {
+    uint32_t h;
+    std::memcpy(&h, row + code_bytes, sizeof(h));
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(h)));
+  }
+}
+#endif
+
 // Row operations, n elements: acc: o[d] = fma(a, q[d], o[d]); set: o[d] = fma(s, q[d], b);
 // max: o[d] = max(fma(s, q[d], b), o[d]) (v > o ? v : o). The 4-bit forms read element 2k from
 // the low nibble of byte k and element 2k+1 from its high nibble (n even).
