@@ -276,13 +276,17 @@ void build_pairs_nchw(const DwConvArgs& a, const PairGeom& g, const uint8_t* xro
     for (int64_t k = 0; k < n; ++k)
       for (int64_t off = 0; off < IW + 63; off += 64) _mm_prefetch(rows[k] + IW + off, _MM_HINT_T0);
     uint8_t* db = d + cb * E * 32;
+    // The entry built in a register (VMOVD / VPINSRD): eight dword stores read back as one
+    // 32-byte value miss store forwarding (perf put ~12% of 3x3 144 ch 56x56's samples on them,
+    // 3 such entries of 58 a row; forced AVX2, batch 8: 1.76-1.83 -> 1.64-1.78 ms).
     auto one = [&](int64_t e) {
       const int64_t iw = e * bs - pw;
       const bool i0 = iw >= 0 && iw < IW, i1 = iw + 1 >= 0 && iw + 1 < IW;
-      alignas(32) int32_t v[kPb];
-      for (int64_t k = 0; k < kPb; ++k)
-        v[k] = (i0 ? rows[k][iw] : zp) | (i1 ? rows[k][iw + 1] : zp) << 16;
-      std::memcpy(db + e * 32, v, 32);
+      auto v = [&](int k) {
+        return (i0 ? rows[k][iw] : zp) | (i1 ? rows[k][iw + 1] : zp) << 16;
+      };
+      _mm256_store_si256(reinterpret_cast<__m256i*>(db + e * 32),
+                         _mm256_setr_epi32(v(0), v(1), v(2), v(3), v(4), v(5), v(6), v(7)));
     };
     if (!groups) {
       for (int64_t e = 0; e < E; ++e) one(e);
