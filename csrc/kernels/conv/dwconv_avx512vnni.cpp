@@ -239,6 +239,12 @@ void rearrange_row_nchw_s1(const DwConvArgs& a, const uint8_t* xrow, int64_t nb,
   for (int64_t cb = 0; cb < nb; ++cb) {
     const int64_t c0 = cb * 16;
     uint8_t* d = dst + cb * OWp * 64;
+    // The next input row of these channels (usually the next one rearranged): C planes are C
+    // streams, more than the hardware prefetchers follow (as the avx2 build_pairs_nchw).
+    for (int64_t k = 0; k < 16 && c0 + k < C; ++k)
+      for (int64_t off = 0; off < IW + 63; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(xrow + (c0 + k) * plane + IW + off),
+                     _MM_HINT_T0);
     for (int64_t ow0 = 0; ow0 < a.OW; ow0 += 64) {
       for (int s = 0; s < 4; ++s) {
         const int64_t b = ow0 + s - a.pw;  // input column of byte 0
