@@ -10,8 +10,10 @@ The architectures are written here from their published definitions in the quant
 torchvision's `torchvision.models.quantization` uses (torchvision does not import beside the
 torch 2.13.0 CPU wheel on this machine): Conv-BN(-ReLU) fused with fuse_modules, residual adds
 through FloatFunctional (add_relu in ResNet), ReLU instead of ReLU6 in MobileNetV2, hardswish /
-hardsigmoid and a FloatFunctional mul in MobileNetV3's squeeze-excitation. Random weights and
-batch-norm statistics, calibrated on random data with torch.ao's default "x86" qconfig, converted
+hardsigmoid and a FloatFunctional mul in MobileNetV3's squeeze-excitation. Random weights,
+initialised as torchvision's definitions initialise them (kaiming_normal_ convolutions;
+`--init default`: PyTorch's default uniform init instead), and random batch-norm statistics,
+calibrated on random data with torch.ao's default "x86" qconfig, converted
 with torch.ao.quantization.convert and with qplugin.quantization.convert from the same prepared
 model. Inputs 224x224, channels-first as a user passes them.
 
@@ -249,6 +251,31 @@ class MobileNetV3Large(_MobileNet):
                                               nn.Dropout(0.2), nn.Linear(1280, num_classes)))
 
 
+def _torchvision_init(model):
+    """The weight initialisation of torchvision's definitions of these models (its resnet.py,
+    mobilenetv2.py and mobilenetv3.py): convolutions kaiming_normal_(mode="fan_out") (ResNet with
+    nonlinearity="relu", the MobileNets with the default leaky_relu gain at a = 0, the same
+    sqrt(2)), their biases 0; the MobileNets' Linear layers normal_(0, 0.01) with bias 0 (ResNet
+    keeps nn.Linear's default). Batch norms are randomized afterwards (build()).
+    Why it matters: per-channel int8 codes of bell-shaped weights (these, and trained ones) keep
+    most k-pairs' weight sums small, which qplugin's AVX2 kernel exploits (docs/notes/
+    avx2_gemm.md, pair steps); PyTorch's default nn.Conv2d init (kaiming_uniform_, a = sqrt(5))
+    gives uniformly distributed codes, where it cannot. `--init default` keeps that init."""
+    mobilenet = not isinstance(model, ResNet)
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            if mobilenet:
+                nn.init.kaiming_normal_(m.weight, mode="fan_out")
+            else:
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Linear) and mobilenet:
+            nn.init.normal_(m.weight, 0, 0.01)
+            nn.init.zeros_(m.bias)
+    return model
+
+
 MODELS = {
     "resnet18": lambda: ResNet(BasicBlock, [2, 2, 2, 2]),
     "resnet50": lambda: ResNet(Bottleneck, [3, 4, 6, 3]),
@@ -265,10 +292,20 @@ def _fuse_lists(model):
     return out
 
 
-def build(name, calib_batches=2, seed=0):
-    """(fp32 model, torch.ao int8 model or None, qplugin int8 model), all in eval mode."""
+INITS = ("torchvision", "default")
+
+
+def build(name, calib_batches=2, seed=0, init="torchvision"):
+    """(fp32 model, torch.ao int8 model or None, qplugin int8 model), all in eval mode. init:
+    "torchvision" (its definitions' weight init, _torchvision_init) or "default" (nn.Conv2d's
+    and nn.Linear's own, uniform)."""
+    if init not in INITS:
+        raise ValueError(f"bench_models.build: expected init in {INITS}, got {init!r}")
     torch.manual_seed(seed)
-    fm = MODELS[name]().eval()
+    fm = MODELS[name]()
+    if init == "torchvision":
+        _torchvision_init(fm)
+    fm = fm.eval()
     _randomize_bn(fm, seed + 1)
     fuse = qq.fuse_modules if hasattr(qq, "fuse_modules") and tq is None else tq.fuse_modules
     m = fuse(copy.deepcopy(fm), _fuse_lists(fm))
@@ -295,6 +332,9 @@ def main():
     ap.add_argument("--threads", type=int, action="append")
     ap.add_argument("--isa", default="auto", help="qplugin ISA tier (QPLUGIN_CPU_ISA)")
     ap.add_argument("--min-time", type=float, default=2.0, help="seconds per case")
+    ap.add_argument("--init", choices=INITS, default="torchvision",
+                    help="weight init: torchvision's definitions' (default) or PyTorch's "
+                         "default nn.Conv2d init (uniform weights)")
     args = ap.parse_args()
     models = args.model or list(MODELS)
     batches = args.batch or [1, 8]
@@ -302,11 +342,12 @@ def main():
     torch.backends.quantized.engine = torch_engine()  # before build(): convert prepacks
     print(f"qplugin ISA: {qplugin.cpu_isa()}; "
           f"torch {torch.__version__} CPU capability {torch.backends.cpu.get_cpu_capability()}, "
-          f"torch.ao engine {torch.backends.quantized.engine} (tools/_isa_env.py)")
+          f"torch.ao engine {torch.backends.quantized.engine} (tools/_isa_env.py); "
+          f"weight init: {args.init}")
     print("| model | batch | threads | fp32 ms | torch.ao ms | qplugin ms | qplugin/torch.ao | qplugin/fp32 | max abs diff vs torch.ao |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in models:
-        fm, ao, qp = build(name)
+        fm, ao, qp = build(name, init=args.init)
         for b in batches:
             x = torch.randn(b, 3, 224, 224, generator=torch.Generator().manual_seed(7))
             with torch.no_grad():
