@@ -461,10 +461,13 @@ void rows_pairs(const DwConvArgs& a, int64_t r0, int64_t r1) {
       }
       rr[kh] = dst;
     }
+    // NDHWC: the rows the next output row adds, prefetched over this row's blocks.
+    DwNextRowsPrefetch next(a, r, NCHW ? r : r1, oh, id, (KH - 1) * a.dh, nb);
     uint8_t* yrow = a.y + r * OW * C;
     for (int64_t cb = 0; cb < nb; ++cb) {
       const int64_t c = cb * kPb, n = C - c < kPb ? C - c : kPb;
       const int32_t* pb = par + cb * kPar * kPb;
+      next.step();
       auto ldw = [&](int k) {
         return _mm256_load_si256(reinterpret_cast<const __m256i*>(pb + k * kPb));
       };

@@ -346,8 +346,12 @@ void rows_quads(const DwConvArgs& a, int64_t r0, int64_t r1) {
       }
       rr[kh] = dst;
     }
+    // NDHWC: the rows the next output row adds, prefetched over this row's blocks (NCHW rows
+    // prefetch per channel in rearrange_row_nchw_s1).
+    DwNextRowsPrefetch next(a, r, NCHW ? r : r1, oh, id, K - 1, nb);
     uint8_t* yrow = a.y + r * OW * C;
     for (int64_t cb = 0; cb < nb; ++cb) {
+      next.step();
       const int64_t c = cb * 16;
       const int64_t n = C - c < 16 ? C - c : 16;
       const __mmask16 m = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);

@@ -5,6 +5,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <xmmintrin.h>
 
 #include "kernels/conv/dwconv.h"
 
@@ -22,6 +23,33 @@ inline uint8_t dw_requant_one(int32_t acc, float bq, float m, float lo, float hi
   v = v < hi ? v : hi;
   return static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(v)) + zp);
 }
+
+// The NDHWC input rows that output row r + 1 adds to a kernel's ring of rearranged rows (dh = 1:
+// the rows past row r's last, sh of them), prefetched a share per channel block while row r
+// computes. In a model they are the previous layer's output, mostly beyond L2: 3x3 stride 2 on
+// 96 x 112 x 112 at batch 8 took 2.4 ms inside MobileNetV2 (forced AVX2) against 1.4 alone.
+struct DwNextRowsPrefetch {
+  const uint8_t* p = nullptr;
+  int64_t lines = 0, per_block = 0;
+  // Output row r (r = od * OH + oh, of the rows [r0, r1) of one call), id = od * sd - pd, kh_last
+  // = (KH - 1) * dh, nb channel blocks.
+  DwNextRowsPrefetch(const DwConvArgs& a, int64_t r, int64_t r1, int64_t oh, int64_t id,
+                     int64_t kh_last, int64_t nb) {
+    if (r + 1 >= r1 || oh + 1 >= a.OH || id < 0 || id >= a.ID || a.dh != 1 || nb <= 0) return;
+    const int64_t last = oh * a.sh - a.ph + kh_last;
+    const int64_t lo = last + 1 > 0 ? last + 1 : 0;
+    const int64_t hi = last + a.sh < a.IH - 1 ? last + a.sh : a.IH - 1;
+    if (lo > hi) return;
+    p = a.x + (id * a.IH + lo) * a.IW * a.C;
+    lines = ((hi - lo + 1) * a.IW * a.C + 63) / 64;
+    per_block = (lines + nb - 1) / nb;
+  }
+  // One channel block's share.
+  void step() {
+    for (int64_t i = 0; i < per_block && lines > 0; ++i, --lines, p += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+  }
+};
 
 // Whether a kernel may leave the output clamp to saturating packs (kSat): [lo, hi] is the whole
 // uint8 range and |v| stays far inside int32 for every channel, with |acc| <= |acc_init| +
