@@ -63,8 +63,14 @@ SIZES = list(itertools.product([16, 17, 31, 32, 33, 47, 100], [1, 3, 4, 60, 64, 
                                [1, 16, 17, 32, 33, 64, 65, 130]))
 
 
-# staged rows (K % 64 != 0) take AMX only for 128+ columns and K >= 128 (qgemm_amx.h)
+# staged rows (K % 64 != 0) take AMX for 128+ columns and K >= 128 (qgemm_amx.h)
 STAGED = [(40, 200, 130), (33, 129, 256), (100, 300, 128), (17, 1000, 200), (530, 130, 128)]
+# ... and for 128+ rows with K >= 32 and K x columns >= 14336 (kStagedMinKN): one step of Kp <= 64
+# (K % 4 != 0 among them), two steps whose last window overlaps, exactly at both thresholds, and
+# (150, 72, 199) just below kStagedMinKN (the zmm kernel: the same bytes either way) (one
+# thread: two would split the rows or the columns below them; test_linear_staged_many_rows)
+STAGED_MANY_ROWS = [(128, 32, 448), (130, 40, 400), (256, 61, 240), (129, 127, 113),
+                    (200, 100, 144), (300, 112, 136), (150, 72, 199)]
 
 
 @pytest.mark.parametrize("M,K,N", SIZES[::3] + STAGED
@@ -76,6 +82,17 @@ def test_linear_matches_zmm_kernel(M, K, N):
     assert torch.equal(on, off)
     # not a degenerate output (saturated or constant) where the sizes allow variety
     assert on.unique().numel() >= min(8, on.numel() // 2) or K == 1  # K = 1: few products
+
+
+@pytest.mark.parametrize("M,K,N", STAGED_MANY_ROWS)
+@pytest.mark.parametrize("wzp", [None, 5])
+def test_linear_staged_many_rows(M, K, N, wzp):
+    x, w, b = _linear_inputs(M, K, N, seed=M + K * 3 + N, wzp=wzp)
+    p = Q.linear_prepack(w, b)
+    with using_threads(1):
+        on, off = both(lambda: Q.linear(x, p, 0.02, 120).int_repr())
+    assert torch.equal(on, off)
+    assert on.unique().numel() >= 8
 
 
 # Calls of one 16-column tile take four row tiles a pass (narrow_block): 1..4 tiles in the last
@@ -177,6 +194,19 @@ NARROW_CONVS = [(2, 16, 16, 13, 3, 1, 1, 1, 1), (1, 64, 16, 12, 3, 1, 1, 1, 1),
 def test_conv2d_matches_zmm_kernel(case, cl):
     fn = _conv(2, *case, cl=cl, seed=sum(case))
     on, off = both(fn)
+    assert torch.equal(on, off)
+    assert on.min() < 100 < on.max()
+
+
+# 1x1 convs with C_in % 64 != 0 (MobileNet-like channel counts): the gemm's staged rows for 128+
+# rows (kStagedMinKN), C_in 112 (two K steps) and 40 (one), one thread (whole rows and columns
+# per call), both input layouts.
+@pytest.mark.parametrize("case", [(1, 112, 136, 12, 1, 1, 0, 1, 1), (2, 40, 400, 9, 1, 1, 0, 1, 1)])
+@pytest.mark.parametrize("cl", [False, True])
+def test_conv1x1_staged_many_rows(case, cl):
+    fn = _conv(2, *case, cl=cl, seed=sum(case))
+    with using_threads(1):
+        on, off = both(fn)
     assert torch.equal(on, off)
     assert on.min() < 100 < on.max()
 

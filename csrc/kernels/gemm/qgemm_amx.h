@@ -37,8 +37,18 @@ bool igemm_prefers_amx(const IgemmSeg* segs, int64_t nseg, int64_t Kp, int64_t n
 // in_features 0, a transposed conv's phase that no kernel tap reaches, e.g. stride 2 with
 // dilation 2): its B tiles would have 0 rows and 64 bytes a row, a tile configuration LDTILECFG
 // rejects with #GP (SIGSEGV); the zmm kernel gives the bias-only outputs.
-inline bool gemm_prefers_amx(int64_t K, int64_t ncols) {
-  return K > 0 && (K % 64 == 0 || (ncols >= 128 && K >= 128));
+// Staged calls of many rows also when K x ncols >= kStagedMinKN (K >= 32): the 1x1 convs of
+// MobileNets, whose channel counts are rarely multiples of 64, ran on the zmm kernel at half
+// oneDNN's speed (MobileNetV3-Large batch 8, 112 -> 672 on 14x14: 0.45-0.49 ms zmm, 0.24 AMX,
+// oneDNN 0.23-0.25). 1x1 convs on 8 x 14 x 14 and 56 x 56 pixels, channels-last, AMX Xeon, AMX
+// time / zmm time: K x N 11520-13440 0.92-1.11 (zmm kept), 14720-19200 0.78-0.96, 23040+
+// 0.53-0.85; K = 24 loses at every N up to 480 (1.05-2.5). On 7 x 7 pixels AMX loses up to
+// ~35000 (its per-call cost), hence the row minimum.
+constexpr int64_t kStagedMinKN = 14336;
+constexpr int64_t kStagedMinRows = 128;
+inline bool gemm_prefers_amx(int64_t M, int64_t K, int64_t ncols) {
+  return K > 0 && (K % 64 == 0 || (ncols >= 128 && K >= 128) ||
+                   (M >= kStagedMinRows && K >= 32 && K * ncols >= kStagedMinKN));
 }
 void igemm(const uint8_t* const* rows, const int64_t* c_rows, int64_t M, const IgemmSeg* segs,
            int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N, int64_t n0, int64_t n1,

@@ -242,7 +242,7 @@ inline TileFn tile_fn(bool ind, bool narrow, int64_t mr, int64_t nv) {
 void gemm(const uint8_t* a, int64_t lda, int64_t M, int64_t K, const int8_t* packed_b,
           int64_t N, int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c, int64_t ldc) {
   if (M >= amx::kMinRows && n1 - n0 >= amx::kMinCols && amx_enabled() &&
-      amx::gemm_prefers_amx(K, n1 - n0)) {
+      amx::gemm_prefers_amx(M, K, n1 - n0)) {
     amx::gemm(a, lda, M, K, packed_b, N, n0, n1, e, c, ldc);
     return;
   }
