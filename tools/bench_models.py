@@ -5,6 +5,9 @@ on ResNet-18, ResNet-50, MobileNetV2 and MobileNetV3-Large, same process, same i
     python tools/bench_models.py --model resnet18 --batch 1 --threads 1
     python tools/bench_models.py --isa avx2              # qplugin's AVX2 tier (and torch's AVX2
                                                          # paths, see docs/benchmarks.md)
+    python tools/bench_models.py --model mobilenet_v2 --batch 8 --threads 1 --layers 8
+                                                         # + the 8 layers that lose most to
+                                                         # torch.ao inside the running model
 
 The architectures are written here from their published definitions in the quantizable form that
 torchvision's `torchvision.models.quantization` uses (torchvision does not import beside the
@@ -325,6 +328,38 @@ def _time(fns, min_time):
     return [t * 1e3 for t in interleaved_medians(fns, min_time)]  # ms
 
 
+def layer_times(ao, qp, x, reps=15):
+    """Per-layer times inside the running models (not one layer called alone): forward pre/post
+    hooks on every leaf module of both int8 models, `reps` whole-model calls of each, alternated;
+    medians in ms, {name: (qplugin, torch.ao)} for the leaves both models have. Inside a model a
+    layer reads what the layer before wrote and weights that other layers evicted, which a layer
+    timed alone on its own warm inputs does not show. FloatFunctional calls are not modules'
+    forwards and are not timed."""
+    import statistics
+    import time
+    acc, handles = {}, []
+    for tag, model in (("ao", ao), ("qp", qp)):
+        for n, m in model.named_modules():
+            if next(m.children(), None) is not None or isinstance(m, (nn.Identity, nn.Dropout)):
+                continue
+            st = {}
+            handles.append(m.register_forward_pre_hook(
+                lambda mod, inp, st=st: st.__setitem__("t", time.perf_counter())))
+            handles.append(m.register_forward_hook(
+                lambda mod, inp, out, st=st, key=(tag, n):
+                acc.setdefault(key, []).append(time.perf_counter() - st["t"])))
+    try:
+        with torch.no_grad():
+            for _ in range(reps):
+                ao(x)
+                qp(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return {n: (statistics.median(v) * 1e3, statistics.median(acc[("ao", n)]) * 1e3)
+            for (tag, n), v in acc.items() if tag == "qp" and ("ao", n) in acc}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", choices=sorted(MODELS))
@@ -332,6 +367,9 @@ def main():
     ap.add_argument("--threads", type=int, action="append")
     ap.add_argument("--isa", default="auto", help="qplugin ISA tier (QPLUGIN_CPU_ISA)")
     ap.add_argument("--min-time", type=float, default=2.0, help="seconds per case")
+    ap.add_argument("--layers", type=int, default=0, metavar="N",
+                    help="also print the N layers with the largest qplugin - torch.ao time "
+                         "inside the model (layer_times), per batch and thread count")
     ap.add_argument("--init", choices=INITS, default="torchvision",
                     help="weight init: torchvision's definitions' (default) or PyTorch's "
                          "default nn.Conv2d init (uniform weights)")
@@ -362,6 +400,12 @@ def main():
                 r_ao = f"{q / a:.2f}" if ao is not None else "n/a"
                 print(f"| {name} | {b} | {t} | {f32:.2f} | {ao_s} | {q:.2f} | {r_ao} | "
                       f"{q / f32:.2f} | {diff:.3g} |", flush=True)
+                if args.layers > 0 and ao is not None:
+                    lt = sorted(layer_times(ao, qp, x).items(),
+                                key=lambda kv: kv[1][1] - kv[1][0])
+                    for n, (lq, la) in lt[:args.layers]:
+                        print(f"|   {n} ({type(dict(qp.named_modules())[n]).__name__}) | | | | "
+                              f"{la:.3f} | {lq:.3f} | {lq / la:.2f} | | |", flush=True)
 
 
 if __name__ == "__main__":
