@@ -107,15 +107,19 @@ def test_avg_pool_bad_input(fn, msg):
 def test_avg_pool_channels_last_u16_sums_all_isas(dtype):
     # The AVX2/AVX-512 channels-last kernels sum codes in 16 bits, 32/64 channels at a time:
     # channel counts around the vector widths, all-max and all-min codes with extreme zero points,
-    # windows of 256 rows (the u16 limit) and 257 (the portable fallback) must give the scalar
-    # bytes and the exact value.
+    # windows of 256 rows (the u16 limit), 257 and 513 (u16 groups of 256 rows added in int32)
+    # must give the scalar bytes and the exact value; so must 28 x 28 global windows (784 rows)
+    # of channel counts whose last AVX2 block overlaps the one before (40, 72, 120).
     lo, hi = QRANGE[dtype]
     cases = []
     for C in (1, 31, 32, 33, 64, 65, 200):
         cases.append((qtensor((1, C, 9, 7), dtype, zero_point=lo + 3, spread=300, seed=C), 3, 1, 1))
+    for C in (40, 72, 120):
+        cases.append((qtensor((2, C, 28, 28), dtype, zero_point=lo + 7, spread=300, seed=C), 28,
+                      None, 0))
     for code, zp in ((hi, lo), (lo, hi), (hi, hi)):
-        for k in (16, (1, 257)):
-            shape = (1, 70, 16, 16) if k == 16 else (1, 70, 1, 257)
+        for k in (16, (1, 257), (1, 513)):
+            shape = (1, 70, 16, 16) if k == 16 else (1, 70, 1, k[1])
             x = torch._make_per_tensor_quantized_tensor(
                 torch.full(shape, code, dtype=torch.uint8 if dtype == torch.quint8 else torch.int8),
                 0.1, zp)

@@ -9,22 +9,23 @@
 namespace qplugin::kernels::QPLUGIN_ISA_NS {
 namespace {
 
-// Channels-last average of one output pixel (avg_rows), 32 channels at a time: u16 sums
-// (vpmovzxbw + vpaddw, int8 codes flipped to unsigned, x + 128, corrected in the bias; exact for
-// nrows <= 256, larger windows take the portable kernel), then pool_generic::avg_one's rounding
-// lane by lane: int32 s = sum + bias, float(s) / div (vdivps), round half to even (vcvtps2dq,
-// default MXCSR mode), + zp, clamp, saturating packs that never saturate (values are clamped).
-// The < 32-channel tail runs avg_one per channel. Same bytes as the scalar kernel.
-inline __m256i avg_finish8(__m128i sum16, __m256 d, __m256i bias, __m256i zp, __m256i qmin,
+// Channels-last average of one output pixel (avg_rows), 32 channels at a time: u16 sums over
+// groups of up to 256 rows (vpmovzxbw + vpaddw, int8 codes flipped to unsigned, x + 128,
+// corrected in the bias; exact, 256 * 255 < 2^16), each group's added into int32 (global averages
+// of 784 rows took the portable kernel), then pool_generic::avg_one's rounding lane by lane:
+// int32 s = sum + bias, float(s) / div (vdivps), round half to even (vcvtps2dq, default MXCSR
+// mode), + zp, clamp, saturating packs that never saturate (values are clamped). With C >= 32 the
+// last block is [C - 32, C), overlapping the one before (those channels get the same bytes
+// twice); below 32 channels avg_one per channel. Same bytes as the scalar kernel.
+inline __m256i avg_finish8(__m256i sum32, __m256 d, __m256i bias, __m256i zp, __m256i qmin,
                            __m256i qmax) {
-  const __m256i s = _mm256_add_epi32(_mm256_cvtepu16_epi32(sum16), bias);
+  const __m256i s = _mm256_add_epi32(sum32, bias);
   const __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_div_ps(_mm256_cvtepi32_ps(s), d)), zp);
   return _mm256_min_epi32(_mm256_max_epi32(r, qmin), qmax);
 }
 
 template <typename T>
 void avg_rows(const T* const* rows, int64_t nrows, T* out, int64_t C, double div, const AvgQ& q) {
-  if (nrows > 256) return pool_generic::avg_rows<T>(rows, nrows, out, C, div, q);
   constexpr bool kSigned = std::is_signed<T>::value;
   const __m256i flip = _mm256_set1_epi8(kSigned ? static_cast<char>(0x80) : 0);
   const int32_t bias_s = -(q.zp + (kSigned ? 128 : 0)) * static_cast<int32_t>(nrows);
@@ -35,19 +36,28 @@ void avg_rows(const T* const* rows, int64_t nrows, T* out, int64_t C, double div
   const __m256i qmin = _mm256_set1_epi32(q.qmin);
   const __m256i qmax = _mm256_set1_epi32(q.qmax);
   const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  const int64_t full = C / 32 * 32;
-  for (int64_t c0 = 0; c0 < full; c0 += 32) {
-    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-    for (int64_t r = 0; r < nrows; ++r) {
-      const __m256i v = _mm256_xor_si256(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + c0)), flip);
-      a0 = _mm256_add_epi16(a0, _mm256_cvtepu8_epi16(_mm256_castsi256_si128(v)));
-      a1 = _mm256_add_epi16(a1, _mm256_cvtepu8_epi16(_mm256_extracti128_si256(v, 1)));
+  const int64_t full = C >= 32 ? C : 0;  // channels the vector blocks cover
+  for (int64_t c1 = 0; c1 < full; c1 += 32) {
+    const int64_t c0 = c1 + 32 <= C ? c1 : C - 32;  // the last block overlaps
+    __m256i t0 = _mm256_setzero_si256(), t1 = t0, t2 = t0, t3 = t0;  // int32 sums
+    for (int64_t g = 0; g < nrows; g += 256) {
+      const int64_t g1 = nrows - g < 256 ? nrows : g + 256;
+      __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();  // u16 sums
+      for (int64_t r = g; r < g1; ++r) {
+        const __m256i v = _mm256_xor_si256(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + c0)), flip);
+        a0 = _mm256_add_epi16(a0, _mm256_cvtepu8_epi16(_mm256_castsi256_si128(v)));
+        a1 = _mm256_add_epi16(a1, _mm256_cvtepu8_epi16(_mm256_extracti128_si256(v, 1)));
+      }
+      t0 = _mm256_add_epi32(t0, _mm256_cvtepu16_epi32(_mm256_castsi256_si128(a0)));
+      t1 = _mm256_add_epi32(t1, _mm256_cvtepu16_epi32(_mm256_extracti128_si256(a0, 1)));
+      t2 = _mm256_add_epi32(t2, _mm256_cvtepu16_epi32(_mm256_castsi256_si128(a1)));
+      t3 = _mm256_add_epi32(t3, _mm256_cvtepu16_epi32(_mm256_extracti128_si256(a1, 1)));
     }
-    const __m256i r0 = avg_finish8(_mm256_castsi256_si128(a0), d, bias, zp, qmin, qmax);
-    const __m256i r1 = avg_finish8(_mm256_extracti128_si256(a0, 1), d, bias, zp, qmin, qmax);
-    const __m256i r2 = avg_finish8(_mm256_castsi256_si128(a1), d, bias, zp, qmin, qmax);
-    const __m256i r3 = avg_finish8(_mm256_extracti128_si256(a1, 1), d, bias, zp, qmin, qmax);
+    const __m256i r0 = avg_finish8(t0, d, bias, zp, qmin, qmax);
+    const __m256i r1 = avg_finish8(t1, d, bias, zp, qmin, qmax);
+    const __m256i r2 = avg_finish8(t2, d, bias, zp, qmin, qmax);
+    const __m256i r3 = avg_finish8(t3, d, bias, zp, qmin, qmax);
     const __m256i p01 = _mm256_packs_epi32(r0, r1), p23 = _mm256_packs_epi32(r2, r3);
     const __m256i b = kSigned ? _mm256_packs_epi16(p01, p23) : _mm256_packus_epi16(p01, p23);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c0), _mm256_permutevar8x32_epi32(b, perm));

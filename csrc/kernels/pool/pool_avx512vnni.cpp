@@ -54,15 +54,17 @@ void plane_avg(const T* xt, T* out, int64_t P, int64_t HW, double div, const Avg
 }
 
 // Channels-last average of one output pixel (avg_rows): out[c] = avg(sum_r rows[r][c] - zp, div),
-// 64 channels at a time. Codes are summed as u16 (vpmovzxbw + vpaddw; int8 codes flipped to
-// unsigned, x + 128, corrected in the bias): exact for nrows <= 256 (256 * 255 < 2^16); larger
-// windows take the portable kernel. Rounding is pool_generic::avg_one's, lane by lane: int32
-// s = sum + bias, float(s) / div (vdivps: IEEE division, as the scalar '/'), round half to even
-// (vcvtps2dq under the default MXCSR mode, as nearbyint), + zp, clamp -- the scalar bytes.
+// 64 channels at a time. Codes are summed as u16 over groups of up to 256 rows (vpmovzxbw +
+// vpaddw; int8 codes flipped to unsigned, x + 128, corrected in the bias; 256 * 255 < 2^16: exact),
+// each group's sums added into int32 (global averages of 28 x 28 pixels are 784 rows: they took
+// the portable kernel, 2.5x torch.ao on a squeeze-excitation's 8 x 120 x 28 x 28). Rounding is
+// pool_generic::avg_one's, lane by lane: int32 s = sum + bias, float(s) / div (vdivps: IEEE
+// division, as the scalar '/'), round half to even (vcvtps2dq under the default MXCSR mode, as
+// nearbyint), + zp, clamp -- the scalar bytes. (|sum| < 2^31: the ops bound windows by 2^23.)
 template <typename T>
-inline void avg_finish16(__m512i sum_lo16, const __m512 d, const __m512i bias, const __m512i zp,
+inline void avg_finish16(__m512i sum32, const __m512 d, const __m512i bias, const __m512i zp,
                          const __m512i qmin, const __m512i qmax, T* o, __mmask16 m) {
-  __m512i s = _mm512_add_epi32(sum_lo16, bias);
+  __m512i s = _mm512_add_epi32(sum32, bias);
   __m512 f = _mm512_div_ps(_mm512_cvtepi32_ps(s), d);
   __m512i r = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT |
                                                                _MM_FROUND_NO_EXC), zp);
@@ -72,7 +74,6 @@ inline void avg_finish16(__m512i sum_lo16, const __m512 d, const __m512i bias, c
 
 template <typename T>
 void avg_rows(const T* const* rows, int64_t nrows, T* out, int64_t C, double div, const AvgQ& q) {
-  if (nrows > 256) return pool_generic::avg_rows<T>(rows, nrows, out, C, div, q);
   constexpr bool kSigned = std::is_signed<T>::value;
   const __m512i flip = _mm512_set1_epi8(kSigned ? static_cast<char>(0x80) : 0);
   const __m512i bias = _mm512_set1_epi32(-(q.zp + (kSigned ? 128 : 0)) * static_cast<int32_t>(nrows));
@@ -84,28 +85,30 @@ void avg_rows(const T* const* rows, int64_t nrows, T* out, int64_t C, double div
   for (int64_t c0 = 0; c0 < C; c0 += 64) {
     const int64_t n = C - c0 < 64 ? C - c0 : 64;
     const __mmask64 m = n == 64 ? ~0ull : _bzhi_u64(~0ull, static_cast<unsigned>(n));
-    __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
-    for (int64_t r = 0; r < nrows; ++r) {
-      const uint8_t* p = reinterpret_cast<const uint8_t*>(rows[r]) + c0;
-      __m512i v = n == 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(m, p);
-      v = _mm512_xor_si512(v, flip);
-      a0 = _mm512_add_epi16(a0, _mm512_cvtepu8_epi16(_mm512_castsi512_si256(v)));
-      a1 = _mm512_add_epi16(a1, _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v, 1)));
+    __m512i t0 = _mm512_setzero_si512(), t1 = t0, t2 = t0, t3 = t0;  // int32 sums
+    for (int64_t g = 0; g < nrows; g += 256) {
+      const int64_t g1 = nrows - g < 256 ? nrows : g + 256;
+      __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();  // u16 sums
+      for (int64_t r = g; r < g1; ++r) {
+        const uint8_t* p = reinterpret_cast<const uint8_t*>(rows[r]) + c0;
+        __m512i v = n == 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(m, p);
+        v = _mm512_xor_si512(v, flip);
+        a0 = _mm512_add_epi16(a0, _mm512_cvtepu8_epi16(_mm512_castsi512_si256(v)));
+        a1 = _mm512_add_epi16(a1, _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v, 1)));
+      }
+      t0 = _mm512_add_epi32(t0, _mm512_cvtepu16_epi32(_mm512_castsi512_si256(a0)));
+      t1 = _mm512_add_epi32(t1, _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(a0, 1)));
+      t2 = _mm512_add_epi32(t2, _mm512_cvtepu16_epi32(_mm512_castsi512_si256(a1)));
+      t3 = _mm512_add_epi32(t3, _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(a1, 1)));
     }
     // Masked-off lanes hold garbage sums (flip / zero loads) but are never stored.
     const __mmask16 m0 = static_cast<__mmask16>(m), m1 = static_cast<__mmask16>(m >> 16),
                     m2 = static_cast<__mmask16>(m >> 32), m3 = static_cast<__mmask16>(m >> 48);
     T* oc = o + c0;
-    avg_finish16<T>(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(a0)), d, bias, zp, qmin, qmax, oc, m0);
-    if (n > 16)
-      avg_finish16<T>(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(a0, 1)), d, bias, zp, qmin,
-                      qmax, oc + 16, m1);
-    if (n > 32)
-      avg_finish16<T>(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(a1)), d, bias, zp, qmin, qmax,
-                      oc + 32, m2);
-    if (n > 48)
-      avg_finish16<T>(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(a1, 1)), d, bias, zp, qmin,
-                      qmax, oc + 48, m3);
+    avg_finish16<T>(t0, d, bias, zp, qmin, qmax, oc, m0);
+    if (n > 16) avg_finish16<T>(t1, d, bias, zp, qmin, qmax, oc + 16, m1);
+    if (n > 32) avg_finish16<T>(t2, d, bias, zp, qmin, qmax, oc + 32, m2);
+    if (n > 48) avg_finish16<T>(t3, d, bias, zp, qmin, qmax, oc + 48, m3);
   }
 }
 
