@@ -120,8 +120,14 @@ def test_linear_weight_zero_point_row_sums(M, K, N, wzp):
     assert torch.equal(on, off)
 
 
-@pytest.mark.parametrize("M,K,N", [(16, 64, 16), (33, 129, 70), (200, 768, 96)])
+# (200, 100, 160): staged rows by kStagedMinKN (run on one thread so that the call keeps them)
+@pytest.mark.parametrize("M,K,N", [(16, 64, 16), (33, 129, 70), (200, 768, 96), (200, 100, 160)])
 def test_float_and_int32_epilogues(M, K, N):
+    with using_threads(1):
+        _float_and_int32_epilogues(M, K, N)
+
+
+def _float_and_int32_epilogues(M, K, N):
     x, w, b = _linear_inputs(M, K, N, seed=3)
     p = Q.linear_prepack(w, b)
     on, off = both(lambda: Q.linear_tanh(x, p, 0.01, 128).int_repr())  # int32 accumulators
