@@ -1,6 +1,9 @@
 // int8 multiply-add peak of one core (a benchmark, not a test), registers only:
 //  (a) AVX2 VPMADDWD + VPADDD (16 MACs a ymm: qplugin's widened exact tile),
 //  (b) AVX2 VPMADDUBSW + VPMADDWD by ones + VPADDD (32 MACs: FBGEMM's tile, qplugin's 7-bit tile),
+//  (b') the pair step (qplugin's 7-bit tile where the weights allow it, docs/notes/avx2_gemm.md):
+//      two VPMADDUBSW summed by VPADDW, one VPMADDWD by ones, one VPADDD (64 MACs, 3 multiplies),
+//  (f) fp32 VFMADD231PS on ymm (8 MACs): what fp32 torch's GEMMs run at, for comparison,
 //  (c) on AVX512-VNNI CPUs: VPDPBUSD on ymm (32 MACs) and on zmm (64 MACs),
 // each over 12 (AVX2) or 24 (VNNI) independent accumulators, the whole loop in one asm block.
 // Before 2026-12-05 the chains were separate asm statements on an array, and GCC stored every
@@ -51,6 +54,30 @@ double avx2_ub(long iters) {
   return 12.0 * 32 / (now() - t0);
 }
 
+// Pair step: ymm3 and ymm1 as the two products (b = ymm1 is rewritten; its value does not matter
+// for timing), 12 accumulators.
+#define QP_PAIR(r)                                                                           \
+  "vpmaddubsw %%ymm0, %%ymm0, %%ymm3\n\tvpmaddubsw %%ymm2, %%ymm0, %%ymm1\n\t"               \
+  "vpaddw %%ymm1, %%ymm3, %%ymm3\n\tvpmaddwd %%ymm2, %%ymm3, %%ymm3\n\t"                     \
+  "vpaddd %%ymm3, %%ymm" #r ", %%ymm" #r "\n\t"
+
+double avx2_pair(long iters) {
+  const double t0 = now();
+  asm volatile(QP_INIT "1:\n\t" QP_12(QP_PAIR) "dec %0\n\tjnz 1b\n\tvzeroupper"
+               : "+r"(iters)::"cc", QP_CLOBBER_YMM);
+  return 12.0 * 64 / (now() - t0);
+}
+
+// fp32 FMA: 12 independent accumulators (FMA latency 4-5 cycles, two pipes).
+#define QP_FMA(r) "vfmadd231ps %%ymm1, %%ymm0, %%ymm" #r "\n\t"
+__attribute__((target("avx2,fma"))) double fma_ps(long iters) {
+  const double t0 = now();
+  asm volatile("vxorps %%ymm0, %%ymm0, %%ymm0\n\tvxorps %%ymm1, %%ymm1, %%ymm1\n\t"
+               QP_INIT "1:\n\t" QP_12(QP_FMA) "dec %0\n\tjnz 1b\n\tvzeroupper"
+               : "+r"(iters)::"cc", QP_CLOBBER_YMM);
+  return 12.0 * 8 / (now() - t0);
+}
+
 // VPDPBUSD: a = ymm0/zmm0, b = 1, accumulators 2..25.
 #define QP_DP(R, r) "vpdpbusd %%" R "1, %%" R "0, %%" R #r "\n\t"
 #define QP_24(X, R)                                                                          \
@@ -95,6 +122,14 @@ int main() {
               2 * wd);
   std::printf("AVX2 VPMADDUBSW + VPMADDWD(1) + VPADDD (7-bit A): %6.1f GMAC/s = %4.0f GOPS\n", ub,
               2 * ub);
+  const double pr = best_gmacs(avx2_pair, n);
+  std::printf("AVX2 pair step (2 VPMADDUBSW, VPADDW, VPMADDWD):  %6.1f GMAC/s = %4.0f GOPS\n", pr,
+              2 * pr);
+  if (__builtin_cpu_supports("fma")) {
+    const double f = best_gmacs(fma_ps, n);
+    std::printf("fp32 VFMADD231PS ymm (for comparison):            %6.1f GMAC/s = %4.0f GFLOPS\n",
+                f, 2 * f);
+  }
   if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl")) {
     const double y = best_gmacs(vnni_ymm, n), z = best_gmacs(vnni_zmm, n);
     std::printf("AVX512-VNNI VPDPBUSD ymm:                         %6.1f GMAC/s = %4.0f GOPS\n", y,
