@@ -2,7 +2,8 @@
 within 1 unit of the exact float64 oracle:
 - implicit GEMM (QGemmKernels::igemm, AVX2 and AVX512-VNNI): groups 1, dilation_w 1, weight zero points
   0; spans of KW * C_in bytes padded to a multiple of 4 (C_in = 3, 5), no padding but a padded
-  span (the read past the last pixel), strides, dilation_h, conv3d, conv1d;
+  span (the read past the last pixel), strides, dilation_h, conv3d, conv1d; on AVX2 the stems
+  whose span padding costs too many zero products take im2col instead (both sides of the bound);
 - depthwise 1x3x3 (DwConvArgs::w3): channels-last and NCHW input read in place (16-channel
   blocks with tails, widths below 4 and above 64, padding 0..2, stride_w 1 and 2, conv3d 1x3x3).
 """
@@ -47,6 +48,11 @@ def _check(dim, x, w, b, stride, pad, dil, groups, isa="avx512vnni"):
 # (dim, N, Cin, Cout, spatial, kernel, stride, padding, dilation)
 IGEMM = [
     (2, 1, 3, 64, (23, 21), (7, 7), (2, 2), (3, 3), (1, 1)),   # stem-like, span 21 -> 24
+    # The AVX2 plan takes im2col instead of igemm once the spans' zero weights reach 1024
+    # products a pixel (conv_packed_params.cpp, kIgemmPadMacs; the stem above: 7 * 3 * 64):
+    # 7 * 3 * 48 = 1008 stays on igemm, 7 * 3 * 49 = 1029 does not.
+    (2, 1, 3, 48, (15, 16), (7, 7), (2, 2), (3, 3), (1, 1)),
+    (2, 2, 3, 49, (15, 16), (7, 7), (2, 2), (3, 3), (1, 1)),
     (2, 2, 3, 5, (6, 7), (3, 3), (1, 1), (0, 0), (1, 1)),      # no padding, padded span
     (2, 1, 5, 70, (9, 12), (3, 2), (2, 3), (1, 0), (2, 1)),    # dilation_h, odd strides
     (2, 1, 16, 16, (1, 1), (3, 3), (1, 1), (1, 1), (1, 1)),    # 1x1 image, all padding
@@ -127,7 +133,7 @@ def test_depthwise_3x3_saturating_outputs(relu, out_zp):
 
 @pytest.mark.parametrize("outliers", [0, 3, 40])
 @pytest.mark.parametrize("isa", ["avx2", "avx512vnni"])
-@pytest.mark.parametrize("case", IGEMM[:4] + IGEMM[5:])
+@pytest.mark.parametrize("case", IGEMM[:6] + IGEMM[7:])  # not the 1x1 kernel
 def test_igemm_7bit_input(case, isa, outliers):
     """Input bytes within [0, 127] (what a reduce_range x86/fbgemm qconfig calibrates to): the
     AVX2 kernel takes its VPMADDUBSW tile (exact there, see qgemm_u8s8_6x8c4_avx2.cpp), here with
