@@ -200,3 +200,59 @@ def test_igemm_7bit_pair_steps(case, isa, spikes):
         wi.to(torch.int8), torch.rand(Cout, generator=g, dtype=torch.double) * 0.002 + 0.001,
         torch.zeros(Cout, dtype=torch.long), 0)
     _check(dim, x, w, torch.randn(Cout, generator=g), list(s), list(p), list(d), 1, isa)
+
+
+@pytest.mark.parametrize("outliers", [3, 40])
+@pytest.mark.parametrize("isa", ["avx2", "avx512vnni"])
+@pytest.mark.parametrize("case", PAIR_IGEMM)
+def test_igemm_pair_steps_with_outliers(case, isa, outliers):
+    """As test_igemm_7bit_pair_steps, with a few input bytes above 127 (128 and 255): the AVX2
+    kernel's row tiles holding them still take pair steps, and each outlier's octet that the
+    loop paired is corrected after it (qgemm_u8s8_6x8c4_avx2.cpp, ubsw_pair_fix), octets counted
+    from each segment's first k-group (36 channels: segments of 27 groups, the second starting at
+    an odd group). Weights at the pair bound in every octet of every segment (258, in K order:
+    (kd, kh) segments of KW x C_in bytes), so that the outliers saturate their pair sums and wrap
+    the s16 sum. Byte for byte against the scalar ISA and within 1 unit of the oracle."""
+    dim, N, Cin, Cout, sp, k, s, p, d = case
+    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
+        pytest.skip(f"this CPU has no {isa}")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    g = torch.Generator().manual_seed(Cout * 17 + Cin + outliers)
+    a = torch.randint(0, 128, (N, Cin, *sp), generator=g, dtype=torch.uint8)
+    a[torch.rand(a.shape, generator=g) < 0.5] = 127
+    flat = a.view(-1)
+    idx = torch.randint(0, flat.numel(), (outliers,), generator=g)
+    flat[idx] = torch.tensor([255, 128], dtype=torch.uint8).repeat(outliers)[:outliers]
+    # And the last channel of one pixel: the last k-group of a segment for the output pixels
+    # that read it at kw = KW - 1, a segment's odd last group when it has one (taken alone).
+    # (An odd w: read at kw = KW - 1 by stride-2 rows too.)
+    a[(0, Cin - 1) + tuple(v // 2 for v in sp[:-1]) + (sp[-1] // 2 | 1,)] = 255
+    x = torch._make_per_tensor_quantized_tensor(a, 0.02, 0)
+    span = k[-1] * Cin
+    nseg = 1
+    for t in k[:-1]:
+        nseg *= t
+    wk = torch.zeros(Cout, nseg, span, dtype=torch.int8)  # K order: segment, then kw * Cin + c
+    for n in range(Cout):
+        lane, sign = n % 2, 1 if (n // 2) % 2 == 0 else -1
+        big = 127 if sign > 0 else -128
+        for o in range(span // 8):
+            base = 8 * o + 2 * lane
+            # The small weight in the octet's first group: then a segment's odd last group (two
+            # big weights) and the next segment's first group also meet the bound, so that the
+            # packing flags that cross-segment pair, which the loop must still not take.
+            for kk, v in zip((base, base + 4, base + 5), (sign * (258 - 2 * abs(big)), big, big)):
+                wk[n, :, kk] = v
+        if span % 8 >= 4:  # the odd last group: its own pair of big weights
+            wk[n, :, 8 * (span // 8) + 2 * lane] = big
+            wk[n, :, 8 * (span // 8) + 2 * lane + 1] = big
+    wi = wk.view(Cout, *k[:-1], k[-1], Cin).movedim(-1, 1).contiguous()
+    # Per-channel scales that put each channel's largest exact sum 100 codes from the output
+    # zero point (input zero point 0: padding adds nothing).
+    fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dim]
+    acc = fn(a.double(), wi.double(), stride=list(s), padding=list(p), dilation=list(d))
+    top = acc.abs().transpose(0, 1).reshape(Cout, -1).amax(1).clamp(min=1)
+    w = torch._make_per_channel_quantized_tensor(
+        wi, (100.0 * 0.05 / 0.02 / top).double(), torch.zeros(Cout, dtype=torch.long), 0)
+    _check(dim, x, w, torch.zeros(Cout), list(s), list(p), list(d), 1, isa)

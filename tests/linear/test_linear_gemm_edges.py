@@ -366,6 +366,62 @@ def test_pair_step_weight_bound(isa, M, K, N, total):
     assert torch.equal(got.int_repr(), want)
 
 
+# (M, K, N): K = 1027 ends in a partial k-group, K = 68 and 260 in an odd full group (17 and 65
+# groups), which the pair-step loop takes alone; 12 and 18 rows make two and three row tiles.
+PAIR_OUTLIER_SHAPES = [(6, 1027, 32), (12, 68, 300), (6, 576, 48), (18, 260, 40)]
+
+
+@pytest.mark.parametrize("M,K,N", PAIR_OUTLIER_SHAPES)
+@pytest.mark.parametrize("place", ["first", "second", "both", "last", "spread"])
+def test_pair_steps_with_outliers(isa, M, K, N, place):
+    """7-bit rows with a few k-groups holding bytes above 127 ("mode 2") take the AVX2 pair steps
+    too: the k-loop runs over A in place, and each outlier's octet (k-groups g, g + 1) that the
+    loop paired is corrected after it: its pair-step term recomputed and subtracted (the same
+    instructions on the same bytes), the exact products of both groups added. Weights at the
+    pair bound in every octet (258: every octet paired, lanes at +-32766 with bytes at 127), so
+    that bytes of 255 saturate their VPMADDUBSW pair sums and the VPADDW wraps. Outliers in the
+    first or the second group of octets, in both groups of one octet (corrected once), in the
+    last group (an odd full group or a partial one, which the loop takes alone), and spread over
+    the rows of every tile. One thread (the outlier limit depends on the call's panels).
+    Bit-exact."""
+    g = torch.Generator().manual_seed(M * 1000 + K + N)
+    a = torch.randint(0, 128, (M, K), generator=g, dtype=torch.uint8)
+    a[torch.rand(M, K, generator=g) < 0.5] = 127
+    wi = torch.cat([_pair_pattern(1, K, 258, lane=n % 2, sign=1 if (n // 2) % 2 == 0 else -1)
+                    for n in range(N)])
+    kg, octs = (K + 3) // 4, K // 8
+    ntiles = -(-M // 6)
+    per_tile = max(1, min(_hi_limit((M // ntiles) * kg, -(-N // 8)), 6))
+    hits = []  # (row, k-group)
+    for t in range(ntiles):
+        r0 = t * M // ntiles
+        if place == "first":
+            hits += [(r0, 0), (r0 + 1, 2 * (octs // 2))]
+        elif place == "second":
+            hits += [(r0, 1), (r0 + 2, 2 * (octs - 1) + 1)]
+        elif place == "both":
+            hits += [(r0 + 3, 4), (r0 + 3, 5)]
+        elif place == "last":
+            hits += [(r0, kg - 1), (r0 + 4, kg - 1)]
+        else:
+            while len(hits) < (t + 1) * per_tile:
+                hits.append((r0 + int(torch.randint(0, M // ntiles, (1,), generator=g)),
+                             int(torch.randint(0, kg, (1,), generator=g))))
+    for j, (i, q) in enumerate(hits):
+        for k in range(4 * q, min(4 * q + 4, K)):
+            a[i, k] = 255 if (j + k) % 3 else 128
+    acc = a.long() @ wi.long().T
+    # Per-channel scales that put each column's largest result at 120 codes from the zero point.
+    sc = torch.tensor([120.0 / max(int(v), 1) for v in acc.abs().amax(0)], dtype=torch.double)
+    w = torch._make_per_channel_quantized_tensor(wi, sc, torch.zeros(N, dtype=torch.long), 0)
+    x = torch._make_per_tensor_quantized_tensor(a, 0.01, 0)
+    b = torch.zeros(N)
+    want = reference(x, w, b, 0.01, 100)
+    with using_threads(1):
+        got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), 0.01, 100)
+    assert torch.equal(got.int_repr(), want)
+
+
 @pytest.mark.parametrize("M,K,N", [(1, 8, 8), (6, 72, 16), (12, 576, 64), (18, 1027, 70),
                                    (12, 4099, 300), (6, 20, 9), (24, 2304, 33), (13, 1027, 70)])
 @pytest.mark.parametrize("spikes", [0.0, 0.02, 0.3])

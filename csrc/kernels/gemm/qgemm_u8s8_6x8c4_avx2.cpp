@@ -401,6 +401,59 @@ inline __m256i ubsw_fix_m(__m256i acc, __m256i raw, __m256i lo, __m256i hi, cons
   return acc;
 }
 
+// An outlier's k-group that the k-loop took in a pair step (ubsw_octets_x6, mode-2 tiles): acc
+// minus the step's term for the whole octet, recomputed by the same instructions on the same
+// bytes (VPMADDUBSW of both groups, VPADDW, VPMADDWD by ones: saturated or wrapped s16 lanes give
+// the same bits again, so the subtraction cancels it exactly in wrapping int32), plus the octet's
+// exact products group by group as lo + hi (ubsw_fix_m's split, neither saturates; a group
+// without outliers has hi = 0). r0, r1: the A bytes of the octet's groups; b0, b1: their 32
+// bytes of the panel.
+inline __m256i ubsw_pair_fix(__m256i acc, uint32_t r0, uint32_t r1, const int8_t* b0,
+                             const int8_t* b1, __m256i ones) {
+  const __m256i a0 = _mm256_set1_epi32(static_cast<int32_t>(r0));
+  const __m256i a1 = _mm256_set1_epi32(static_cast<int32_t>(r1));
+  const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0));
+  const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1));
+  const __m256i c127 = _mm256_set1_epi8(127);
+  const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(a0, w0), _mm256_maddubs_epi16(a1, w1));
+  __m256i x = _mm256_sub_epi32(acc, _mm256_madd_epi16(t, ones));
+  auto exact = [&](__m256i a, __m256i w) __attribute__((always_inline)) {
+    const __m256i lo = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_min_epu8(a, c127), w), ones);
+    const __m256i hi = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_subs_epu8(a, c127), w), ones);
+    return _mm256_add_epi32(lo, hi);
+  };
+  x = _mm256_add_epi32(x, exact(a0, w0));
+  return _mm256_add_epi32(x, exact(a1, w1));
+}
+
+// Where the pair-step k-loop took packed k-group g of a row: the first group of its octet when
+// that octet was a pair step (flags 3), with *src at the octet's 8 A bytes of the row, or -1 when
+// g was taken alone (an unflagged octet, a segment's or the row's odd last group, the partial last
+// group). Octets start at each segment's first group (IND; `row` the row's pointer) or at group 0
+// of the direct row `row` (kg its full k-groups), as in ubsw_octets_x6's callers.
+template <bool IND>
+QPLUGIN_ALWAYS_INLINE int64_t pair_octet(int64_t g, const uint8_t* row, const IgemmSeg* segs,
+                                         int64_t nseg, int64_t kg, const uint8_t* flags,
+                                         const uint8_t** src) {
+  int64_t o;
+  if constexpr (IND) {
+    int64_t s = 0;
+    while (s < nseg && !(g >= segs[s].k / kKR && g < (segs[s].k + segs[s].len) / kKR)) ++s;
+    if (s == nseg) return -1;
+    const int64_t s0 = segs[s].k / kKR, local = g - s0;
+    if (local >= segs[s].len / kKR / 2 * 2) return -1;
+    o = s0 + (local & ~int64_t{1});
+    *src = row + segs[s].a_off + (local & ~int64_t{1}) * kKR;
+  } else {
+    (void)segs;
+    (void)nseg;
+    if (g >= kg / 2 * 2) return -1;
+    o = g & ~int64_t{1};
+    *src = row + o * kKR;
+  }
+  return flags[o] == 3 ? o : -1;
+}
+
 inline __m256i broadcast_a4(const uint8_t* p) {
   int32_t x;
   std::memcpy(&x, p, 4);
@@ -535,9 +588,10 @@ struct HiRows {
 // a + i * lda, K bytes.
 // NP = 2: two adjacent panels at once (16 columns; the first full, the second `width2` wide at
 // b2), so each A broadcast feeds two multiplies; 12 accumulators, B read from memory operands.
-// PAIRS (6-row 7-bit tiles without outliers on two full panels, hr null): the k-loop runs in
+// PAIRS (6-row 7-bit tiles on two full panels, mode 1 or 2): the k-loop runs in
 // ubsw_octets_x6, whose octets flagged by the packing (`flags`: the first panel's pair flags,
-// indexed by packed k-group) take the pair step.
+// indexed by packed k-group) take the pair step; a mode-2 tile's outliers are corrected after it
+// octet by octet where their group was paired (ubsw_pair_fix).
 template <int MR, bool IND, int NP, bool PAIRS>
 QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
                                      const uint8_t* const* rows, const IgemmSeg* segs,
@@ -647,12 +701,32 @@ QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
       QP_ROWS(QP_TAIL)
     }
   }
-  // The outliers' k-groups (HiRows): B of each from the panel as the k-loop reads it.
-  if (!PAIRS && hr != nullptr) {
+  // The outliers' k-groups (HiRows): B of each from the panel as the k-loop reads it. With pair
+  // steps, an entry in a paired octet corrects the octet (ubsw_pair_fix), once when both of its
+  // groups hold outliers (a row's entries ascend within a segment, so those two are adjacent).
+  if (hr != nullptr) {
 #define QP_HI(i)                                                                            \
   if constexpr (MR > i) {                                                                   \
+    int64_t done = -1;                                                                      \
     for (int32_t j = hr->rows[i]; j < hr->rows[i + 1]; ++j) {                               \
       const int64_t g = hr->g[j];                                                           \
+      if constexpr (PAIRS) {                                                                \
+        const uint8_t* src = nullptr;                                                       \
+        const int64_t o = pair_octet<IND>(g, IND ? rows[i] : a + i * lda, segs, nseg, kg,   \
+                                          flags, &src);                                     \
+        if (o == done && o >= 0) continue;                                                  \
+        if (o >= 0) {                                                                       \
+          uint32_t r0, r1;                                                                  \
+          std::memcpy(&r0, src, 4);                                                         \
+          std::memcpy(&r1, src + 4, 4);                                                     \
+          c##i = ubsw_pair_fix(c##i, r0, r1, b_panel + o * bstride,                         \
+                               b_panel + (o + 1) * bstride, ones);                          \
+          d##i = ubsw_pair_fix(d##i, r0, r1, b2_panel + o * bstride2,                       \
+                               b2_panel + (o + 1) * bstride2, ones);                        \
+          done = o;                                                                         \
+          continue;                                                                         \
+        }                                                                                   \
+      }                                                                                     \
       const __m256i lo = _mm256_set1_epi32(static_cast<int32_t>(hr->lo[j]));                \
       const __m256i hi = _mm256_set1_epi32(static_cast<int32_t>(hr->hi[j]));                \
       const __m256i raw = _mm256_add_epi8(lo, hi);                                          \
@@ -944,7 +1018,7 @@ void ubsw_panels(const UbswRowTile& T, int64_t c0, int64_t c1, const char* pf_ba
       if constexpr (MR == kMR) {
         if (pairs && width2 == kNR && pf.worth(pi)) {
           tile_ubsw<MR, IND, 2, true>(T.a, T.lda, T.K, T.rows, T.segs, T.nseg, b, width, T.m0,
-                                      p0, *T.e, T.c, T.ldc, pf_base + l0 * 64, l1 - l0, nullptr,
+                                      p0, *T.e, T.c, T.ldc, pf_base + l0 * 64, l1 - l0, T.hr,
                                       b + kNR * T.Kp, width2, pf.flags + pi * kg, false);
           p0 += 2 * kNR;
           continue;
@@ -1138,8 +1212,9 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
           T.nseg = A.nseg;
         }
         T.packed_b = packed_b;
-        // Pair steps for 7-bit tiles (mode 1): every A byte <= 127, as the pair bound assumes.
-        if (mode[t] == 1) T.flags = PairFlags::of(const_cast<int8_t*>(packed_b), N, Kp);
+        // Pair steps for 7-bit tiles: every A byte <= 127, as the pair bound assumes (mode 1), or
+        // all but the outliers' k-groups, whose octets tile_ubsw corrects after the loop (mode 2).
+        T.flags = PairFlags::of(const_cast<int8_t*>(packed_b), N, Kp);
         T.Kp = Kp;
         T.N = N;
         T.m0 = m0;
