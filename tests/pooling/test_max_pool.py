@@ -28,6 +28,24 @@ def test_max_pool2d_matches_torch(cfg, cl, dtype):
     assert_same(y, ref)
 
 
+@pytest.mark.parametrize("cfg", CONFIGS)
+@pytest.mark.parametrize("C", [32, 64, 96])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_max_pool2d_channels_last_channel_blocks(cfg, C, dtype):
+    """Channels-last windows with C a multiple of 32: the vector ISAs' horizontal pass holds
+    32-byte channel blocks in registers over the taps (pool_generic_impl.h, hmax_s), on every
+    ISA (byte-identical to the scalar one) and equal to PyTorch."""
+    k, s, p, d, c = cfg
+    x = qtensor((2, C, 13, 17), dtype, channels_last=True, seed=C + hash(cfg) % 1000)
+    ref = F.max_pool2d(x, k, s if s is not None else k, p, d, c)
+    for name in isas_to_compare():
+        torch.ops.qplugin._set_cpu_isa(name)
+        try:
+            assert_same(qF.max_pool2d(x, k, s, p, d, c), ref)
+        finally:
+            torch.ops.qplugin._set_cpu_isa("auto")
+
+
 @pytest.mark.parametrize("cfg", CONFIGS[:4])
 def test_max_pool2d_op_schema_form(cfg):
     k, s, p, d, c = cfg
