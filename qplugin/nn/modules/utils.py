@@ -303,6 +303,15 @@ def _packed_op_call(op, args: Tuple[Any, ...]):
         qtensor, route = _PT2_ROUTER[0]
         if isinstance(args[0], qtensor):
             return route(op, args, {})
+    # torch's Python call of an op looks up __torch_function__ on every argument that is not a
+    # tensor or a plain Python value; on the torchbind packed params that lookup raises and
+    # catches a C++ exception inside torch (ScriptObject attribute lookup), ~30 of the ~47 us of
+    # a call on a tiny input on a Zen 1 (torch.ao's ops pay the same). With subclass torch
+    # functions disabled torch skips the lookup (18 us). Only on a plain torch.Tensor input and
+    # outside torch.compile, so that a tensor subclass's __torch_function__ still runs.
+    if type(args[0]) is torch.Tensor and not torch.compiler.is_compiling():
+        with torch._C.DisableTorchFunctionSubclass():
+            return op(*args)
     return op(*args)
 
 
