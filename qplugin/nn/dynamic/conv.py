@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from qplugin.nn.modules import conv as _conv
 from qplugin.nn.modules.conv import _quantize_conv_weight, _reverse_repeat_padding
-from qplugin.nn.modules.utils import _dynamic_weight_observer
+from qplugin.nn.modules.utils import _dynamic_weight_observer, _plain_op_call
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -110,7 +110,10 @@ class Conv1d(_DynamicConv, _conv.Conv1d):
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         input = _checked_padded("Conv1d", input, 3, "(N, C, L)", list(self.padding[:1]),
                                 self.padding_mode)
-        return torch.ops.qplugin.conv1d_dynamic(input, self._packed_params, reduce_range)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv1d_dynamic(input, self._packed_params, reduce_range)
+        return _plain_op_call(torch.ops.qplugin.conv1d_dynamic.default,
+                              (input, self._packed_params, reduce_range))
 
 
 class Conv2d(_DynamicConv, _conv.Conv2d):
@@ -120,7 +123,10 @@ class Conv2d(_DynamicConv, _conv.Conv2d):
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         input = _checked_padded("Conv2d", input, 4, "(N, C, H, W)", list(self.padding),
                                 self.padding_mode)
-        return torch.ops.qplugin.conv2d_dynamic(input, self._packed_params, reduce_range)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv2d_dynamic(input, self._packed_params, reduce_range)
+        return _plain_op_call(torch.ops.qplugin.conv2d_dynamic.default,
+                              (input, self._packed_params, reduce_range))
 
 
 class Conv3d(_DynamicConv, _conv.Conv3d):
@@ -130,7 +136,10 @@ class Conv3d(_DynamicConv, _conv.Conv3d):
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         input = _checked_padded("Conv3d", input, 5, "(N, C, D, H, W)", list(self.padding),
                                 self.padding_mode)
-        return torch.ops.qplugin.conv3d_dynamic(input, self._packed_params, reduce_range)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv3d_dynamic(input, self._packed_params, reduce_range)
+        return _plain_op_call(torch.ops.qplugin.conv3d_dynamic.default,
+                              (input, self._packed_params, reduce_range))
 
 
 class ConvTranspose1d(_DynamicConvTranspose, _conv.ConvTranspose1d):
@@ -139,8 +148,11 @@ class ConvTranspose1d(_DynamicConvTranspose, _conv.ConvTranspose1d):
 
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         _check_rank("ConvTranspose1d", input, 3, "(N, C, L)")
-        return torch.ops.qplugin.conv_transpose1d_dynamic(input, self._packed_params,
-                                                          reduce_range)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv_transpose1d_dynamic(input, self._packed_params,
+                                                              reduce_range)
+        return _plain_op_call(torch.ops.qplugin.conv_transpose1d_dynamic.default,
+                              (input, self._packed_params, reduce_range))
 
 
 class ConvTranspose2d(_DynamicConvTranspose, _conv.ConvTranspose2d):
@@ -149,8 +161,11 @@ class ConvTranspose2d(_DynamicConvTranspose, _conv.ConvTranspose2d):
 
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         _check_rank("ConvTranspose2d", input, 4, "(N, C, H, W)")
-        return torch.ops.qplugin.conv_transpose2d_dynamic(input, self._packed_params,
-                                                          reduce_range)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv_transpose2d_dynamic(input, self._packed_params,
+                                                              reduce_range)
+        return _plain_op_call(torch.ops.qplugin.conv_transpose2d_dynamic.default,
+                              (input, self._packed_params, reduce_range))
 
 
 class ConvTranspose3d(_DynamicConvTranspose, _conv.ConvTranspose3d):
@@ -159,5 +174,8 @@ class ConvTranspose3d(_DynamicConvTranspose, _conv.ConvTranspose3d):
 
     def forward(self, input: torch.Tensor, reduce_range: bool = True) -> torch.Tensor:
         _check_rank("ConvTranspose3d", input, 5, "(N, C, T, H, W)")
-        return torch.ops.qplugin.conv_transpose3d_dynamic(input, self._packed_params,
-                                                          reduce_range)
+        if torch.jit.is_scripting():
+            return torch.ops.qplugin.conv_transpose3d_dynamic(input, self._packed_params,
+                                                              reduce_range)
+        return _plain_op_call(torch.ops.qplugin.conv_transpose3d_dynamic.default,
+                              (input, self._packed_params, reduce_range))

@@ -16,7 +16,7 @@ import torch
 from qplugin.nn.modules.linear import LinearPackedParams as _StaticLinearPackedParams
 from qplugin.nn.modules.linear import (_PackedLinear, _PackedParamsBase,
                                         _hide_packed_params_repr, _quantize_weight)
-from qplugin.nn.modules.utils import _dynamic_weight_observer
+from qplugin.nn.modules.utils import _dynamic_weight_observer, _plain_op_call
 
 __all__ = ["LinearPackedParams", "LinearPackedParamsFp16", "Linear", "LinearReLU"]
 
@@ -37,9 +37,15 @@ class LinearPackedParams(_StaticLinearPackedParams):
 
     @torch.jit.export
     def apply(self, x: torch.Tensor, reduce_range: bool, relu: bool) -> torch.Tensor:
-        if relu:
-            return torch.ops.qplugin.linear_relu_dynamic(x, self._packed_params, reduce_range)
-        return torch.ops.qplugin.linear_dynamic(x, self._packed_params, reduce_range)
+        if torch.jit.is_scripting():
+            if relu:
+                return torch.ops.qplugin.linear_relu_dynamic(x, self._packed_params,
+                                                             reduce_range)
+            return torch.ops.qplugin.linear_dynamic(x, self._packed_params, reduce_range)
+        # Eager: without torch's per-call exception on the packed params (_plain_op_call).
+        op = (torch.ops.qplugin.linear_relu_dynamic if relu
+              else torch.ops.qplugin.linear_dynamic).default
+        return _plain_op_call(op, (x, self._packed_params, reduce_range))
 
 
 class LinearPackedParamsFp16(_PackedParamsBase):
@@ -62,9 +68,13 @@ class LinearPackedParamsFp16(_PackedParamsBase):
 
     @torch.jit.export
     def apply(self, x: torch.Tensor, reduce_range: bool, relu: bool) -> torch.Tensor:
-        if relu:
-            return torch.ops.qplugin.linear_relu_dynamic_fp16(x, self._packed_params)
-        return torch.ops.qplugin.linear_dynamic_fp16(x, self._packed_params)
+        if torch.jit.is_scripting():
+            if relu:
+                return torch.ops.qplugin.linear_relu_dynamic_fp16(x, self._packed_params)
+            return torch.ops.qplugin.linear_dynamic_fp16(x, self._packed_params)
+        op = (torch.ops.qplugin.linear_relu_dynamic_fp16 if relu
+              else torch.ops.qplugin.linear_dynamic_fp16).default
+        return _plain_op_call(op, (x, self._packed_params))
 
 
 def _holder(dtype):

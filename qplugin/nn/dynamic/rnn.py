@@ -26,7 +26,7 @@ from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
 from qplugin.nn.modules.linear import _quantize_weight
-from qplugin.nn.modules.utils import _dynamic_weight_observer, _store_args
+from qplugin.nn.modules.utils import _dynamic_weight_observer, _plain_op_call, _store_args
 
 __all__ = ["LSTM", "GRU", "LSTMCell", "GRUCell", "RNNCell", "PackedParameter",
            "PackedParameterFp16"]
@@ -145,7 +145,9 @@ def _cell_params_class(name, doc, dtype, suffix, linear, prepack_input):
 
         @torch.jit.export
         def lin(self, x: Tensor, which: int) -> Tensor:
-            return linear(x, self.ih if which == 0 else self.hh)
+            if torch.jit.is_scripting():
+                return linear(x, self.ih if which == 0 else self.hh)
+            return _plain_op_call(linear, (x, self.ih if which == 0 else self.hh))
 
         # The cells (batched [B, I] / [B, H]; the modules unsqueeze unbatched input). The bias
         # arguments are not read (the biases live in the packed weights, as PyTorch's): an
@@ -153,27 +155,42 @@ def _cell_params_class(name, doc, dtype, suffix, linear, prepack_input):
         @torch.jit.export
         def lstm_cell(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
             nb = x.new_empty(0)
-            return lstm_cell(x, [h, c], self.ih, self.hh, nb, nb)
+            if torch.jit.is_scripting():
+                return lstm_cell(x, [h, c], self.ih, self.hh, nb, nb)
+            return _plain_op_call(lstm_cell.default, (x, [h, c], self.ih, self.hh, nb, nb))
 
         @torch.jit.export
         def gru_cell(self, x: Tensor, h: Tensor) -> Tensor:
             nb = x.new_empty(0)
-            return gru_cell(x, h, self.ih, self.hh, nb, nb)
+            if torch.jit.is_scripting():
+                return gru_cell(x, h, self.ih, self.hh, nb, nb)
+            return _plain_op_call(gru_cell.default, (x, h, self.ih, self.hh, nb, nb))
 
         @torch.jit.export
         def rnn_cell(self, x: Tensor, h: Tensor, relu: bool) -> Tensor:
             nb = x.new_empty(0)
-            if relu:
-                return relu_cell(x, h, self.ih, self.hh, nb, nb)
-            return tanh_cell(x, h, self.ih, self.hh, nb, nb)
+            if torch.jit.is_scripting():
+                if relu:
+                    return relu_cell(x, h, self.ih, self.hh, nb, nb)
+                return tanh_cell(x, h, self.ih, self.hh, nb, nb)
+            return _plain_op_call((relu_cell if relu else tanh_cell).default,
+                                  (x, h, self.ih, self.hh, nb, nb))
 
         # The layers (int8: reduce_range=True, the int8 ops' default).
         @torch.jit.export
         def run(self, lstm: bool, x: Tensor, batch_sizes: Optional[Tensor], h0: Tensor,
                 c0: Tensor, reverse: bool) -> Tuple[Tensor, Tensor, Tensor]:
+            if torch.jit.is_scripting():
+                if lstm:
+                    return lstm_layer(x, batch_sizes, h0, c0, self.ih, self.hh, reverse)
+                o, h = gru_layer(x, batch_sizes, h0, self.ih, self.hh, reverse)
+                return o, h, h
+            # Eager: without torch's per-call exception on the packed params (_plain_op_call).
             if lstm:
-                return lstm_layer(x, batch_sizes, h0, c0, self.ih, self.hh, reverse)
-            o, h = gru_layer(x, batch_sizes, h0, self.ih, self.hh, reverse)
+                return _plain_op_call(lstm_layer.default,
+                                      (x, batch_sizes, h0, c0, self.ih, self.hh, reverse))
+            o, h = _plain_op_call(gru_layer.default,
+                                  (x, batch_sizes, h0, self.ih, self.hh, reverse))
             return o, h, h
 
     _Params.__name__ = _Params.__qualname__ = name

@@ -303,13 +303,40 @@ def _packed_op_call(op, args: Tuple[Any, ...]):
         qtensor, route = _PT2_ROUTER[0]
         if isinstance(args[0], qtensor):
             return route(op, args, {})
-    # torch's Python call of an op looks up __torch_function__ on every argument that is not a
-    # tensor or a plain Python value; on the torchbind packed params that lookup raises and
-    # catches a C++ exception inside torch (ScriptObject attribute lookup), ~30 of the ~47 us of
-    # a call on a tiny input on a Zen 1 (torch.ao's ops pay the same). With subclass torch
-    # functions disabled torch skips the lookup (18 us). Only on a plain torch.Tensor input and
-    # outside torch.compile, so that a tensor subclass's __torch_function__ still runs.
-    if type(args[0]) is torch.Tensor and not torch.compiler.is_compiling():
+    return _plain_op_call(op, args)
+
+
+def _plain_tensors(args: Tuple[Any, ...]) -> bool:
+    """Whether every tensor among ``args`` (and in their lists/tuples, e.g. an LSTM cell's
+    ``[h, c]``) is exactly a torch.Tensor, with at least one tensor: the calls where disabling
+    subclass torch functions changes nothing but the cost."""
+    seen = False
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            if type(a) is not torch.Tensor:
+                return False
+            seen = True
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, torch.Tensor):
+                    if type(b) is not torch.Tensor:
+                        return False
+                    seen = True
+    return seen
+
+
+def _plain_op_call(op, args: Tuple[Any, ...]):
+    """``op(*args)`` for an op taking a torchbind object (packed params) outside TorchScript.
+
+    torch's Python call of an op looks up __torch_function__ on every argument that is not a
+    tensor or a plain Python value; on a torchbind object that lookup raises and catches a C++
+    exception inside torch (ScriptObject attribute lookup), ~30 of the ~47 us of a call on a
+    tiny input on a Zen 1 (torch.ao's ops pay the same). With subclass torch functions disabled
+    torch skips the lookup (14-18 us). Only when every tensor argument is a plain torch.Tensor
+    and outside torch.compile, so that a tensor subclass's __torch_function__ still runs. The
+    static modules reach it through _packed_op_call, the dynamic ones (linear, conv, RNN
+    layers and cells) directly."""
+    if _plain_tensors(args) and not torch.compiler.is_compiling():
         with torch._C.DisableTorchFunctionSubclass():
             return op(*args)
     return op(*args)
