@@ -256,3 +256,53 @@ def test_igemm_pair_steps_with_outliers(case, isa, outliers):
     w = torch._make_per_channel_quantized_tensor(
         wi, (100.0 * 0.05 / 0.02 / top).double(), torch.zeros(Cout, dtype=torch.long), 0)
     _check(dim, x, w, torch.zeros(Cout), list(s), list(p), list(d), 1, isa)
+
+
+# (dim, N, Cin, Cout, spatial, kernel, stride, padding, dilation): full-range inputs take the
+# AVX2 kernel's widened VPMADDWD tile; on the implicit GEMM it reads A widened once per region
+# of the call (qgemm_u8s8_6x8c4_avx2.cpp, WideRegions) where that is faster: one or two panels,
+# four or more segments, or segments of at most 64 bytes; the last case keeps the row tile by
+# row tile widening (longer segments over eight panels).
+WIDE_IGEMM = [
+    (3, 1, 16, 16, (6, 30, 30), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),  # row blocks
+    # crossing input planes (regions refused there, built in the others)
+    (3, 2, 8, 12, (5, 6, 7), (3, 3, 3), (1, 2, 1), (0, 1, 1), (2, 1, 1)),  # partial panel
+    (2, 1, 16, 16, (20, 23), (3, 3), (1, 1), (1, 1), (1, 1)),       # two panels
+    (2, 2, 16, 32, (11, 13), (3, 3), (2, 1), (1, 1), (1, 1)),       # 48-byte segments
+    (2, 1, 4, 8, (30, 31), (5, 5), (1, 1), (2, 2), (1, 1)),         # five 20-byte segments
+    (1, 2, 16, 16, (50,), (3,), (1,), (1,), (1,)),                   # conv1d, one segment
+    (2, 1, 64, 64, (9, 10), (3, 3), (1, 1), (1, 1), (1, 1)),        # row tile by row tile
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("isa", ["avx2", "avx512vnni"])
+@pytest.mark.parametrize("case", WIDE_IGEMM)
+def test_igemm_full_range_input(case, isa, threads):
+    """Input bytes over all of [0, 255] (input zero point 37, so padding is not zero bytes) and
+    weights over all of [-128, 127], including 255 x -128 products: byte for byte against the
+    scalar ISA and within 1 unit of the float64 oracle, 1 and 2 threads. Per-channel weight
+    scales put each channel's largest exact sum 100 codes from the output zero point, so the
+    outputs are not clamped flat."""
+    dim, N, Cin, Cout, sp, k, s, p, d = case
+    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
+        pytest.skip(f"this CPU has no {isa}")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    g = torch.Generator().manual_seed(Cout * 31 + Cin + dim)
+    a = torch.randint(0, 256, (N, Cin, *sp), generator=g, dtype=torch.uint8)
+    a.view(-1)[:: 7] = 255
+    x = torch._make_per_tensor_quantized_tensor(a, 0.02, 37)
+    wi = torch.randint(-128, 128, (Cout, Cin, *k), generator=g, dtype=torch.int8)
+    wi.view(-1)[:: 5] = -128
+    fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dim]
+    acc = fn(a.double() - 37, wi.double(), stride=list(s), padding=list(p), dilation=list(d))
+    top = acc.abs().transpose(0, 1).reshape(Cout, -1).amax(1).clamp(min=1)
+    w = torch._make_per_channel_quantized_tensor(
+        wi, (100.0 * 0.05 / 0.02 / top).double(), torch.zeros(Cout, dtype=torch.long), 0)
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        _check(dim, x, w, torch.randn(Cout, generator=g), list(s), list(p), list(d), 1, isa)
+    finally:
+        torch.set_num_threads(old)

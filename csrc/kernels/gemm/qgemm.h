@@ -117,7 +117,9 @@ struct QGemmKernels {
   // straddles two segments; packed B has K = Kp); K positions no segment names are left out of
   // the sum (the caller's col_offsets must match: the padding-skipping conv). Row i of C is
   // stored at c + c_rows[i] * ldc (c_rows null: row i). Otherwise as gemm, except that
-  // e.row_sums must be null (every weight zero point 0).
+  // e.row_sums must be null (every weight zero point 0). All rows of a call point into one
+  // buffer: a kernel may read any byte between the lowest and the highest byte its rows read
+  // (the AVX2 kernel widens such spans once, WideRegions).
   void (*igemm)(const uint8_t* const* rows, const int64_t* c_rows, int64_t M,
                 const IgemmSeg* segs, int64_t nseg, int64_t Kp, const int8_t* packed_b, int64_t N,
                 int64_t n0, int64_t n1, const QGemmEpilogue& e, uint8_t* c,

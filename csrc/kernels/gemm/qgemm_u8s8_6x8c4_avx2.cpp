@@ -362,6 +362,108 @@ void tile(const int16_t* aw, int64_t kgp, const int8_t* b, int64_t width, int64_
   store_tile<MR>(acc, width, m, n, e, c, ldc);
 }
 
+// n bytes at src zero-extended to s16 at dst (contiguous: 16 bytes in, one 32-byte store out).
+inline void widen_contig(const uint8_t* src, int64_t n, int16_t* dst) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_cvtepu8_epi16(
+                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = static_cast<int16_t>(src[i]);
+}
+
+// The widened tile's A for an implicit GEMM, widened by region instead of row tile by row tile.
+// A conv's rows overlap: a 3x3x3 conv reads each input byte in up to 27 rows, and
+// widen_rows_ind widens it once for each (8-byte stores, one per row k-group: on a Zen 1 ~16% of
+// a full-range 16 -> 16 conv3d). Segment s of every row of the call lies in
+// [rmin + a_off, rmax + a_off + len) (rmin, rmax: the lowest and highest row pointer); that
+// region is widened once, contiguously, at buf + base[s], and row i's segment s is read in place
+// at buf + base[s] + (rows[i] - rmin). Built only when the regions hold at most half the bytes
+// that widening row tile by row tile would (rows far apart, e.g. a row block crossing a conv3d
+// input plane, make them mostly bytes no row reads). qgemm.h's igemm contract keeps every row of
+// a call in one buffer, so the bytes between two rows' reads are readable.
+struct WideRegions {
+  std::vector<int16_t>& buf = storage();  // reused by the calls of a thread
+  std::vector<int64_t> base;
+  const uint8_t* rmin = nullptr;
+  bool built = false, ok = false;
+  void build(const uint8_t* const* rows, const IgemmSeg* segs, int64_t nseg, int64_t M) {
+    built = true;
+    if (M <= 0 || nseg <= 0) return;
+    const uint8_t* lo = rows[0];
+    const uint8_t* hi = rows[0];
+    for (int64_t i = 1; i < M; ++i) {
+      lo = rows[i] < lo ? rows[i] : lo;
+      hi = rows[i] > hi ? rows[i] : hi;
+    }
+    int64_t total = 0, covered = 0;
+    base.resize(static_cast<size_t>(nseg));
+    for (int64_t s = 0; s < nseg; ++s) {
+      base[s] = total;
+      total += (hi - lo) + segs[s].len;
+      covered += segs[s].len;
+    }
+    if (2 * total > M * covered) return;
+    buf.resize(static_cast<size_t>(total));
+    for (int64_t s = 0; s < nseg; ++s)
+      widen_contig(lo + segs[s].a_off, (hi - lo) + segs[s].len, buf.data() + base[s]);
+    rmin = lo;
+    ok = true;
+  }
+  static std::vector<int16_t>& storage() {
+    thread_local std::vector<int16_t> v;
+    return v;
+  }
+};
+
+// tile<MR> on WideRegions: the same k-loop, row i's k-groups read from its place in segment s's
+// widened region (k positions no segment covers count as zero bytes, as in the zero-filled
+// widened copy, and are skipped).
+template <int MR>
+void tile_regions(const uint8_t* const* rows, const WideRegions& W, const IgemmSeg* segs,
+                  int64_t nseg, const int8_t* b_panel, int64_t width, int64_t kgp, int64_t m,
+                  int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc, const char* pf,
+                  int64_t pf_lines) {
+#define QP_DECL(i)                                                                          \
+  __m256i c##i##0 = _mm256_setzero_si256(), c##i##1 = c##i##0;                              \
+  const int64_t r##i = MR > i ? rows[i] - W.rmin : 0;                                       \
+  const int16_t* a##i = nullptr;
+  QP_ROWS(QP_DECL)
+#undef QP_DECL
+  const int64_t bstride = width * kKR;
+#define QP_ROW(i)                                                                           \
+  if constexpr (MR > i) {                                                                   \
+    const __m256i av = broadcast_aw(a##i);                                                  \
+    c##i##0 = madd_acc(c##i##0, av, b0);                                                    \
+    c##i##1 = madd_acc(c##i##1, av, b1);                                                    \
+    a##i += kKR;                                                                            \
+  }
+#define QP_SEG(i) if constexpr (MR > i) a##i = seg + r##i;
+  PanelPrefetch next_panel(pf, pf_lines, kgp);
+  for (int64_t s = 0; s < nseg; ++s) {
+    const int16_t* const seg = W.buf.data() + W.base[s];
+    const int64_t sg = segs[s].len / kKR;
+    QP_ROWS(QP_SEG)
+    const int8_t* b = b_panel + segs[s].k * width;
+    for (int64_t g = 0; g < sg; ++g) {
+      next_panel.step();
+      const __m256i b0 = load_b4(b), b1 = load_b4(b + 16);
+      QP_ROWS(QP_ROW)
+      b += bstride;
+    }
+  }
+#undef QP_SEG
+#undef QP_ROW
+  __m256i acc[kMR];
+#define QP_GATHER(i)                                                                        \
+  if constexpr (MR > i) {                                                                   \
+    acc[i] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c##i##0, c##i##1), 0xD8);           \
+  }
+  QP_ROWS(QP_GATHER)
+#undef QP_GATHER
+  store_tile<MR>(acc, width, m, n, e, c, ldc);
+}
+
 // One MR x 8 tile with VPMADDUBSW (u8 x s8 pairs into s16) + VPMADDWD by ones (pairs of s16 into
 // s32) + VPADDD: twice the multiply rate of the widened VPMADDWD tile on Zen 3 (measured: 78 vs
 // 45 GMAC/s per core), exact only when no s16 pair sum a0*w0 + a1*w1 can leave [-32768, 32767].
@@ -877,6 +979,11 @@ using TileFn = void (*)(const int16_t*, int64_t, const int8_t*, int64_t, int64_t
 using WidenFn = void (*)(const uint8_t*, int64_t, int64_t, int16_t*);
 using WidenIndFn = void (*)(const uint8_t* const*, const IgemmSeg*, int64_t, int16_t*);
 const TileFn kTiles[kMR] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>, &tile<5>, &tile<6>};
+using TileRegionsFn = void (*)(const uint8_t* const*, const WideRegions&, const IgemmSeg*,
+                               int64_t, const int8_t*, int64_t, int64_t, int64_t, int64_t,
+                               const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t);
+const TileRegionsFn kTilesRegions[kMR] = {&tile_regions<1>, &tile_regions<2>, &tile_regions<3>,
+                                          &tile_regions<4>, &tile_regions<5>, &tile_regions<6>};
 const WidenFn kWiden[kMR] = {&widen_rows<1>, &widen_rows<2>, &widen_rows<3>,
                              &widen_rows<4>, &widen_rows<5>, &widen_rows<6>};
 const WidenIndFn kWidenInd[kMR] = {&widen_rows_ind<1>, &widen_rows_ind<2>, &widen_rows_ind<3>,
@@ -1148,6 +1255,18 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
   // keep: the widened tiles of all rows (tile t at m0 * Kp, its mr-row layout), widened on the
   // first chunk (where every tile's mode is chosen) and read by the others.
   const bool keep = n1 - n0 > chunk && M * Kp * 2 <= kKeepWidenedBytes;
+  // Mode-0 implicit-GEMM tiles: A widened by region (WideRegions), built at the first of them,
+  // where that measured faster (Zen 1, full-range input, 1 thread, against widening row tile by
+  // row tile): one or two panels (3x3 convs 8..64 -> 16 channels: 2-11%), four or more segments
+  // (3x3x3 convs: 5-11%; 5x5: ~1%) or segments of at most 64 bytes (3x3 16 -> 32: 4%). Longer
+  // segments over more panels lost 2-5% (3x3 64 -> 64, a k3 conv1d over 256 channels).
+  WideRegions regions;
+  const bool region_fit = [&] {
+    if (!A.ind() || A.nseg <= 0) return false;
+    int64_t covered = 0;
+    for (int64_t s = 0; s < A.nseg; ++s) covered += A.segs[s].len;
+    return n1 - n0 <= 2 * kNR || A.nseg >= 4 || covered <= 64 * A.nseg;
+  }();
   for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
     const int64_t c1 = c0 + chunk < n1 ? c0 + chunk : n1;
     const char* pf_base = reinterpret_cast<const char*>(packed_b + c1 * Kp);
@@ -1183,6 +1302,19 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
         hr.lo = hb.lo.data() + hi_base[t];
         hr.hi = hb.hi.data() + hi_base[t];
         std::copy(hi_rows[t].begin(), hi_rows[t].begin() + mr + 1, hr.rows);
+      }
+      if (mode[t] == 0 && region_fit && !regions.built)
+        regions.build(A.rows, A.segs, A.nseg, M);
+      if (mode[t] == 0 && A.ind() && regions.ok) {
+        for (int64_t p0 = c0; p0 < c1; p0 += kNR) {
+          const int64_t width = N - p0 < kNR ? N - p0 : kNR;
+          const int64_t l0 = step * pf_total / steps;
+          step += 1;
+          const int64_t l1 = step * pf_total / steps;
+          kTilesRegions[mr - 1](A.rows + m0, regions, A.segs, A.nseg, packed_b + p0 * Kp, width,
+                                kgp, m0, p0, e, c, ldc, pf_base + l0 * 64, l1 - l0);
+        }
+        continue;
       }
       int16_t* awt = nullptr;  // this tile's widened rows (mode 0)
       if (mode[t] == 0) {
