@@ -13,6 +13,14 @@ from _conv_common import (  # noqa: E402,F401  (tests/conv/_conv_common.py)
 _MF = {2: torch.channels_last, 3: torch.channels_last_3d}
 
 
+def _require_isa(isa):
+    """Skips the test when this CPU cannot run `isa` (the ISA is left as it was)."""
+    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
+        torch.ops.qplugin._set_cpu_isa(START_ISA)
+        pytest.skip(f"this CPU has no {isa}")
+    torch.ops.qplugin._set_cpu_isa(START_ISA)
+
+
 def _inputs(dim, N, Cin, Cout, spatial, k, groups, seed):
     g = torch.Generator().manual_seed(seed)
     x = torch.quantize_per_tensor(torch.rand(N, Cin, *spatial, generator=g) * 2, 0.02, 37,
@@ -67,10 +75,7 @@ IGEMM = [
 @pytest.mark.parametrize("case", IGEMM)
 def test_igemm_matches_scalar_and_oracle(case, isa):
     dim, N, Cin, Cout, sp, k, s, p, d = case
-    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
-        torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip(f"this CPU has no {isa}")
-    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    _require_isa(isa)
     x, w, b = _inputs(dim, N, Cin, Cout, sp, k, 1, seed=len(sp) + Cin)
     _check(dim, x, w, b, list(s), list(p), list(d), 1, isa)
 
@@ -139,10 +144,7 @@ def test_igemm_7bit_input(case, isa, outliers):
     AVX2 kernel takes its VPMADDUBSW tile (exact there, see qgemm_u8s8_6x8c4_avx2.cpp), here with
     weights at -128 / 127 and inputs at 127 half of the time."""
     dim, N, Cin, Cout, sp, k, s, p, d = case
-    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
-        torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip(f"this CPU has no {isa}")
-    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    _require_isa(isa)
     g = torch.Generator().manual_seed(11)
     a = torch.randint(0, 128, (N, Cin, *sp), generator=g, dtype=torch.uint8)
     a[torch.rand(a.shape, generator=g) < 0.5] = 127
@@ -183,10 +185,7 @@ def test_igemm_7bit_pair_steps(case, isa, spikes):
     loop. `spikes`: a fraction of the weights set to +-127, which leaves octets at random places
     unpaired. Byte for byte against the scalar ISA and within 1 unit of the oracle."""
     dim, N, Cin, Cout, sp, k, s, p, d = case
-    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
-        torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip(f"this CPU has no {isa}")
-    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    _require_isa(isa)
     g = torch.Generator().manual_seed(Cout * 13 + Cin)
     a = torch.randint(0, 128, (N, Cin, *sp), generator=g, dtype=torch.uint8)
     a[torch.rand(a.shape, generator=g) < 0.5] = 127
@@ -214,10 +213,7 @@ def test_igemm_pair_steps_with_outliers(case, isa, outliers):
     (kd, kh) segments of KW x C_in bytes), so that the outliers saturate their pair sums and wrap
     the s16 sum. Byte for byte against the scalar ISA and within 1 unit of the oracle."""
     dim, N, Cin, Cout, sp, k, s, p, d = case
-    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
-        torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip(f"this CPU has no {isa}")
-    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    _require_isa(isa)
     g = torch.Generator().manual_seed(Cout * 17 + Cin + outliers)
     a = torch.randint(0, 128, (N, Cin, *sp), generator=g, dtype=torch.uint8)
     a[torch.rand(a.shape, generator=g) < 0.5] = 127
@@ -285,10 +281,7 @@ def test_igemm_full_range_input(case, isa, threads):
     scales put each channel's largest exact sum 100 codes from the output zero point, so the
     outputs are not clamped flat."""
     dim, N, Cin, Cout, sp, k, s, p, d = case
-    if torch.ops.qplugin._set_cpu_isa(isa) != isa:
-        torch.ops.qplugin._set_cpu_isa(START_ISA)
-        pytest.skip(f"this CPU has no {isa}")
-    torch.ops.qplugin._set_cpu_isa(START_ISA)
+    _require_isa(isa)
     g = torch.Generator().manual_seed(Cout * 31 + Cin + dim)
     a = torch.randint(0, 256, (N, Cin, *sp), generator=g, dtype=torch.uint8)
     a.view(-1)[:: 7] = 255

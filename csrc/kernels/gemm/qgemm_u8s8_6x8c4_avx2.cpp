@@ -321,6 +321,18 @@ inline void store_tile2_u8(const __m256i* acc0, const __m256i* acc1, int64_t wid
 
 #define QP_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
+// The end of a widened tile (tile, tile_regions): row i's accumulators c<i>0 (columns 0..3) and
+// c<i>1 (columns 4..7) hold two partial sums per column, [c0 c1 c4 c5 | c2 c3 c6 c7] after
+// VPHADDD; VPERMQ puts them in column order for store_tile.
+#define QP_WIDE_GATHER(i)                                                                   \
+  if constexpr (MR > i) {                                                                   \
+    acc[i] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c##i##0, c##i##1), 0xD8);           \
+  }
+#define QP_WIDE_STORE                                                                       \
+  __m256i acc[kMR];                                                                         \
+  QP_ROWS(QP_WIDE_GATHER)                                                                   \
+  store_tile<MR>(acc, width, m, n, e, c, ldc);
+
 // One MR x 8 tile over the whole K (see the avx512vnni kernel for the argument convention).
 // Accumulators c<i>0 (columns 0..3) and c<i>1 (columns 4..7) of row i hold two partial sums per
 // column (k-pairs 01 and 23); the epilogue adds them.
@@ -351,15 +363,7 @@ void tile(const int16_t* aw, int64_t kgp, const int8_t* b, int64_t width, int64_
     b += bstride;
   }
 #undef QP_ROW
-  __m256i acc[kMR];
-#define QP_GATHER(i)                                                                        \
-  if constexpr (MR > i) {                                                                   \
-    /* [c0 c1 c4 c5 | c2 c3 c6 c7] -> c0..c7 */                                             \
-    acc[i] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c##i##0, c##i##1), 0xD8);           \
-  }
-  QP_ROWS(QP_GATHER)
-#undef QP_GATHER
-  store_tile<MR>(acc, width, m, n, e, c, ldc);
+  QP_WIDE_STORE
 }
 
 // n bytes at src zero-extended to s16 at dst (contiguous: 16 bytes in, one 32-byte store out).
@@ -454,14 +458,7 @@ void tile_regions(const uint8_t* const* rows, const WideRegions& W, const IgemmS
   }
 #undef QP_SEG
 #undef QP_ROW
-  __m256i acc[kMR];
-#define QP_GATHER(i)                                                                        \
-  if constexpr (MR > i) {                                                                   \
-    acc[i] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c##i##0, c##i##1), 0xD8);           \
-  }
-  QP_ROWS(QP_GATHER)
-#undef QP_GATHER
-  store_tile<MR>(acc, width, m, n, e, c, ldc);
+  QP_WIDE_STORE
 }
 
 // One MR x 8 tile with VPMADDUBSW (u8 x s8 pairs into s16) + VPMADDWD by ones (pairs of s16 into
