@@ -4,7 +4,8 @@
 // for u8 x s8 inputs such as 255*127 + 255*127 (PyTorch issue 44939), only where it provably
 // cannot: row tiles whose bytes are <= 127 (tile_ubsw; a few bytes above corrected after the
 // k-loop), and there two k-groups' products summed in s16 only where the packing's pair flags
-// prove the weight bound (ubsw_octets_x6). Design and proofs: docs/notes/avx2_gemm.md. Weights:
+// prove the weight bound (ubsw_octets_x6); and a one-row full-range call as |w| * ((a - o) *
+// sign(w)) (the sign tile, SignRow). Design and proofs: docs/notes/avx2_gemm.md. Weights:
 // 8-column panels, k-groups of 4 (the widened tile: one 16-byte load widens to 4 columns x 4 k;
 // each s32 lane holds half a column's k-group and the epilogue adds the halves, VPHADDD), then
 // the pair flags (PairFlags). B is walked in L2-sized chunks of columns (run_chunks); a
@@ -1004,6 +1005,10 @@ constexpr int kPairWeightSum = 258;
 // Shortest k-loop (in k-groups: the row length, or each implicit-GEMM segment) that takes
 // ubsw_octets_x6: it moves the 12 accumulators through memory once per call.
 constexpr int64_t kPairMinGroups = 16;
+// Mode 3 (SignAux, SignRow): K (in k-groups) at least, and at most 1 in kSignFixDiv k-groups
+// corrected.
+constexpr int64_t kSignMinGroups = 32;
+constexpr int64_t kSignFixDiv = 16;
 
 // The pair flags that pack_b appends to the packed weights, after the slack (qgemm.h's layout is
 // otherwise unchanged, and unpacking never reads them): for panel p (8 columns) and packed
@@ -1030,13 +1035,44 @@ struct PairFlags {
   }
 };
 
+// Mode 3, the sign tile: one full-range row (a call of one row, K >= kSignMinGroups k-groups: a
+// GEMV-like linear). With an offset o, sum_k a w = sum_k a' w + o * colsum, a' = a - o. Per
+// byte, a' * w = |w| * (a' * sign(w)): VPABSB gives |w| in [0, 128] (|-128| = 0x80, 128 as the
+// u8 operand) and VPSIGNB(a', w) gives a' * sign(w) (0 where w = 0), exact when a' lies in
+// [-127, 127] (VPSIGNB wraps only -128). VPMADDUBSW(|w|, a' * sign(w)) then forms exact pair
+// sums: each product is at most 128 * 127 = 16256 in magnitude, a pair at most 32512. So o
+// must put a' in [-127, 127]: o = 128 when no byte is 0, o = 127 when none is 255, and when
+// both occur, o = 128 with the bytes 0 taken as a' = -127: each such byte's product is then w
+// short of -128 w, and the k-groups holding them (few: else the widened tile) are corrected
+// after the k-loop by - sum over those bytes of w (VPMADDUBSW of the 0/1 bytes, exact). One
+// 32-byte load of B per k-group and panel, as the 7-bit tile (the widened tile loads it as two
+// VPMOVSXBW halves; its one-row calls streamed 6-18% slower on a Zen 1). pack_b appends the
+// column sums for it after the pair flags ("SignAux": int32 colsum[panels * 8], 0 past N,
+// 4-byte aligned).
+struct SignAux {
+  static bool wanted(int64_t K) { return generic::round_up(K, kKR) / kKR >= kSignMinGroups; }
+  static int64_t bytes(int64_t K, int64_t N) {
+    return wanted(K) ? 3 + 4 * ((N + kNR - 1) / kNR * kNR) : 0;
+  }
+  static int32_t* of(int8_t* packed, int64_t K, int64_t N) {
+    const int64_t Kp = generic::round_up(K, kKR);
+    const int64_t off = N * Kp + kPackSlack + PairFlags::bytes(K, N);
+    return reinterpret_cast<int32_t*>(packed + (off + 3) / 4 * 4);
+  }
+  static void pack(const int32_t* col_sums, int64_t N, int32_t* aux) {
+    std::fill(aux, aux + (N + kNR - 1) / kNR * kNR, 0);
+    std::copy(col_sums, col_sums + N, aux);
+  }
+};
+
 int64_t packed_b_bytes(int64_t K, int64_t N) {
-  return generic::packed_b_bytes<kNR, kKR>(K, N) + PairFlags::bytes(K, N);
+  return generic::packed_b_bytes<kNR, kKR>(K, N) + PairFlags::bytes(K, N) + SignAux::bytes(K, N);
 }
 
 void pack_b(const int8_t* w, int64_t ldw, int64_t K, int64_t N, int8_t* packed,
             int32_t* col_sums) {
   generic::pack_b<kNR, kKR>(w, ldw, K, N, packed, col_sums);
+  if (SignAux::wanted(K)) SignAux::pack(col_sums, N, SignAux::of(packed, K, N));
   const int64_t Kp = generic::round_up(K, kKR), kg = Kp / kKR;
   if (PairFlags::bytes(K, N) == 0) return;
   uint8_t* flags = PairFlags::of(packed, N, Kp);
@@ -1151,6 +1187,124 @@ using UbswPanelsFn = void (*)(const UbswRowTile&, int64_t, int64_t, const char*,
 const UbswPanelsFn kUbswPanels[2][kMR] = {QP_UB(false), QP_UB(true)};  // [ind][mr - 1]
 #undef QP_UB
 
+// The sign tile's row (mode 3, SignAux above): a' = a - off bytes (s8, zero past K) and the
+// k-groups to correct (g) with their bytes that stand for a = 0 (z: 1 there, 0 elsewhere).
+struct SignRow {
+  std::vector<int8_t> a;
+  std::vector<int32_t> g;
+  std::vector<uint32_t> z;
+  int32_t off = 0;
+  // From the row's K bytes at p; false (no mode 3) when more than 1 in kSignFixDiv k-groups
+  // would need the correction.
+  bool build(const uint8_t* p, int64_t K, int64_t Kp) {
+    const __m256i ff = _mm256_set1_epi8(static_cast<char>(0xFF));
+    __m256i has0 = _mm256_setzero_si256(), has255 = has0;
+    int64_t k = 0;
+    for (; k + 32 <= K; k += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k));
+      has0 = _mm256_or_si256(has0, _mm256_cmpeq_epi8(v, _mm256_setzero_si256()));
+      has255 = _mm256_or_si256(has255, _mm256_cmpeq_epi8(v, ff));
+    }
+    bool z0 = _mm256_movemask_epi8(has0) != 0, z255 = _mm256_movemask_epi8(has255) != 0;
+    for (; k < K; ++k) {
+      z0 = z0 || p[k] == 0;
+      z255 = z255 || p[k] == 255;
+    }
+    off = z0 && !z255 ? 127 : 128;
+    a.assign(static_cast<size_t>(Kp), 0);
+    g.clear();
+    z.clear();
+    for (k = 0; k < K; ++k) {
+      const int v = static_cast<int>(p[k]) - off;
+      a[static_cast<size_t>(k)] = static_cast<int8_t>(v < -127 ? -127 : v);
+      if (v < -127) {
+        const int32_t gk = static_cast<int32_t>(k / kKR);
+        if (g.empty() || g.back() != gk) {
+          if (static_cast<int64_t>(g.size()) * kSignFixDiv >= Kp / kKR) return false;
+          g.push_back(gk);
+          z.push_back(0);
+        }
+        z.back() |= 1u << (8 * (k % kKR));
+      }
+    }
+    return true;
+  }
+};
+
+// The sign tile on one or two panels (NP; the second `width2` wide at b2) of the row r; aux: the
+// packing's SignAux.
+template <int NP>
+void tile_sign(const SignRow& r, int64_t kg, const int8_t* b, int64_t width, const int8_t* b2,
+               int64_t width2, const int32_t* aux, int64_t m, int64_t n, const QGemmEpilogue& e,
+               uint8_t* c, int64_t ldc, bool stream) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t bstride = width * kKR, bstride2 = width2 * kKR;
+  const int8_t* const b_panel = b;
+  const int8_t* const b2_panel = b2;
+  const int8_t* ap = r.a.data();
+  __m256i acc[1] = {_mm256_setzero_si256()}, acc2[1] = {acc[0]};
+  for (int64_t g = 0; g < kg; ++g) {
+    stream_prefetch(stream, g, b);
+    if constexpr (NP == 2) stream_prefetch(stream, g, b2);
+    const __m256i as = broadcast_a4(reinterpret_cast<const uint8_t*>(ap + g * kKR));
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+    acc[0] = _mm256_add_epi32(
+        acc[0], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(as, w)),
+                                  ones));
+    if constexpr (NP == 2) {
+      const __m256i w2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b2));
+      acc2[0] = _mm256_add_epi32(
+          acc2[0], _mm256_madd_epi16(
+                       _mm256_maddubs_epi16(_mm256_abs_epi8(w2), _mm256_sign_epi8(as, w2)), ones));
+    }
+    b += bstride;
+    b2 += bstride2;
+  }
+  // - the weights of the bytes a = 0 taken as a' = -127, then + off * colsum.
+  const __m256i off = _mm256_set1_epi32(r.off);
+  auto fix = [&](__m256i& v, const int8_t* bp, int64_t bs, int64_t p) __attribute__((always_inline)) {
+    for (size_t j = 0; j < r.g.size(); ++j) {
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + r.g[j] * bs));
+      const __m256i zv = _mm256_set1_epi32(static_cast<int32_t>(r.z[j]));
+      v = _mm256_sub_epi32(v, _mm256_madd_epi16(_mm256_maddubs_epi16(zv, w), ones));
+    }
+    v = _mm256_add_epi32(v, _mm256_mullo_epi32(off, _mm256_loadu_si256(
+                                                        reinterpret_cast<const __m256i*>(aux + p))));
+  };
+  fix(acc[0], b_panel, bstride, n);
+  if constexpr (NP == 2) {
+    fix(acc2[0], b2_panel, bstride2, n + kNR);
+    if (!e.out_i32 && !e.out_f32) {  // u8 output: the two panels narrowed together
+      store_tile2_u8<1>(acc, acc2, width2, m, n, e, c, ldc);
+    } else {
+      store_tile<1>(acc, width, m, n, e, c, ldc);
+      store_tile<1>(acc2, width2, m, n + kNR, e, c, ldc);
+    }
+  } else {
+    store_tile<1>(acc, width, m, n, e, c, ldc);
+  }
+}
+
+// Mode 3 over the columns [c0, c1) of a B chunk, two panels at a time while a full panel and
+// another follow.
+void sign_panels(const SignRow& r, const int8_t* packed_b, int64_t Kp, int64_t N,
+                 const int32_t* aux, int64_t c0, int64_t c1, int64_t m0, const QGemmEpilogue& e,
+                 uint8_t* c, int64_t ldc, bool stream) {
+  const int64_t kg = Kp / kKR;
+  for (int64_t p0 = c0; p0 < c1;) {
+    const int64_t width = N - p0 < kNR ? N - p0 : kNR;
+    const int8_t* b = packed_b + p0 * Kp;
+    if (width == kNR && p0 + kNR < c1) {
+      const int64_t width2 = N - p0 - kNR < kNR ? N - p0 - kNR : kNR;
+      tile_sign<2>(r, kg, b, width, b + kNR * Kp, width2, aux, m0, p0, e, c, ldc, stream);
+      p0 += 2 * kNR;
+    } else {
+      tile_sign<1>(r, kg, b, width, b, 0, aux, m0, p0, e, c, ldc, stream);
+      p0 += kNR;
+    }
+  }
+}
+
 // Where the rows of A are: direct (a, lda, K bytes per row) or indirect (igemm's segments).
 struct ARows {
   const uint8_t* a;
@@ -1240,7 +1394,7 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
   const int64_t ntiles = (M + kMR - 1) / kMR;
   // Per tile: -1 not yet scanned, 0 widened VPMADDWD, 1 VPMADDUBSW on A in place, 2 VPMADDUBSW on
   // a clamped copy plus outlier corrections (at most 1 in 16 bytes: each costs ~5 instructions
-  // per panel, a k-group of 4 bytes of one row about 3).
+  // per panel, a k-group of 4 bytes of one row about 3), 3 the sign tile (one row, else mode 0).
   std::vector<int8_t> mode(static_cast<size_t>(ntiles), -1);
   // Row tiles in a row found dense (more bytes > 127 than the outlier limit): after kDenseRun of
   // them the rest take the widened tile unscanned (full-range activations: the scans were ~12% of
@@ -1257,6 +1411,9 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
   // row tile): one or two panels (3x3 convs 8..64 -> 16 channels: 2-11%), four or more segments
   // (3x3x3 convs: 5-11%; 5x5: ~1%) or segments of at most 64 bytes (3x3 16 -> 32: 4%). Longer
   // segments over more panels lost 2-5% (3x3 64 -> 64, a k3 conv1d over 256 channels).
+  // Mode 3 (the sign tile): a call of one direct row, when the packing has its SignAux.
+  const bool sign_ok = !A.ind() && M == 1 && SignAux::wanted(Kp);
+  SignRow srow;
   WideRegions regions;
   const bool region_fit = [&] {
     if (!A.ind() || A.nseg <= 0) return false;
@@ -1292,6 +1449,12 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
           mode[t] = collected ? 2 : 0;
           dense_run = collected ? 0 : dense_run + 1;
         }
+        if (mode[t] == 0 && sign_ok && srow.build(A.a, A.K, Kp)) mode[t] = 3;
+      }
+      if (mode[t] == 3) {
+        sign_panels(srow, packed_b, Kp, N, SignAux::of(const_cast<int8_t*>(packed_b), Kp, N),
+                    c0, c1, 0, e, c, ldc, stream);
+        continue;
       }
       HiRows hr{};
       if (mode[t] == 2) {
