@@ -51,7 +51,8 @@ std::vector<int64_t> output_pool_stats() {
 int64_t release_output_pool() { return driver::release_output_pool(); }
 
 // Calls since load per kernel path (ops/quantized_cpu/path_counts.h, PathCount order): 8-bit
-// unary maps looked up, computed in each PwAffine8 form (one piece, select, max, min, keep);
+// unary maps and cat's requantized inputs looked up, computed in each PwAffine8 form (one
+// piece, select, max, min, keep);
 // add/mul with and without the per-lane tie check.
 std::vector<int64_t> kernel_path_counts() {
   std::vector<int64_t> v;

@@ -169,3 +169,46 @@ def test_cat_per_channel_message_matches_torch():
     # The same regex matches PyTorch's own message (so the two are interchangeable in tests).
     with pytest.raises(RuntimeError, match=r"supported.*cat"):
         torch.ops.quantized.cat([pc, pc], 1, 0.1, 0)
+
+
+# Requantized inputs of >= 4096 codes (unary_lut.h's kComputeMin) on tiers with pw_affine8: the
+# table computed (one affine piece, confirmed on all 256 codes) instead of looked up, in the long-row
+# path (NCHW), the short-row path in L1 blocks (channels-last on C, rows not dividing the block),
+# and a short-row call whose rows exceed the block (9000 channels). Every code occurs.
+LARGE_REQUANT_CASES = [
+    ([(2, 128, 28, 28), (2, 128, 28, 28)], 1, (False, False)),
+    ([(2, 128, 28, 28), (2, 128, 28, 28)], 1, (True, True)),
+    ([(2, 40, 16, 16), (2, 33, 16, 16), (2, 8, 16, 16)], 1, (True, True, True)),
+    ([(2, 9000, 1, 2), (2, 3, 1, 2)], 1, (True, True)),
+]
+
+
+@pytest.mark.parametrize("shapes,dim,cl", LARGE_REQUANT_CASES)
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
+def test_cat_requantizes_computed(isa, shapes, dim, cl, relu, dtype):
+    zp = {torch.quint8: 128, torch.qint8: 3}[dtype]
+    xs = []
+    for i, (s, c) in enumerate(zip(shapes, cl)):
+        x = rand_q(s, 0.03 + 0.02 * i, zp - i, dtype, 20 + i, c)
+        flat = x.int_repr().flatten()
+        n = min(256, flat.numel())  # every code where the input is large enough
+        lo = -128 if dtype == torch.qint8 else 0
+        flat[:n] = torch.arange(lo, lo + n).to(flat.dtype)
+        x = torch._make_per_tensor_quantized_tensor(
+            flat.reshape(x.shape).contiguous(), x.q_scale(), x.q_zero_point())
+        xs.append(x.contiguous(memory_format=torch.channels_last) if c else x)
+    so, zo = 0.07, zp + 1
+    ours = torch.ops.qplugin.cat_relu if relu else torch.ops.qplugin.cat
+    before = torch.ops.qplugin._kernel_path_counts()
+    y = ours(xs, dim, so, zo)
+    diff = [a - b for a, b in zip(torch.ops.qplugin._kernel_path_counts(), before)][:6]
+    assert np.array_equal(codes(y), exact_cat(xs, dim, so, zo, relu))
+    ref = (torch.ops.quantized.cat_relu if relu else torch.ops.quantized.cat)(xs, dim, so, zo)
+    same_layout(y, ref)
+    large = sum(1 for x in xs if x.numel() >= 4096)
+    assert sum(diff) == len(xs), diff  # every input requantized (none has the output's qparams)
+    if isa == "scalar":
+        assert diff[0] == len(xs), diff  # the scalar tier looks up
+    else:
+        assert diff[1] == large and diff[0] == len(xs) - large, diff  # one piece, computed

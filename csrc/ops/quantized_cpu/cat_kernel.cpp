@@ -2,7 +2,8 @@
 // Schemas: ops/elementwise.cpp. In the output's memory order the result is `outer` rows, each the
 // concatenation of every input's row; inputs whose qparams equal the output's are copied byte for
 // byte (memcpy; relu: a clamp at the zero point), others go through an exact 256-entry
-// requantization table (qint32: exact per element).
+// requantization table (qint32: exact per element), computed instead of looked up (pw_affine8)
+// where the tier has it and the plan reproduces the table on every code (unary_lut.h).
 // Two doors (docs/pt2.md section 3): the core takes the inputs as QArg (common/qarg.h); cat /
 // cat_relu wrap quantized tensors, cat.plain / cat_relu.plain (CPU key) wrap plain codes with
 // their scales and zero points, and both call the same core (byte-identical on every ISA).
@@ -21,6 +22,7 @@
 #include "kernels/binary/exact.h"
 #include "kernels/dispatch.h"
 #include "ops/quantized_cpu/registration.h"
+#include "ops/quantized_cpu/unary_lut.h"
 #include "register.h"
 
 namespace qplugin {
@@ -47,6 +49,8 @@ struct Segment {
   int64_t offset;       // column offset in the output row
   int mode;             // 0 copy, 1 clamp (relu, same qparams), 2 table / requantize
   uint8_t table[256];
+  bool computed = false;  // mode 2, 8-bit: `plan` gives the table's bytes (pw_affine8)
+  kernels::PwAffine8 plan{};
   double scale;
   int64_t zp;
 };
@@ -84,12 +88,35 @@ void cat_into(const char* op, const std::vector<QArg>& xs, int64_t dim, at::Tens
     const bool same = s.scale == so && s.zp == zo;
     s.mode = same ? (kRelu && lo > r.first ? 1 : 0) : 2;
     if (s.mode == 2 && st != at::kQInt32) {
-      for (int raw = 0; raw < 256; ++raw) {
-        const int64_t q = is_signed ? static_cast<int8_t>(raw) : raw;
-        int64_t v = zo + kernels::exact::round_ratio(q - s.zp, s.scale, so);
-        v = v < lo ? lo : (v > hi ? hi : v);
-        s.table[raw] = static_cast<uint8_t>(v & 0xFF);
+      // The table, cached per thread under the requantization's parameters (256 exact ratios
+      // cost ~10 us a call); with enough codes, its computed form: y = zo + (q - zp) * s / so,
+      // rounded and clamped, confirmed on all 256 codes (plan_affine).
+      unary::TableKey key;
+      key.op = "cat";
+      key.dtype = static_cast<int>(st);
+      const double kv[6] = {s.scale, static_cast<double>(s.zp), so, static_cast<double>(zo),
+                            static_cast<double>(lo), static_cast<double>(hi)};
+      std::copy(kv, kv + 6, key.v);
+      auto& cache = unary::table_cache();
+      int slot = cache.find(key, s.table);
+      if (slot < 0) {
+        for (int raw = 0; raw < 256; ++raw) {
+          const int64_t q = is_signed ? static_cast<int8_t>(raw) : raw;
+          int64_t v = zo + kernels::exact::round_ratio(q - s.zp, s.scale, so);
+          v = v < lo ? lo : (v > hi ? hi : v);
+          s.table[raw] = static_cast<uint8_t>(v & 0xFF);
+        }
+        slot = cache.put(key, s.table);
       }
+      const auto& kt = kernels::table();
+      if (kt.pw_affine8 != nullptr && outer * width >= unary::kComputeMin) {
+        unary::AffineHint h;
+        h.a1 = s.scale / so;
+        h.b1 = static_cast<double>(zo);
+        h.c = s.zp;
+        s.computed = cache.plan(slot, kt, is_signed, h, &s.plan);
+      }
+      count_path(s.computed ? kUnaryComputed + static_cast<int>(s.plan.mode) : kUnaryLookup);
     }
     segs.push_back(s);
     total += width;
@@ -124,7 +151,11 @@ void cat_into(const char* op, const std::vector<QArg>& xs, int64_t dim, at::Tens
       }
       return;
     }
-    kt.lut8(s.src + src_off, yp + dst_off, n, s.table);
+    if (s.computed) {
+      kt.pw_affine8(s.src + src_off, yp + dst_off, n, s.plan);
+    } else {
+      kt.lut8(s.src + src_off, yp + dst_off, n, s.table);
+    }
   };
   const int64_t numel = outer * total;
   if (total >= kGrain / static_cast<int64_t>(esize) || outer == 1) {
@@ -153,27 +184,46 @@ void cat_into(const char* op, const std::vector<QArg>& xs, int64_t dim, at::Tens
   // the whole block in one lut8_rows call, which loads its table once (a vector lookup per short
   // piece would rebuild the AVX2 table registers each time; before lut8_rows the AVX2 tier looked
   // each such input up whole into a scratch copy and then copied it). Same table, same bytes.
+  // nrows rows of nb bytes from src (contiguous) to dst (row stride ys): 16-byte moves inline
+  // (a libc memcpy call per short row cost about as much as the row), the row's last 16 bytes
+  // again for the tail.
+  auto copy_rows = [](const uint8_t* src, int64_t nb, uint8_t* dst, int64_t ys, int64_t nrows) {
+    for (int64_t row = 0; row < nrows; ++row, src += nb, dst += ys) {
+      if (nb < 16) {
+        std::memcpy(dst, src, static_cast<size_t>(nb));
+        continue;
+      }
+      int64_t i = 0;
+      for (; i + 16 <= nb; i += 16) std::memcpy(dst + i, src + i, 16);
+      if (i < nb) std::memcpy(dst + nb - 16, src + nb - 16, 16);
+    }
+  };
   auto rows = [&](int64_t r0, int64_t r1) {
     for (const auto& sg : segs) {
-      if (sg.mode == 2 && st != at::kQInt32) {
+      if (sg.mode == 2 && st != at::kQInt32 && sg.computed) {
+        // Computed: rows of the (contiguous) input in blocks of up to kBlock bytes, one
+        // pw_affine8 call per block into an L1 buffer, then copied row by row (a call per short
+        // row cost ~40% of a channels-last cat of 128-channel inputs).
+        constexpr int64_t kBlock = 8192;
+        alignas(64) uint8_t buf[kBlock];
+        const int64_t per = std::max<int64_t>(1, kBlock / sg.width);
+        for (int64_t row = r0; row < r1; row += per) {
+          const int64_t nr = std::min(per, r1 - row);
+          uint8_t* dst = yp + row * total + sg.offset;
+          if (sg.width > kBlock) {
+            kt.pw_affine8(sg.src + row * sg.width, dst, sg.width, sg.plan);
+            continue;
+          }
+          kt.pw_affine8(sg.src + row * sg.width, buf, nr * sg.width, sg.plan);
+          copy_rows(buf, sg.width, dst, total, nr);
+        }
+      } else if (sg.mode == 2 && st != at::kQInt32) {
         kt.lut8_rows(sg.src + r0 * sg.width, sg.width, yp + r0 * total + sg.offset, total,
                      sg.width, r1 - r0, sg.table);
       } else if (sg.mode == 0) {
-        // A copied segment: 16-byte moves inline (a libc memcpy call per short row cost about
-        // as much as the row), the row's last 16 bytes again for the tail.
         const int64_t nb = sg.width * static_cast<int64_t>(esize);
-        const uint8_t* src = sg.src + r0 * nb;
-        uint8_t* dst = yp + (r0 * total + sg.offset) * static_cast<int64_t>(esize);
-        const int64_t ys = total * static_cast<int64_t>(esize);
-        for (int64_t row = r0; row < r1; ++row, src += nb, dst += ys) {
-          if (nb < 16) {
-            std::memcpy(dst, src, static_cast<size_t>(nb));
-            continue;
-          }
-          int64_t i = 0;
-          for (; i + 16 <= nb; i += 16) std::memcpy(dst + i, src + i, 16);
-          if (i < nb) std::memcpy(dst + nb - 16, src + nb - 16, 16);
-        }
+        copy_rows(sg.src + r0 * nb, nb, yp + (r0 * total + sg.offset) * static_cast<int64_t>(esize),
+                  total * static_cast<int64_t>(esize), r1 - r0);
       } else {
         for (int64_t row = r0; row < r1; ++row) piece(sg, row, 0, sg.width);
       }

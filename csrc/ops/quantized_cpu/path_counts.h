@@ -1,7 +1,7 @@
 // Which path some 8-bit kernels took, counted per call since load; read by the private op
 // _kernel_path_counts (ops/misc.cpp), so tests can tell a computed map from a looked-up one and
 // a checked add/mul from an unchecked one or from the scaled rational form.
-// Changes with: unary_lut.h, binary_kernel.cpp, misc.cpp, tests/test_schemas.txt.
+// Changes with: unary_lut.h, cat_kernel.cpp, binary_kernel.cpp, misc.cpp, tests/test_schemas.txt.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -10,7 +10,8 @@ namespace qplugin {
 namespace ops {
 
 enum PathCount : int {
-  kUnaryLookup = 0,  // 8-bit unary map looked up (lut8 / lut8_nhwc_to_nchw)
+  kUnaryLookup = 0,  // 8-bit unary map (or cat's requantized input) looked up (lut8 / _rows /
+                     // lut8_nhwc_to_nchw)
   kUnaryComputed,    // + kernels::PwAffine8::Mode: computed by pw_affine8 in that form (5 forms)
   kBinaryChecked = kUnaryComputed + 5,  // add/mul fast path with the per-lane tie check
   kBinaryUnchecked,  // add/mul fast path without it, as judged exact for the qparams
