@@ -17,6 +17,18 @@ bool parse_isa(const char* s, Isa* out);
 //   y = out_zp + nearbyint(clamp(fma(alpha[c], x - in_zp, beta[c]), lo, hi))
 // lo/hi are bounds relative to out_zp (qmin - out_zp, or max(0, ...) with ReLU fused), so the
 // clamp commutes with rounding and every ISA gives identical bytes (round half to even).
+// A channel's affine map in fixed point, where it equals the float one on every code (the op
+// checks that on all 256 codes with TypedKernels::fixed_plane before it sets one): with x the
+// code's value (u8, or s8), u = x << k as s16, y = (u * m + b) >> 16 (s32 arithmetic, the high
+// half taken as s16), then saturated to T and clamped to [lo, hi] + out_zp as bytes. ok = 0:
+// the channel keeps the float form.
+struct FixedAffine {
+  int32_t m;  // |m| <= 32767
+  int32_t b;
+  int32_t k;  // 0..7
+  int32_t ok;
+};
+
 struct AffineParams {
   const float* alpha;  // [C]
   const float* beta;   // [C]
@@ -28,6 +40,9 @@ struct AffineParams {
   // is below 2^30: kernels may then round first and clamp in the integer domain (saturating
   // packs), which gives the same bytes.
   bool bounded = false;
+  // [C] or null: channels with fixed[c].ok computed in fixed point (bounded kernels of tiers
+  // with TypedKernels::fixed_plane; others ignore it, and so may every tier: same bytes).
+  const FixedAffine* fixed = nullptr;
 };
 
 // A byte map computed instead of looked up (KernelTable::pw_affine8). With x the code's value (u8,
@@ -59,6 +74,10 @@ struct TypedKernels {
                               const AffineParams& p);
   // y = min(max(x, lo), hi), n elements.
   void (*clamp)(const T* x, T* y, int64_t n, T lo, T hi);
+  // n codes (a multiple of 32) by the fixed-point form f, bytes clamped to [blo, bhi] (the
+  // AffineParams bounds + out_zp), or null on tiers without it.
+  void (*fixed_plane)(const T* x, T* y, int64_t n, const FixedAffine& f, int32_t blo,
+                      int32_t bhi) = nullptr;
 };
 
 struct KernelTable {

@@ -493,3 +493,33 @@ def test_rejects_bad_eps(op, eps):
     args = _good_args(op)
     args[5] = eps
     _raises(op, args, rf"qplugin::{op}: expected a finite, non-negative eps, got")
+
+
+@pytest.mark.parametrize("isa", VECTOR_ISAS, indirect=True)
+@pytest.mark.parametrize("dtype", (torch.quint8, torch.qint8), ids=str)
+@pytest.mark.parametrize("rank", (3, 4, 5))
+def test_fixed_point_channels(rank, dtype, isa):
+    """The AVX2 tier's fixed-point channel maps (kernels::FixedAffine: s16 lanes, planned per
+    channel on all 256 codes, taken on bounded inputs of >= 1024 pixels per channel, NCHW planes
+    and the fused NCHW -> NHWC transpose): channels whose slope spans 1e-4 .. 300 (beyond the
+    largest fixed-point slope, 64, they keep the float form), both signs, offsets pushing outputs
+    into saturation, ReLU, zero points at the ends; the scalar tier's bytes."""
+    g = torch.Generator().manual_seed(rank * 10 + (dtype == torch.qint8))
+    C = 40
+    shape = {3: (2, C, 1100), 4: (1, C, 33, 35), 5: (1, C, 3, 19, 20)}[rank]
+    lo, hi = (0, 255) if dtype == torch.quint8 else (-128, 127)
+    raw = torch.randint(lo, hi + 1, shape, generator=g)
+    raw.view(-1)[: 256] = torch.arange(lo, hi + 1)  # every code in channel 0
+    for in_zp, out_zp in ((lo + 100, lo + 120), (lo, hi), (hi, lo)):
+        x = torch._make_per_tensor_quantized_tensor(
+            raw.to(torch.uint8 if dtype == torch.quint8 else torch.int8), 0.05, in_zp)
+        gain = torch.logspace(-4, 2.5, C) * torch.where(torch.rand(C, generator=g) < 0.5, -1, 1)
+        w = gain * 0.1
+        b = torch.randn(C, generator=g) * 4
+        m = torch.randn(C, generator=g)
+        v = torch.rand(C, generator=g) + 0.5
+        for op in (OP["batch_norm"], OP["batch_norm_relu"]):
+            args = (x, w, b, m, v, EPS, 0.1, out_zp)
+            want = ref.on_scalar(op.qplugin, *args)
+            got = op.qplugin(*args)
+            ref.assert_bytes_equal(got, want, msg=f"{op} {isa} {dtype} {shape} {in_zp} {out_zp}")

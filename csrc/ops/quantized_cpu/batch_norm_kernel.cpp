@@ -9,7 +9,10 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "common/checks.h"
@@ -50,10 +53,72 @@ std::vector<uint8_t> build_tables(const kernels::TypedKernels<T>& k, int64_t C,
   return t;
 }
 
+// Fixed-point forms of the channels' maps (kernels::FixedAffine) where the tier has them: for
+// channel c, with t its exact table (the float kernel's bytes, build_tables), k the smallest
+// shift that keeps m = alpha * 2^(16 - k) within s16, and m that rounded, then 1 and 2 either
+// side, until one fits: the b that the codes t does not clamp allow (t(x) * 2^16 <= (x << k) *
+// m + b < (t(x) + 1) * 2^16, in int64), its middle taken, then the form run by the kernel itself
+// on all 256 codes and kept only if it gives t. Channels without one keep the float form.
+template <typename T>
+std::vector<kernels::FixedAffine> plan_fixed(const kernels::TypedKernels<T>& k, int64_t C,
+                                             const AffineParams& p) {
+  std::vector<kernels::FixedAffine> out(static_cast<size_t>(C), kernels::FixedAffine{0, 0, 0, 0});
+  const std::vector<uint8_t> tables = build_tables<T>(k, C, p);
+  alignas(32) T codes[256];
+  alignas(32) T got[256];
+  for (int raw = 0; raw < 256; ++raw) codes[raw] = static_cast<T>(raw);
+  const int32_t blo = static_cast<int32_t>(p.lo) + p.out_zp;
+  const int32_t bhi = static_cast<int32_t>(p.hi) + p.out_zp;
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  for (int64_t c = 0; c < C; ++c) {
+    const T* t = reinterpret_cast<const T*>(tables.data() + c * 256);
+    const double a = p.alpha[c];
+    int kk = 0;
+    while (kk <= 7 && std::abs(a) * std::ldexp(1.0, 16 - kk) > 32767.0) ++kk;
+    if (kk > 7) continue;
+    const int64_t m0 = std::llround(a * std::ldexp(1.0, 16 - kk));
+    for (int64_t step = 0; step < 5 && !out[static_cast<size_t>(c)].ok; ++step) {
+      const int64_t m = m0 + (step + 1) / 2 * (step % 2 == 1 ? 1 : -1);  // m0, +1, -1, +2, -2
+      if (m < -32767 || m > 32767) continue;
+      int64_t bmin = -kNone, bmax = kNone;
+      for (int raw = 0; raw < 256; ++raw) {
+        const int64_t ty = t[raw];
+        if (ty <= blo || ty >= bhi) continue;  // clamped: the run below checks those
+        const int64_t um = (static_cast<int64_t>(codes[raw]) << kk) * m;
+        bmin = std::max(bmin, ty * 65536 - um);
+        bmax = std::min(bmax, (ty + 1) * 65536 - 1 - um);
+      }
+      if (bmin > bmax) continue;
+      const int64_t b = bmin == -kNone ? (bmax == kNone ? 0 : bmax)
+                                       : (bmax == kNone ? bmin : bmin + (bmax - bmin) / 2);
+      bool fits = std::abs(b) < (int64_t{1} << 30);
+      for (int raw = 0; raw < 256 && fits; ++raw) {
+        const int64_t v = (static_cast<int64_t>(codes[raw]) << kk) * m + b;
+        fits = v > -(int64_t{1} << 31) && v < (int64_t{1} << 31);
+      }
+      if (!fits) continue;
+      const kernels::FixedAffine f{static_cast<int32_t>(m), static_cast<int32_t>(b), kk, 1};
+      k.fixed_plane(codes, got, 256, f, blo, bhi);
+      if (std::memcmp(got, t, 256) == 0) out[static_cast<size_t>(c)] = f;
+    }
+  }
+  return out;
+}
+
 template <typename T>
 void run_affine(const kernels::TypedKernels<T>& k, const at::Tensor& x, at::Tensor& y,
                 int64_t N, int64_t C, int64_t HW, bool channels_last_in, bool planes_out,
-                const AffineParams& p) {
+                const AffineParams& p_in) {
+  // Bounded NCHW inputs of many pixels per channel: the channels' fixed-point forms (on a Zen 1,
+  // 1 x 64 x 112 x 112 to channels-last, 0.42-0.43 -> 0.39-0.41 ms; the input's channel runs
+  // then bound it).
+  AffineParams p = p_in;
+  std::vector<kernels::FixedAffine> fixed;
+  if (p.bounded && k.fixed_plane != nullptr && !channels_last_in && HW > 1 &&
+      N * HW >= kTablePixels) {
+    fixed = plan_fixed<T>(k, C, p);
+    p.fixed = fixed.data();
+  }
   const T* xp = reinterpret_cast<const T*>(x.data_ptr());
   T* yp = reinterpret_cast<T*>(y.data_ptr());
   const auto& kt = kernels::table();
