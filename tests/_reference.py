@@ -449,6 +449,20 @@ def torch_is_valid_oracle(torch_codes, exact_codes, min_identical=0.99):
     return int(d.max()) <= 1 and float((d == 0).double().mean()) >= min_identical
 
 
+def exact_linear_u8(x, w, b, scale, zp, relu=False):
+    """A quint8 linear's codes from exact int64 accumulators, requantized with qplugin's float32
+    formula (kernels/gemm/qgemm.h): bit-exact for every ISA. w per-channel qint8."""
+    K = x.shape[-1]
+    a = x.int_repr().long().reshape(-1, K) - x.q_zero_point()
+    wd = w.int_repr().long() - w.q_per_channel_zero_points()[:, None]
+    acc = a @ wd.T
+    atw = torch.tensor(x.q_scale(), dtype=torch.float32) * w.q_per_channel_scales().float()
+    mult = atw / torch.tensor(scale, dtype=torch.float32)
+    v = (acc.float() + b / atw) * mult
+    v = torch.clamp(v, float(0 if relu else -zp), float(255 - zp))
+    return (torch.round(v) + zp).to(torch.uint8)
+
+
 def gemm_oracle(torch_codes, exact_codes, x_codes, w_codes, what=""):
     """The oracle for a u8 x s8 GEMM/conv case: PyTorch's result where it is valid for this case,
     else the exact reference. Raises when PyTorch is off where it cannot saturate (its kernels

@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import qplugin  # noqa: E402,F401
-from _reference import using_threads  # noqa: E402  (tests/ is on sys.path: conftest.py)
+from _reference import exact_linear_u8, using_threads  # noqa: E402  (tests/ on sys.path)
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 torch.backends.quantized.engine = "x86"
@@ -40,15 +40,7 @@ def _operands(M, K, N, seed, w_zp):
 
 def reference(x, w, b, scale, zp):
     """Exact int64 accumulators, requantized with qplugin's float32 formula (qgemm.h)."""
-    K = x.shape[-1]
-    a = x.int_repr().long().reshape(-1, K) - x.q_zero_point()
-    wd = w.int_repr().long() - w.q_per_channel_zero_points()[:, None]
-    acc = a @ wd.T
-    atw = torch.tensor(x.q_scale(), dtype=torch.float32) * w.q_per_channel_scales().float()
-    mult = atw / torch.tensor(scale, dtype=torch.float32)
-    v = (acc.float() + b / atw) * mult
-    v = torch.clamp(v, float(-zp), float(255 - zp))
-    return (torch.round(v) + zp).to(torch.uint8)
+    return exact_linear_u8(x, w, b, scale, zp)
 
 
 def _scale_for(K):

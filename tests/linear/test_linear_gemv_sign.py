@@ -14,25 +14,12 @@ import pytest
 import torch
 
 import qplugin  # noqa: F401
-from _reference import using_threads  # noqa: F401  (tests/ is on sys.path: conftest.py)
+from _reference import exact_linear_u8 as _reference, using_threads  # (tests/ on sys.path)
 
 warnings.filterwarnings("ignore", message=".*quantiz.*deprecated.*")
 
 ops = torch.ops.qplugin
 START_ISA = ops._cpu_isa()
-
-
-def _reference(x, w, b, scale, zp, relu=False):
-    """Exact int64 accumulators, requantized with qplugin's float32 formula (qgemm.h)."""
-    K = x.shape[-1]
-    a = x.int_repr().long().reshape(-1, K) - x.q_zero_point()
-    wd = w.int_repr().long() - w.q_per_channel_zero_points()[:, None]
-    acc = a @ wd.T
-    atw = torch.tensor(x.q_scale(), dtype=torch.float32) * w.q_per_channel_scales().float()
-    mult = atw / torch.tensor(scale, dtype=torch.float32)
-    v = (acc.float() + b / atw) * mult
-    v = torch.clamp(v, float(0 if relu else -zp), float(255 - zp))
-    return (torch.round(v) + zp).to(torch.uint8)
 
 
 def _weights(K, N, g):
