@@ -523,3 +523,40 @@ def test_fixed_point_channels(rank, dtype, isa):
             want = ref.on_scalar(op.qplugin, *args)
             got = op.qplugin(*args)
             ref.assert_bytes_equal(got, want, msg=f"{op} {isa} {dtype} {shape} {in_zp} {out_zp}")
+
+
+@pytest.mark.parametrize("isa", VECTOR_ISAS, indirect=True)
+def test_fixed_point_plan_cache(isa):
+    """The fixed-point plans are cached per thread (4 slots, keyed by the tier, alpha, beta, the
+    zero points and the clamp range): parameter sets that differ from each other in one of those
+    only (the last channel's weight or bias, the input or output zero point, ReLU), called in turn
+    so that some calls hit the cache and others evict from it, each give the scalar tier's bytes."""
+    g = torch.Generator().manual_seed(7)
+    C = 16
+    raw = torch.randint(0, 256, (2, C, 24, 24), generator=g, dtype=torch.uint8)
+    raw.view(-1)[:256] = torch.arange(256, dtype=torch.uint8)
+    w = torch.linspace(0.05, 0.4, C) * torch.where(torch.arange(C) % 2 == 0, 1.0, -1.0)
+    b = torch.randn(C, generator=g)
+    m = torch.randn(C, generator=g)
+    m[-1] = 0.0  # so that w2 moves the last channel's slope and not its offset
+    v = torch.rand(C, generator=g) + 0.5
+    w2 = w.clone()
+    w2[-1] *= 1.37
+    b2 = b.clone()
+    b2[-1] += 3.0
+    sets = [  # (op, input zero point, weight, bias, output zero point)
+        (OP["batch_norm"], 128, w, b, 128),
+        (OP["batch_norm"], 128, w2, b, 128),
+        (OP["batch_norm"], 128, w, b2, 128),
+        (OP["batch_norm"], 131, w, b, 128),
+        (OP["batch_norm"], 128, w, b, 125),
+        (OP["batch_norm_relu"], 128, w, b, 128),
+    ]
+    order = [0, 1, 0, 1, 2, 3, 4, 5, 0, 2, 1, 5, 4, 3, 0]
+    for i in order:
+        op, in_zp, wi, bi, out_zp = sets[i]
+        x = torch._make_per_tensor_quantized_tensor(raw, 0.05, in_zp)
+        args = (x, wi, bi, m, v, EPS, 0.1, out_zp)
+        want = ref.on_scalar(op.qplugin, *args)
+        got = op.qplugin(*args)
+        ref.assert_bytes_equal(got, want, msg=f"{op} {isa} set {i}")

@@ -202,8 +202,10 @@ void cat_into(const char* op, const std::vector<QArg>& xs, int64_t dim, at::Tens
     for (const auto& sg : segs) {
       if (sg.mode == 2 && st != at::kQInt32 && sg.computed) {
         // Computed: rows of the (contiguous) input in blocks of up to kBlock bytes, one
-        // pw_affine8 call per block into an L1 buffer, then copied row by row (a call per short
-        // row cost ~40% of a channels-last cat of 128-channel inputs).
+        // pw_affine8 call per block into an L1 buffer, then copied row by row. Against one call
+        // per short row this measured 0.074 -> 0.072-0.073 ms on a channels-last cat of
+        // 2 x 2 x 128 x 28 x 28 (Zen 1), i.e. within noise; it bounds the call count for
+        // narrower rows.
         constexpr int64_t kBlock = 8192;
         alignas(64) uint8_t buf[kBlock];
         const int64_t per = std::max<int64_t>(1, kBlock / sg.width);
