@@ -67,6 +67,25 @@ bool embedding_strided8() {
   return strided;
 }
 
+bool embedding_far_regs() {
+  static const bool regs = [] {
+    const char* env = std::getenv("QPLUGIN_EMBEDDING_FAR_ROWS");
+    if (env != nullptr && std::strcmp(env, "regs") == 0) return true;
+    if (env != nullptr && std::strcmp(env, "batch") == 0) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    // 81,920 rows of 128 columns from the 1M-row table (tools/bench.py): on an Intel Xeon held to
+    // avx2 the register form took 1.29-1.36 ms against the batches' 1.50-1.68; on a Zen 1 EPYC
+    // (znver1, 128-bit vector units) it took 4.9-5.1 ms against 3.7-3.8 (torch.ao 4.4-4.6).
+    // Zen 2 and later were not measured and keep the register form.
+    __builtin_cpu_init();
+    return !__builtin_cpu_is("znver1");
+#else
+    return true;
+#endif
+  }();
+  return regs;
+}
+
 namespace {
 
 // CPUID.(7,0):EDX bits 24 (AMX-TILE) and 25 (AMX-INT8); XCR0 bits 17, 18 (the OS saves

@@ -130,6 +130,12 @@ bool cpu_has_vbmi();
 // where the vpmovzxbd form is faster; QPLUGIN_EMBEDDING_ROW_FORM=strided / widen at load sets it
 // (tests run both; the bytes are the same).
 bool embedding_strided8();
+// Whether 4-bit embedding rows of 96 and 128 columns on the far (DRAM) walk reduce as they come,
+// partly in memory accumulators (the avx2 tier's RegAcc), rather than in batches of 32 rows
+// (BagArgs::far_regs): by default on every CPU but AMD's first Zen cores (GCC's znver1: Zen,
+// Zen+), where the batched form is faster; QPLUGIN_EMBEDDING_FAR_ROWS=regs / batch at load sets
+// it (tests run both; the bytes are the same).
+bool embedding_far_regs();
 // Whether the CPU has AMX-INT8 and the OS lets this process use tile data (Linux asks for it with
 // arch_prctl(ARCH_REQ_XCOMP_PERM), once, at load). An option of the avx512vnni tier, as VBMI is:
 // the avx512vnni GEMM kernels hand large calls to their AMX form (kernels/gemm/qgemm_amx.h).

@@ -546,7 +546,8 @@ def _far_4bit_table(dim):
 @pytest.mark.parametrize("dim", [96, 128])
 def test_far_4bit_rows_of_96_and_128_columns(isa, dim):
     # On a table beyond 16 MB, the avx2 tier reduces 4-bit rows of 96 and 128 columns as they
-    # come (the first 64 columns in registers, the rest in memory), not in batches of 32 rows.
+    # come (the first 64 columns in registers, the rest in memory), not in batches of 32 rows,
+    # except on Zen 1 (both forms: test_far_4bit_row_forms_give_the_scalar_bytes).
     # Every mode, weights, a mapping, a max bag's first row, bags of 0, 1, 31..33 and 70 rows
     # (beyond one batch): the scalar tier's bytes and the float reference.
     t = _far_4bit_table(dim)
@@ -572,6 +573,52 @@ def test_far_4bit_rows_of_96_and_128_columns(isa, dim):
         if not pruned:
             sub, pos = t[idx], torch.arange(n)
             assert_bag_close(got, float_bag(sub, 4, pos, off, mode, pw), sub, 4, pos, pw)
+
+_FAR_ROWS_SCRIPT = r"""
+import sys, torch
+sys.path.insert(0, {root!r})
+import qplugin
+P = torch.ops.qplugin
+# 4-bit tables beyond 16 MB, 96 and 128 columns: sum / mean / max, weights, a mapping, empty bags,
+# a bag of one row and bags beyond one batch of 32 rows; the scalar tier's bytes.
+for dim in (96, 128):
+    rows = (17 << 20) // (dim // 2 + 4) + 1
+    g = torch.Generator().manual_seed(dim)
+    t = P.embedding_bag_4bit_prepack(torch.randn(rows, dim, generator=g))
+    lens = [20, 0, 1, 31, 32, 33, 70, 5] * 2
+    n = sum(lens)
+    idx = torch.randint(0, rows, (n,), generator=g)
+    idx[-1] = rows - 1
+    off = torch.tensor([0] + lens[:-1]).cumsum(0)
+    psw = torch.rand(n, generator=g) * 3 - 1
+    mapping = torch.arange(rows, dtype=torch.int32)
+    mapping[idx[::9]] = -1
+    calls = [(0, False, None, None), (1, False, None, None), (2, False, None, None),
+             (0, False, psw, None), (2, True, None, mapping)]
+    for mode, pruned, pw, mp in calls:
+        got = P.embedding_bag_4bit_rowwise_offsets(t, idx, off, False, mode, pruned, pw, mp)
+        P._set_cpu_isa("scalar")
+        want = P.embedding_bag_4bit_rowwise_offsets(t, idx, off, False, mode, pruned, pw, mp)
+        P._set_cpu_isa("avx2")
+        assert torch.equal(got, want), (dim, mode, pruned, (got - want).abs().max())
+print("ok")
+"""
+
+
+@pytest.mark.skipif(SESSION_ISA not in ("avx2", "avx512vnni"), reason="needs the avx2 tier")
+@pytest.mark.parametrize("form", ["regs", "batch"])
+def test_far_4bit_row_forms_give_the_scalar_bytes(form):
+    # Far 4-bit rows of 96 and 128 columns reduce on the avx2 tier either as they come (regs:
+    # the default) or in batches of 32 rows (batch: the default on Zen 1, where it is faster).
+    # QPLUGIN_EMBEDDING_FAR_ROWS picks one at load, so each runs in a child on the avx2 tier.
+    import subprocess
+    import sys
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    env = dict(os.environ, QPLUGIN_EMBEDDING_FAR_ROWS=form, QPLUGIN_CPU_ISA="avx2")
+    r = subprocess.run([sys.executable, "-c", _FAR_ROWS_SCRIPT.format(root=root)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
 
 _ROW_FORM_SCRIPT = r"""
 import sys, torch

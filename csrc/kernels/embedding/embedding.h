@@ -41,6 +41,10 @@ struct BagArgs {
   BagMode mode;
   float* out;              // [nbags][dim]
   int64_t prefetch;        // positions prefetched ahead (0: none; see kNearPrefetch)
+  // On a walk that prefetches far (prefetch > kNearPrefetch): whether rows whose accumulators
+  // partly live in memory (avx2: 4-bit rows of 96 and 128 columns) may still reduce as they come
+  // rather than in batches (kernels::embedding_far_regs(); the same bytes either way).
+  bool far_regs = true;
 };
 
 // A prefetch distance of at most kNearPrefetch marks a table the caches hold (0: within L2):

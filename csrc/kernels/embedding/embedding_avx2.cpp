@@ -308,10 +308,10 @@ struct Ops {
   }
   // Rows of 16, 32 or 64 columns reduce as they come, in NG = dim / 8 ymm accumulators
   // (RegAcc); so do 4-bit rows of 96 and 128 columns on a walk that prefetches far (a table
-  // beyond kNearBytes: `far`), their columns past 64 in memory. Other widths, and those two
-  // on tables the caches hold (where the batched form was faster: 81,920 rows of 128 columns
-  // within L2, 0.75 vs 0.87 ms), are batched (reduce_rows). with_reg_shape calls f with the NG
-  // for dim and says whether it did.
+  // beyond kNearBytes: `far`, unless BagArgs::far_regs is off, as on Zen 1), their columns past
+  // 64 in memory. Other widths, and those two on tables the caches hold (where the batched form
+  // was faster: 81,920 rows of 128 columns within L2, 0.75 vs 0.87 ms), are batched
+  // (reduce_rows). with_reg_shape calls f with the NG for dim and says whether it did.
   static constexpr int64_t kRegCols = 128;
   struct RowShape {  // nothing: the accepted widths are whole groups
     explicit RowShape(int64_t) {}

@@ -419,7 +419,8 @@ void bag_loop(const BagArgs& a, int64_t b0, int64_t b1) {
             in_regs(std::false_type{}, ng_tag, std::false_type{});
           }
         };
-        if (Ops::template with_reg_shape<Bits>(dim, kPrefetch > kNearPrefetch, dispatch)) {
+        const bool far = kPrefetch > kNearPrefetch && a.far_regs;
+        if (Ops::template with_reg_shape<Bits>(dim, far, dispatch)) {
           continue;
         }
       }

@@ -468,6 +468,7 @@ at::Tensor lookup(const char* op, int bits, const Table& tab, const EmbeddingKer
                : table_bytes <= kNearBytes   ? kernels::kNearPrefetch
                : bits == 8                   ? kPrefetchRows
                                              : kPrefetchRows4;
+  a.far_regs = kernels::embedding_far_regs();
 
   const int64_t used = bounds[nbags] - bounds[0];
   const int64_t avg = std::max<int64_t>(1, used / nbags);
