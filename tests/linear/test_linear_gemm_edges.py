@@ -448,3 +448,66 @@ def test_pair_steps_realistic_weights(isa, M, K, N, spikes):
         with using_threads(threads):
             got = torch.ops.qplugin.linear(x, p, scale, 100)
         assert torch.equal(got.int_repr(), want), threads
+
+
+def _bounded_weights(N, K, seed, extreme):
+    """int8 weights in [-60, 60] but for one extreme pair (k = 0, 1) of column N // 2: "pos"
+    (127, 127), "neg" (-128, -128), "mid" (100, 100) or none. The AVX2 packing's mode-4 bound
+    (UbswBound: the largest A byte for which every VPMADDUBSW pair sum stays in s16) is then
+    32767 // 254 = 129, 32768 // 256 = 128, 32767 // 200 = 163, or 255 (32767 // 120 = 273)."""
+    g = torch.Generator().manual_seed(seed)
+    wi = torch.randint(-60, 61, (N, K), generator=g, dtype=torch.int8)
+    pair = {"pos": (127, 127), "neg": (-128, -128), "mid": (100, 100), "none": None}[extreme]
+    if pair is not None:
+        wi[N // 2, 0], wi[N // 2, 1] = pair
+    sc = torch.rand(N, generator=g, dtype=torch.double) * 0.01 + 0.002
+    w = torch._make_per_channel_quantized_tensor(wi, sc, torch.zeros(N, dtype=torch.long), 0)
+    return w, torch.randn(N, generator=g)
+
+
+_UBSW_BOUND = {"pos": 129, "neg": 128, "mid": 163, "none": 255}
+
+
+@pytest.mark.parametrize("M,K,N", [(6, 64, 24), (13, 200, 40), (12, 1027, 70), (1, 64, 16)])
+@pytest.mark.parametrize("extreme", ["pos", "neg", "mid", "none"])
+@pytest.mark.parametrize("over", [0, 1])
+def test_ubsw_bound(isa, M, K, N, extreme, over):
+    """Mode 4 of the AVX2 kernel: a row tile whose bytes exceed 127 but not the packing's bound t
+    runs VPMADDUBSW on A in place without pair steps. Rows of bytes <= 127 with the first two
+    bytes of every row at t + over (the pair positions that meet the extreme weights: t * 254 or
+    t * 256 reaches the s16 limit exactly, t + 1 passes it) and, for t = 255, bytes up to 255
+    everywhere (a pair step, four products, would overflow s16 there): bit-exact against the
+    exact reference whether the tile takes mode 4 (over = 0) or not (over = 1)."""
+    t = _UBSW_BOUND[extreme]
+    if t + over > 255:
+        pytest.skip("no byte above 255")
+    w, b = _bounded_weights(N, K, seed=K + N, extreme=extreme)
+    g = torch.Generator().manual_seed(M * K + over)
+    hi = t + over
+    a = torch.randint(0, hi + 1, (M, K), generator=g, dtype=torch.uint8)
+    a[:, :2] = t + over
+    a[torch.rand(M, K, generator=g) < 0.3] = hi
+    x = torch._make_per_tensor_quantized_tensor(a, 0.01, 3)
+    scale = _scale_for(K) * 2
+    got = torch.ops.qplugin.linear(x, torch.ops.qplugin.linear_prepack(w, b), scale, 100)
+    assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
+
+
+def test_ubsw_bound_mixed_tiles(isa):
+    """Row tiles decide one by one: 7-bit tiles (mode 1, pair steps), tiles with bytes at the
+    bound 129 (mode 4), tiles with a byte past it (mode 2, or the widened tile), over several B
+    chunks and 2 threads."""
+    w, b = _bounded_weights(500, 1000, seed=3, extreme="pos")
+    g = torch.Generator().manual_seed(4)
+    a = torch.randint(0, 128, (30, 1000), generator=g, dtype=torch.uint8)
+    a[6:12, :2] = 129
+    a[12:18][torch.rand(6, 1000, generator=g) < 0.05] = 129
+    a[18, 0] = 130
+    a[24:30] = torch.randint(0, 256, (6, 1000), generator=g, dtype=torch.uint8)
+    x = torch._make_per_tensor_quantized_tensor(a, 0.01, 3)
+    scale = _scale_for(1000) * 2
+    p = torch.ops.qplugin.linear_prepack(w, b)
+    for threads in (1, 2):
+        with using_threads(threads):
+            got = torch.ops.qplugin.linear(x, p, scale, 100)
+        assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100)), threads

@@ -972,6 +972,43 @@ struct HighBits {
   }
 };
 
+// HighBits' scan with VPMAXUB instead of VPOR: the largest byte seen (mode 4's test).
+struct MaxBytes {
+  __m256i v = _mm256_setzero_si256();
+  __m128i v16 = _mm_setzero_si128();
+  QPLUGIN_ALWAYS_INLINE void add(const uint8_t* p, int64_t n) {
+    if (n >= 32) {
+      int64_t k = 0;
+      for (; k + 32 <= n; k += 32)
+        v = _mm256_max_epu8(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k)));
+      if (k < n)
+        v = _mm256_max_epu8(
+            v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + n - 32)));
+    } else if (n >= 16) {
+      v16 = _mm_max_epu8(v16, _mm_max_epu8(
+                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
+                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16))));
+    } else if (n >= 8) {
+      v16 = _mm_max_epu8(v16, _mm_max_epu8(
+                                  _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)),
+                                  _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + n - 8))));
+    } else {
+      uint8_t m = 0;
+      for (int64_t k = 0; k < n; ++k) m = p[k] > m ? p[k] : m;
+      v16 = _mm_max_epu8(v16, _mm_cvtsi32_si128(m));
+    }
+  }
+  int max() const {
+    __m128i m = _mm_max_epu8(v16, _mm_max_epu8(_mm256_castsi256_si128(v),
+                                               _mm256_extracti128_si256(v, 1)));
+    m = _mm_max_epu8(m, _mm_srli_si128(m, 8));
+    m = _mm_max_epu8(m, _mm_srli_si128(m, 4));
+    m = _mm_max_epu8(m, _mm_srli_si128(m, 2));
+    m = _mm_max_epu8(m, _mm_srli_si128(m, 1));
+    return _mm_cvtsi128_si32(m) & 0xff;
+  }
+};
+
 using TileFn = void (*)(const int16_t*, int64_t, const int8_t*, int64_t, int64_t, int64_t,
                         const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t, bool);
 using WidenFn = void (*)(const uint8_t*, int64_t, int64_t, int16_t*);
@@ -1065,8 +1102,45 @@ struct SignAux {
   }
 };
 
+// Mode 4: VPMADDUBSW on A in place with bytes above 127, none above this packing's bound t (no
+// pair steps). A VPMADDUBSW pair a0 w0 + a1 w1 with 0 <= a0, a1 <= t lies in [-t * neg, t * pos],
+// pos (neg) the pair's positive weights' sum (negative weights' magnitudes' sum); it cannot
+// saturate when t * pos <= 32767 and t * neg <= 32768 for every column and every pair of k
+// positions (2j, 2j + 1) of every k-group. pack_b stores the largest such t (at most 255) in one
+// byte after the sign aux. Always >= 127 (127 * 255 <= 32767 and 127 * 256 <= 32768: mode 1's
+// bound for any weights); calibrated activations (torch.ao's reduce_range) overshoot 127 by a
+// few codes (128, 129 in MobileNetV2's expand convs: 1% of the bytes of some layers, which made
+// most row tiles mode 2 or 0), while t is ~150-250 for weights without a pair of two near-extreme
+// weights of the same sign.
+struct UbswBound {
+  static int64_t bytes(int64_t, int64_t) { return 1; }
+  static uint8_t* of(int8_t* packed, int64_t K, int64_t N) {
+    return reinterpret_cast<uint8_t*>(packed + generic::packed_b_bytes<kNR, kKR>(K, N) +
+                                      PairFlags::bytes(K, N) + SignAux::bytes(K, N));
+  }
+  // From the packing's panels (Kp = K rounded up to kKR).
+  static uint8_t compute(const int8_t* packed, int64_t Kp, int64_t N) {
+    int pos = 0, neg = 0;
+    const int64_t kg = Kp / kKR;
+    for (int64_t p0 = 0; p0 < N; p0 += kNR) {
+      const int64_t width = N - p0 < kNR ? N - p0 : kNR;
+      const int8_t* pb = packed + p0 * Kp;
+      for (int64_t i = 0; i < kg * width * kKR; i += 2) {
+        const int w0 = pb[i], w1 = pb[i + 1];
+        pos = std::max(pos, std::max(w0, 0) + std::max(w1, 0));
+        neg = std::max(neg, std::max(-w0, 0) + std::max(-w1, 0));
+      }
+    }
+    int t = 255;
+    if (pos > 0) t = std::min(t, 32767 / pos);
+    if (neg > 0) t = std::min(t, 32768 / neg);
+    return static_cast<uint8_t>(t);
+  }
+};
+
 int64_t packed_b_bytes(int64_t K, int64_t N) {
-  return generic::packed_b_bytes<kNR, kKR>(K, N) + PairFlags::bytes(K, N) + SignAux::bytes(K, N);
+  return generic::packed_b_bytes<kNR, kKR>(K, N) + PairFlags::bytes(K, N) + SignAux::bytes(K, N) +
+         UbswBound::bytes(K, N);
 }
 
 void pack_b(const int8_t* w, int64_t ldw, int64_t K, int64_t N, int8_t* packed,
@@ -1074,6 +1148,7 @@ void pack_b(const int8_t* w, int64_t ldw, int64_t K, int64_t N, int8_t* packed,
   generic::pack_b<kNR, kKR>(w, ldw, K, N, packed, col_sums);
   if (SignAux::wanted(K)) SignAux::pack(col_sums, N, SignAux::of(packed, K, N));
   const int64_t Kp = generic::round_up(K, kKR), kg = Kp / kKR;
+  *UbswBound::of(packed, K, N) = UbswBound::compute(packed, Kp, N);
   if (PairFlags::bytes(K, N) == 0) return;
   uint8_t* flags = PairFlags::of(packed, N, Kp);
   const int64_t panels = (N + kNR - 1) / kNR;
@@ -1335,6 +1410,29 @@ struct ARows {
     }
     return h.any();
   }
+  // The largest byte of rows [m0, m0 + mr), or some byte above `bound` as soon as one is seen
+  // (rows of 64 bytes or more are checked one at a time, as any_outlier does).
+  int max_byte(int64_t m0, int64_t mr, int bound) const {
+    int64_t len = K;
+    if (ind()) {
+      len = 0;
+      for (int64_t s = 0; s < nseg; ++s) len += segs[s].len;
+    }
+    const bool per_row = len >= 64;
+    MaxBytes h;
+    for (int64_t i = m0; i < m0 + mr; ++i) {
+      if (!ind()) {
+        h.add(a + i * lda, K);
+      } else {
+        for (int64_t s = 0; s < nseg; ++s) h.add(rows[i] + segs[s].a_off, segs[s].len);
+      }
+      if (per_row) {
+        const int mx = h.max();
+        if (mx > bound) return mx;
+      }
+    }
+    return h.max();
+  }
   // The outliers' k-groups of rows [m0, m0 + mr) appended to hb, row i's at [row_at[i],
   // row_at[i + 1]) (offsets from hb.n on entry). False, with hb.n restored, as soon as there are
   // more than `limit`.
@@ -1394,7 +1492,8 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
   const int64_t ntiles = (M + kMR - 1) / kMR;
   // Per tile: -1 not yet scanned, 0 widened VPMADDWD, 1 VPMADDUBSW on A in place, 2 VPMADDUBSW on
   // a clamped copy plus outlier corrections (at most 1 in 16 bytes: each costs ~5 instructions
-  // per panel, a k-group of 4 bytes of one row about 3), 3 the sign tile (one row, else mode 0).
+  // per panel, a k-group of 4 bytes of one row about 3), 3 the sign tile (one row, else mode 0),
+  // 4 VPMADDUBSW on A in place without pair steps (bytes above 127, none above UbswBound).
   std::vector<int8_t> mode(static_cast<size_t>(ntiles), -1);
   // Row tiles in a row found dense (more bytes > 127 than the outlier limit): after kDenseRun of
   // them the rest take the widened tile unscanned (full-range activations: the scans were ~12% of
@@ -1413,6 +1512,8 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
   // segments over more panels lost 2-5% (3x3 64 -> 64, a k3 conv1d over 256 channels).
   // Mode 3 (the sign tile): a call of one direct row, when the packing has its SignAux.
   const bool sign_ok = !A.ind() && M == 1 && SignAux::wanted(Kp);
+  // Mode 4's bound (UbswBound; 127: none beyond mode 1).
+  const int ubsw_bound = *UbswBound::of(const_cast<int8_t*>(packed_b), Kp, N);
   SignRow srow;
   WideRegions regions;
   const bool region_fit = [&] {
@@ -1432,10 +1533,19 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
       const int64_t m0 = t * M / ntiles;
       const int64_t mr = (t + 1) * M / ntiles - m0;
       if (mode[t] < 0) {
+        // The tile's largest byte (0: none above 127; 256: some above the bound); no scan when
+        // the conv found its whole input 7-bit.
+        const int mx = e.a_7bit == 1 || (dense_run >= kDenseRun) ? 0
+                       : ubsw_bound > 127                        ? A.max_byte(m0, mr, ubsw_bound)
+                       : A.any_outlier(m0, mr)                   ? 256
+                                                                 : 0;
         if (dense_run >= kDenseRun && e.a_7bit != 1) {
           mode[t] = 0;
-        } else if (e.a_7bit == 1 || !A.any_outlier(m0, mr)) {
+        } else if (mx <= 127) {
           mode[t] = 1;
+          dense_run = 0;
+        } else if (mx <= ubsw_bound) {
+          mode[t] = 4;
           dense_run = 0;
         } else {
           if (hi_base.empty()) {
@@ -1505,8 +1615,9 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
         }
         T.packed_b = packed_b;
         // Pair steps for 7-bit tiles: every A byte <= 127, as the pair bound assumes (mode 1), or
-        // all but the outliers' k-groups, whose octets tile_ubsw corrects after the loop (mode 2).
-        T.flags = PairFlags::of(const_cast<int8_t*>(packed_b), N, Kp);
+        // all but the outliers' k-groups, whose octets tile_ubsw corrects after the loop (mode 2);
+        // not for mode 4 (bytes up to UbswBound, beyond the pair bound).
+        T.flags = mode[t] == 4 ? nullptr : PairFlags::of(const_cast<int8_t*>(packed_b), N, Kp);
         T.Kp = Kp;
         T.N = N;
         T.m0 = m0;
