@@ -71,7 +71,8 @@ struct QGemmEpilogue {
 //   [k / kr][column in panel][k % kr].
 // A slack of kPackSlack bytes follows, so vector loads of a partial panel may over-read inside
 // the buffer (those lanes are never stored). A kernel may append data of its own after the slack
-// (packed_b_bytes counts it; the AVX2 kernel's pair flags); unpacking never reads it.
+// (packed_b_bytes counts it; the AVX2 kernel's pair flags, sign aux and mode-4 bound);
+// unpacking never reads it.
 constexpr int64_t kPackSlack = 64;
 
 // Byte offset of W[n][k] in a buffer packed with panel width nr and k-group kr (Kp = K rounded up

@@ -4,14 +4,16 @@
 // for u8 x s8 inputs such as 255*127 + 255*127 (PyTorch issue 44939), only where it provably
 // cannot: row tiles whose bytes are <= 127 (tile_ubsw; a few bytes above corrected after the
 // k-loop), and there two k-groups' products summed in s16 only where the packing's pair flags
-// prove the weight bound (ubsw_octets_x6); and a one-row full-range call as |w| * ((a - o) *
+// prove the weight bound (ubsw_octets_x6); row tiles whose bytes stay within the packing's own
+// VPMADDUBSW bound (UbswBound, mode 4); and a one-row full-range call as |w| * ((a - o) *
 // sign(w)) (the sign tile, SignRow). Design and proofs: docs/notes/avx2_gemm.md. Weights:
 // 8-column panels, k-groups of 4 (the widened tile: one 16-byte load widens to 4 columns x 4 k;
 // each s32 lane holds half a column's k-group and the epilogue adds the halves, VPHADDD), then
-// the pair flags (PairFlags). B is walked in L2-sized chunks of columns (run_chunks); a
-// full-range row tile of A is widened to s16 once per chunk (or once per call) and reused by
-// every panel in it. igemm (the implicit-GEMM conv entry) reads its rows from the segment
-// pointers and shares everything else. Must equal the scalar kernel byte for byte.
+// the pair flags (PairFlags), the sign aux (SignAux) and the mode-4 bound (UbswBound). B is
+// walked in L2-sized chunks of columns (run_chunks); a full-range row tile of A is widened to
+// s16 once per chunk (or once per call) and reused by every panel in it. igemm (the
+// implicit-GEMM conv entry) reads its rows from the segment pointers and shares everything else.
+// Must equal the scalar kernel byte for byte.
 // Changes with: qgemm.h (contract), qgemm_generic.h (packing, scalar epilogue).
 #define QPLUGIN_ISA_NS avx2
 #include <immintrin.h>
@@ -1514,6 +1516,15 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
   const bool sign_ok = !A.ind() && M == 1 && SignAux::wanted(Kp);
   // Mode 4's bound (UbswBound; 127: none beyond mode 1).
   const int ubsw_bound = *UbswBound::of(const_cast<int8_t*>(packed_b), Kp, N);
+  // Whether 6-row tiles could take pair steps (ubsw_panels: the pair flags, and every k-run of
+  // at least kPairMinGroups k-groups).
+  const bool pairs_len = [&] {
+    if (PairFlags::bytes(Kp, N) == 0) return false;
+    if (!A.ind()) return A.K / kKR >= kPairMinGroups;
+    for (int64_t s = 0; s < A.nseg; ++s)
+      if (A.segs[s].len / kKR < kPairMinGroups) return false;
+    return true;
+  }();
   SignRow srow;
   WideRegions regions;
   const bool region_fit = [&] {
@@ -1544,8 +1555,8 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
         } else if (mx <= 127) {
           mode[t] = 1;
           dense_run = 0;
-        } else if (mx <= ubsw_bound) {
-          mode[t] = 4;
+        } else if (mx <= ubsw_bound && !(mr == kMR && pairs_len)) {
+          mode[t] = 4;  // mode 2 would run the same loop, plus corrections
           dense_run = 0;
         } else {
           if (hi_base.empty()) {
@@ -1554,10 +1565,19 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
           }
           if (!multi) hb.n = 0;
           hi_base[t] = hb.n;
-          const int64_t limit = hi_limit(mr * kgp, (n1 - n0 + kNR - 1) / kNR);
+          // Bytes within the bound: mode 2 keeps the pair steps but pays per outlier k-group,
+          // mode 4 pays nothing per outlier but runs without pair steps. Mode 2 up to 1 in 32 of
+          // the tile's row k-groups (Zen 1, in-model A/B of every conv with such bytes: ResNet-18
+          // batch 1 and its K = 576..4608 convs took mode 2 as before, 66.4 -> 64.9 ms against
+          // mode 4 whenever more than one; MobileNetV2's K = 64 expand convs with ~4 outlier
+          // groups a tile took mode 4, 2.55 -> 2.30 ms against mode 2).
+          const bool m4 = mx <= ubsw_bound;
+          const int64_t limit =
+              m4 ? std::min(hi_limit(mr * kgp, (n1 - n0 + kNR - 1) / kNR), mr * kgp / 32)
+                 : hi_limit(mr * kgp, (n1 - n0 + kNR - 1) / kNR);
           const bool collected = A.collect_rows(m0, mr, Kp, hb, limit, hi_rows[t].data());
-          mode[t] = collected ? 2 : 0;
-          dense_run = collected ? 0 : dense_run + 1;
+          mode[t] = collected ? 2 : m4 ? 4 : 0;
+          dense_run = collected || m4 ? 0 : dense_run + 1;
         }
         if (mode[t] == 0 && sign_ok && srow.build(A.a, A.K, Kp)) mode[t] = 3;
       }
