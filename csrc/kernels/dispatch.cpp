@@ -49,40 +49,42 @@ bool cpu_has_vbmi() {
 #endif
 }
 
-bool embedding_strided8() {
-  static const bool strided = [] {
-    const char* env = std::getenv("QPLUGIN_EMBEDDING_ROW_FORM");
-    if (env != nullptr && std::strcmp(env, "strided") == 0) return true;
-    if (env != nullptr && std::strcmp(env, "widen") == 0) return false;
+namespace {
+
+// __builtin_cpu_is(name) for a string literal name; false off x86.
 #if defined(__x86_64__) || defined(__i386__)
-    // A 64-column row is 4 shifts/masks on one load (strided) or 4 vpmovzxbd (widen). Sum of
-    // 81,920 rows from a 1.44 MB table (L1 prefetch): Zen 5 ~5 vs ~8 cycles a row for strided;
-    // an Intel Xeon with AMX (Sapphire Rapids class) 0.274 vs 0.240 ms for widen.
-    __builtin_cpu_init();
-    return !__builtin_cpu_is("intel");
+#define QPLUGIN_CPU_IS(name) (__builtin_cpu_init(), __builtin_cpu_is(name))
 #else
-    return true;
+#define QPLUGIN_CPU_IS(name) false
 #endif
-  }();
+
+// A load-time choice between two forms of a kernel: env `name` set to `yes` or `no` decides;
+// otherwise `by_default`.
+bool env_or(const char* name, const char* yes, const char* no, bool by_default) {
+  const char* env = std::getenv(name);
+  if (env != nullptr && std::strcmp(env, yes) == 0) return true;
+  if (env != nullptr && std::strcmp(env, no) == 0) return false;
+  return by_default;
+}
+
+}  // namespace
+
+bool embedding_strided8() {
+  // A 64-column row is 4 shifts/masks on one load (strided) or 4 vpmovzxbd (widen). Sum of
+  // 81,920 rows from a 1.44 MB table (L1 prefetch): Zen 5 ~5 vs ~8 cycles a row for strided;
+  // an Intel Xeon with AMX (Sapphire Rapids class) 0.274 vs 0.240 ms for widen.
+  static const bool strided =
+      env_or("QPLUGIN_EMBEDDING_ROW_FORM", "strided", "widen", !QPLUGIN_CPU_IS("intel"));
   return strided;
 }
 
 bool embedding_far_regs() {
-  static const bool regs = [] {
-    const char* env = std::getenv("QPLUGIN_EMBEDDING_FAR_ROWS");
-    if (env != nullptr && std::strcmp(env, "regs") == 0) return true;
-    if (env != nullptr && std::strcmp(env, "batch") == 0) return false;
-#if defined(__x86_64__) || defined(__i386__)
-    // 81,920 rows of 128 columns from the 1M-row table (tools/bench.py): on an Intel Xeon held to
-    // avx2 the register form took 1.29-1.36 ms against the batches' 1.50-1.68; on a Zen 1 EPYC
-    // (znver1, 128-bit vector units) it took 4.9-5.1 ms against 3.7-3.8 (torch.ao 4.4-4.6).
-    // Zen 2 and later were not measured and keep the register form.
-    __builtin_cpu_init();
-    return !__builtin_cpu_is("znver1");
-#else
-    return true;
-#endif
-  }();
+  // 81,920 rows of 128 columns from the 1M-row table (tools/bench.py): on an Intel Xeon held to
+  // avx2 the register form took 1.29-1.36 ms against the batches' 1.50-1.68; on a Zen 1 EPYC
+  // (znver1, 128-bit vector units) it took 4.9-5.1 ms against 3.4-3.7 (torch.ao 4.3-4.6).
+  // Zen 2 and later were not measured and keep the register form.
+  static const bool regs =
+      env_or("QPLUGIN_EMBEDDING_FAR_ROWS", "regs", "batch", !QPLUGIN_CPU_IS("znver1"));
   return regs;
 }
 

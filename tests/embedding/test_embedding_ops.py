@@ -611,12 +611,17 @@ def test_far_4bit_row_forms_give_the_scalar_bytes(form):
     # Far 4-bit rows of 96 and 128 columns reduce on the avx2 tier either as they come (regs:
     # the default) or in batches of 32 rows (batch: the default on Zen 1, where it is faster).
     # QPLUGIN_EMBEDDING_FAR_ROWS picks one at load, so each runs in a child on the avx2 tier.
+    _run_child(_FAR_ROWS_SCRIPT, QPLUGIN_EMBEDDING_FAR_ROWS=form, QPLUGIN_CPU_ISA="avx2")
+
+
+def _run_child(script, **env):
+    """Runs `script` (formatted with root=the repository) in a fresh Python with the extra `env`
+    (load-time kernel choices); it must print "ok" last."""
     import subprocess
     import sys
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-    env = dict(os.environ, QPLUGIN_EMBEDDING_FAR_ROWS=form, QPLUGIN_CPU_ISA="avx2")
-    r = subprocess.run([sys.executable, "-c", _FAR_ROWS_SCRIPT.format(root=root)], env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", script.format(root=root)],
+                       env=dict(os.environ, **env), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
 
 
@@ -656,10 +661,4 @@ def test_64_column_8bit_row_forms_give_the_scalar_bytes(form):
     # 8-bit rows of 64 columns reduce in one of two forms on the avx512vnni tier: strided (one
     # load, shifts and masks; the default except on Intel) or widen (vpmovzxbd per 16 columns; the
     # default on Intel). QPLUGIN_EMBEDDING_ROW_FORM picks one at load, so each runs in a child.
-    import subprocess
-    import sys
-    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-    env = dict(os.environ, QPLUGIN_EMBEDDING_ROW_FORM=form)
-    r = subprocess.run([sys.executable, "-c", _ROW_FORM_SCRIPT.format(root=root)], env=env,
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+    _run_child(_ROW_FORM_SCRIPT, QPLUGIN_EMBEDDING_ROW_FORM=form)

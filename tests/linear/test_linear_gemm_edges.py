@@ -494,15 +494,17 @@ def test_ubsw_bound(isa, M, K, N, extreme, over):
 
 
 def test_ubsw_bound_mixed_tiles(isa):
-    """Row tiles decide one by one: 7-bit tiles (mode 1, pair steps), tiles with bytes at the
-    bound 129 (mode 4), tiles with a byte past it (mode 2, or the widened tile), over several B
-    chunks and 2 threads."""
+    """Row tiles (6 rows each) decide one by one: 7-bit (mode 1, pair steps); one k-group a row
+    at the bound 129 (few: mode 2 with pair steps); 5% of the bytes at 129 (mode 4); a first row
+    with 20% of its bytes at 129 and a later one with 255 at the extreme pair (the scan must not
+    stop at the first row and take mode 4: 255 * 254 saturates); full range. Several B chunks, 1 and 2 threads."""
     w, b = _bounded_weights(500, 1000, seed=3, extreme="pos")
     g = torch.Generator().manual_seed(4)
     a = torch.randint(0, 128, (30, 1000), generator=g, dtype=torch.uint8)
     a[6:12, :2] = 129
     a[12:18][torch.rand(6, 1000, generator=g) < 0.05] = 129
-    a[18, 0] = 130
+    a[18][torch.rand(1000, generator=g) < 0.2] = 129  # too many k-groups for mode 2
+    a[20, :2] = 255
     a[24:30] = torch.randint(0, 256, (6, 1000), generator=g, dtype=torch.uint8)
     x = torch._make_per_tensor_quantized_tensor(a, 0.01, 3)
     scale = _scale_for(1000) * 2

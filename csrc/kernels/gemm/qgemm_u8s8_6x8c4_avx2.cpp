@@ -934,50 +934,18 @@ inline bool collect_hi(const uint8_t* p, int64_t n, int64_t k0, HiBuf& hb, size_
   return cnt <= stop;
 }
 
-// Bit 7 of every byte of A seen (an OR, no branch per row): the common case of a row tile, no
-// byte above 127, costs one test per tile. Before, each row's 32-byte blocks took a branch
+// The largest byte of A seen (VPMAXUB, no branch per row): the common case of a row tile, no
+// byte above the bound, costs one test per tile. Before, each row's 32-byte blocks took a branch
 // (collect_outliers), which made the scan 40% of a 1x1 conv of 32 -> 16 channels at K = 32
 // (prefetching the rows did not help: the cost was the branches, not memory).
-struct HighBits {
-  __m256i v = _mm256_setzero_si256();
-  __m128i v16 = _mm_setzero_si128();
-  uint64_t w = 0;
-  // The n bytes at p (only those are read): whole 32-, 16- or 8-byte loads, the last one
-  // overlapping the one before (an OR does not mind bytes seen twice), no loop below 32 bytes.
-  // Implicit-GEMM rows are read in segments of KW x C_in bytes (24 in an RGB 7x7 stem); the
-  // word loop with its tail branch made this scan 30% of such a conv's GEMM time where the
-  // input has a few bytes above 127 (then every row tile is scanned).
-  QPLUGIN_ALWAYS_INLINE void add(const uint8_t* p, int64_t n) {
-    if (n >= 32) {
-      int64_t k = 0;
-      for (; k + 32 <= n; k += 32)
-        v = _mm256_or_si256(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k)));
-      if (k < n)
-        v = _mm256_or_si256(
-            v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + n - 32)));
-    } else if (n >= 16) {
-      v16 = _mm_or_si128(v16, _mm_or_si128(
-                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
-                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16))));
-    } else if (n >= 8) {
-      uint64_t x, y;
-      std::memcpy(&x, p, 8);
-      std::memcpy(&y, p + n - 8, 8);
-      w |= x | y;
-    } else {
-      for (int64_t k = 0; k < n; ++k) w |= p[k];
-    }
-  }
-  bool any() const {
-    return _mm256_movemask_epi8(v) != 0 || _mm_movemask_epi8(v16) != 0 ||
-           (w & 0x8080808080808080ull) != 0;
-  }
-};
-
-// HighBits' scan with VPMAXUB instead of VPOR: the largest byte seen (mode 4's test).
 struct MaxBytes {
   __m256i v = _mm256_setzero_si256();
   __m128i v16 = _mm_setzero_si128();
+  // The n bytes at p (only those are read): whole 32-, 16- or 8-byte loads, the last one
+  // overlapping the one before (a max does not mind bytes seen twice), no loop below 32 bytes.
+  // Implicit-GEMM rows are read in segments of KW x C_in bytes (24 in an RGB 7x7 stem); a word
+  // loop with its tail branch made the scan 30% of such a conv's GEMM time where the input has a
+  // few bytes above 127 (then every row tile is scanned).
   QPLUGIN_ALWAYS_INLINE void add(const uint8_t* p, int64_t n) {
     if (n >= 32) {
       int64_t k = 0;
@@ -1391,29 +1359,9 @@ struct ARows {
   int64_t nseg;
   bool covers;  // IND: the segments cover every K position (else the others count as 0 bytes)
   bool ind() const { return rows != nullptr; }
-  // Whether a byte of rows [m0, m0 + mr) exceeds 127.
+  // The largest byte of rows [m0, m0 + mr), or some byte above `bound` as soon as one is seen.
   // Rows of 64 bytes or more are tested one at a time (full-range rows stop at the first);
   // shorter ones once per tile (a test per row would be a large share of a small-K 1x1 conv).
-  bool any_outlier(int64_t m0, int64_t mr) const {
-    int64_t len = K;
-    if (ind()) {
-      len = 0;
-      for (int64_t s = 0; s < nseg; ++s) len += segs[s].len;
-    }
-    const bool per_row = len >= 64;
-    HighBits h;
-    for (int64_t i = m0; i < m0 + mr; ++i) {
-      if (!ind()) {
-        h.add(a + i * lda, K);
-      } else {
-        for (int64_t s = 0; s < nseg; ++s) h.add(rows[i] + segs[s].a_off, segs[s].len);
-      }
-      if (per_row && h.any()) return true;
-    }
-    return h.any();
-  }
-  // The largest byte of rows [m0, m0 + mr), or some byte above `bound` as soon as one is seen
-  // (rows of 64 bytes or more are checked one at a time, as any_outlier does).
   int max_byte(int64_t m0, int64_t mr, int bound) const {
     int64_t len = K;
     if (ind()) {
@@ -1544,12 +1492,10 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
       const int64_t m0 = t * M / ntiles;
       const int64_t mr = (t + 1) * M / ntiles - m0;
       if (mode[t] < 0) {
-        // The tile's largest byte (0: none above 127; 256: some above the bound); no scan when
-        // the conv found its whole input 7-bit.
-        const int mx = e.a_7bit == 1 || (dense_run >= kDenseRun) ? 0
-                       : ubsw_bound > 127                        ? A.max_byte(m0, mr, ubsw_bound)
-                       : A.any_outlier(m0, mr)                   ? 256
-                                                                 : 0;
+        // The tile's largest byte (or one above the bound); no scan when the conv found its whole
+        // input 7-bit.
+        const int mx = e.a_7bit == 1 || dense_run >= kDenseRun ? 0
+                                                              : A.max_byte(m0, mr, ubsw_bound);
         if (dense_run >= kDenseRun && e.a_7bit != 1) {
           mode[t] = 0;
         } else if (mx <= 127) {
