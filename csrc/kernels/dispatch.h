@@ -55,12 +55,18 @@ struct AffineParams {
 // the conversion and saturating packs clamp exactly). Ops use a plan only after running it over
 // all 256 codes and finding the op's exact table (ops/quantized_cpu/unary_lut.h), so its bytes
 // are the table's whatever the float rounding.
+// fixed (kOne, kSelect, kMax, kMin; tiers with pw_affine8): the pieces in fixed point instead of
+// a1..b2 and c: p1 = (x << f1.k) * f1.m + f1.b and p2 = (x << f1.k) * f2.m + f2.b in int32
+// (|f.m| <= 32767, |f.b| < 2^30, f1.k in 0..7: no overflow), combined as above on the int32
+// values (kSelect on x > t), then y = clamp(floor(r / 2^16), lo, hi). f2.k is unused.
 struct PwAffine8 {
   enum Mode : int32_t { kOne = 0, kSelect = 1, kMax = 2, kMin = 3, kKeep = 4 };
   float a1, b1, a2, b2;
   int32_t c, t, k, lo, hi;
   Mode mode;
   bool is_signed, fclamp;
+  bool fixed = false;
+  FixedAffine f1{0, 0, 0, 0}, f2{0, 0, 0, 0};
 };
 
 template <typename T>
@@ -136,6 +142,11 @@ bool embedding_strided8();
 // Zen+), where the batched form is faster; QPLUGIN_EMBEDDING_FAR_ROWS=regs / batch at load sets
 // it (tests run both; the bytes are the same).
 bool embedding_far_regs();
+// Whether computed byte maps (KernelTable::pw_affine8) are planned in fixed point first
+// (PwAffine8::fixed; ops/quantized_cpu/unary_lut.h plan_fixed), falling back to the float pieces
+// where no fixed form gives the table: by default yes; QPLUGIN_BYTE_MAP_FORM=fixed / float at
+// load sets it (tests run both; the bytes are the same).
+bool byte_map_fixed();
 // Whether the CPU has AMX-INT8 and the OS lets this process use tile data (Linux asks for it with
 // arch_prctl(ARCH_REQ_XCOMP_PERM), once, at load). An option of the avx512vnni tier, as VBMI is:
 // the avx512vnni GEMM kernels hand large calls to their AMX form (kernels/gemm/qgemm_amx.h).

@@ -6,13 +6,20 @@ byte with the scalar tier (the table lookup of the exact double map), on many qp
 the exact map included), at lengths around the 32-byte step and the 4096-code planning
 threshold, in place, strided and channels-last; `_kernel_path_counts` shows which path and form
 ran, so a plan that stopped being found (or a tier that stopped computing) fails here too.
+Plans are fixed point first (PwAffine8::fixed) and float pieces where no fixed form fits; with
+QPLUGIN_BYTE_MAP_FORM=float at load only the float pieces, and test_float_pieces_in_a_child runs
+this module (and cat's computed requantization) that way.
 """
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 import torch
 
 import qplugin  # noqa: F401
+from conftest import SESSION_ISA
 
 ops = torch.ops.qplugin
 COMPUTE_MIN = 4096  # unary_lut.h kComputeMin
@@ -39,13 +46,29 @@ def _all_codes(dtype, reps=20):
 FORMS = ("one", "select", "max", "min", "keep")  # kernels::PwAffine8::Mode order
 
 
-def _form(fn):
-    """fn()'s result and the form its 8-bit map ran in: None (looked up) or one of FORMS."""
+# kernels::byte_map_fixed() as this process loaded it.
+FIXED = os.environ.get("QPLUGIN_BYTE_MAP_FORM", "fixed") != "float"
+
+
+def _ran(fn):
+    """fn()'s result, the form its 8-bit map ran in (None: looked up, or one of FORMS) and
+    whether that plan was in fixed point (the last path count, kUnaryFixed)."""
     before = ops._kernel_path_counts()
     out = fn()
-    diff = [a - b for a, b in zip(ops._kernel_path_counts(), before)][:1 + len(FORMS)]
-    assert sum(diff) == 1, diff
-    return out, (None if diff[0] else FORMS[diff.index(1) - 1])
+    diff = [a - b for a, b in zip(ops._kernel_path_counts(), before)]
+    forms = diff[:1 + len(FORMS)]
+    assert sum(forms) == 1, diff
+    form = None if forms[0] else FORMS[forms.index(1) - 1]
+    fixed = diff[-1] == 1
+    assert diff[-1] in (0, 1) and (form is not None or not fixed), diff
+    assert FIXED or not fixed, "QPLUGIN_BYTE_MAP_FORM=float, yet a fixed-point plan ran"
+    return out, form, fixed
+
+
+def _form(fn):
+    """fn()'s result and the form its 8-bit map ran in: None (looked up) or one of FORMS."""
+    out, form, _ = _ran(fn)
+    return out, form
 
 
 def _computed(fn):
@@ -96,6 +119,7 @@ def test_every_code_many_qparams(isa, dtype):
     not (ties of the exact map make some plans impossible; those fall back to the lookup)."""
     x_codes = _all_codes(dtype)
     computed = {"leaky_relu": 0, "leaky_relu same qparams": 0, "hardsigmoid": 0, "threshold": 0}
+    fixed = dict.fromkeys(computed, 0)
     for s, zp, rng in (_draws(1000 + (dtype == torch.qint8), 40, dtype)):
         x = _q(x_codes, s, zp)
         os_ = rng.choice([0.02, 0.05, 1 / 128, s * rng.uniform(0.3, 3.0)])
@@ -109,12 +133,23 @@ def test_every_code_many_qparams(isa, dtype):
             "threshold": lambda: ops.threshold(x, th, val),
         }
         for name, fn in cases.items():
-            computed[name] += _check(isa, fn)
+            got, form, fx = _ran(fn)
+            _same(got, _scalar(isa, fn))
+            assert form is None or isa == "avx2", "only the avx2 tier has pw_affine8"
+            computed[name] += form is not None
+            fixed[name] += fx
     if isa == "avx2":
         # Measured when this was written: 40/40 for hardsigmoid and threshold, most leaky_relu
         # draws (ties of the exact map at decimal scales defeat some plans).
         assert computed["hardsigmoid"] == 40 and computed["threshold"] == 40, computed
         assert computed["leaky_relu"] >= 20 and computed["leaky_relu same qparams"] >= 8, computed
+    if isa == "avx2" and FIXED:
+        # The fixed-point plans (threshold's keep form is bytes only: never fixed), at least the
+        # counts measured when they were written (these draws are seeded), so a fixed plan that
+        # stopped fitting fails here.
+        want = {torch.quint8: (40, 35, 21), torch.qint8: (39, 35, 19)}[dtype]
+        got = (fixed["hardsigmoid"], fixed["leaky_relu"], fixed["leaky_relu same qparams"])
+        assert all(g >= w for g, w in zip(got, want)) and fixed["threshold"] == 0, (fixed, computed)
 
 
 @pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8])
@@ -155,6 +190,67 @@ def test_forms(isa):
         got, ran = _form(fn)
         _same(got, _scalar(isa, fn))
         assert ran == (form if isa == "avx2" else None)
+
+
+def test_fixed_point_forms(isa):
+    """Fixed-point plans by form, u8 and s8, against the scalar tier: one piece (hardsigmoid; a
+    slope of exactly 1, the kernel's multiply-free piece), max (slopes below 1, negative too;
+    with the input's qparams piece 1 is multiply-free), min (slopes above 1) and select (qparams
+    found by a search where max and min miss a code: ties of the exact map). Under
+    QPLUGIN_BYTE_MAP_FORM=float the same bytes come from the float pieces or the lookup."""
+    xu, xs = _all_codes(torch.quint8), _all_codes(torch.qint8)
+    cases = [
+        ("one", lambda: ops.hardsigmoid(_q(xu, 0.05, 100))),
+        ("one", lambda: ops.hardsigmoid(_q(xs, 0.0123, -20))),
+        ("one", lambda: ops.leaky_relu(_q(xu, 0.05, 100), 1.0, False, 0.05, 97)),  # slope 1
+        ("one", lambda: ops.leaky_relu(_q(xs, 0.05, -20), 1.0, False, 0.05, -9)),
+        ("max", lambda: ops.leaky_relu(_q(xu, 0.05, 100), 0.3, False, 0.0437, 90)),
+        ("max", lambda: ops.leaky_relu(_q(xs, 0.05, -20), -0.5, False, 0.0437, -9)),
+        ("max", lambda: ops.leaky_relu(_q(xu, 0.0312, 128), 0.01, False, 0.0312, 128)),
+        ("max", lambda: ops.leaky_relu(_q(xs, 0.0312, 5), 0.2, False, 0.0312, 5)),
+        ("min", lambda: ops.leaky_relu(_q(xu, 0.0654471511390448, 173), 1.5, False,
+                                       0.14039819637084036, 57)),
+        ("min", lambda: ops.leaky_relu(_q(xs, 0.030307447205141048, -52), 1.5, False,
+                                       0.05975592759205842, 67)),
+        ("min", lambda: ops.leaky_relu(_q(xu, 0.058270573135736546, 168), 2.934289805039625,
+                                       False, 0.058270573135736546, 168)),  # input's qparams
+        ("min", lambda: ops.leaky_relu(_q(xs, 0.04621731287665151, 27), 1.6883627977019744,
+                                       False, 0.04621731287665151, 27)),
+        ("select", lambda: ops.leaky_relu(_q(xu, 0.032190106001900275, 252), -0.5, False,
+                                          0.032190106001900275, 252)),
+        ("select", lambda: ops.leaky_relu(_q(xu, 0.03839071229495851, 12), 1.5, False,
+                                          0.03839071229495851, 12)),
+        ("select", lambda: ops.leaky_relu(_q(xs, 0.07211689689709276, 124), -0.5, False,
+                                          0.07211689689709276, 124)),
+        # new qparams (a slope of 1/3 and 1/2 in code space: both pieces multiplied)
+        ("select", lambda: ops.leaky_relu(_q(xu, 0.0675825379972793, 31), -0.5, False,
+                                          0.20274761399183788, 225)),
+        ("select", lambda: ops.leaky_relu(_q(xu, 0.0399030560417583, 70), -0.5, False,
+                                          0.0798061120835166, 253)),
+    ]
+    for i, (form, fn) in enumerate(cases):
+        got, ran, fixed = _ran(fn)
+        _same(got, _scalar(isa, fn))
+        if isa != "avx2":
+            assert ran is None
+        elif FIXED:
+            assert (ran, fixed) == (form, True), i
+
+
+@pytest.mark.skipif(not FIXED or SESSION_ISA not in ("avx2", "avx512vnni"),
+                    reason="runs the float pieces itself (in a child); needs the avx2 tier")
+def test_float_pieces_in_a_child():
+    """This module and cat's computed requantization with QPLUGIN_BYTE_MAP_FORM=float at load
+    (kernels::byte_map_fixed): the float pieces, which fixed point otherwise mostly replaces,
+    give the scalar tier's bytes in every form, and no plan is in fixed point."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    cat_tests = os.path.join(here, "..", "elementwise", "test_cat.py")
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+         os.path.abspath(__file__), cat_tests, "-k", "not in_a_child and (affine or computed)"],
+        env=dict(os.environ, QPLUGIN_BYTE_MAP_FORM="float"), capture_output=True, text=True,
+        timeout=900)
+    assert r.returncode == 0 and " passed" in r.stdout, (r.stdout[-3000:], r.stderr[-3000:])
 
 
 def test_float_clamp_for_large_ratios(isa):

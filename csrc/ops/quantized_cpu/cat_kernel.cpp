@@ -116,7 +116,7 @@ void cat_into(const char* op, const std::vector<QArg>& xs, int64_t dim, at::Tens
         h.c = s.zp;
         s.computed = cache.plan(slot, kt, is_signed, h, &s.plan);
       }
-      count_path(s.computed ? kUnaryComputed + static_cast<int>(s.plan.mode) : kUnaryLookup);
+      unary::count_map(s.computed, s.plan);
     }
     segs.push_back(s);
     total += width;

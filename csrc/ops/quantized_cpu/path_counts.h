@@ -16,6 +16,8 @@ enum PathCount : int {
   kBinaryChecked = kUnaryComputed + 5,  // add/mul fast path with the per-lane tie check
   kBinaryUnchecked,  // add/mul fast path without it, as judged exact for the qparams
   kBinaryRationalScaled,  // mul by the scaled rational form (binary.h; the vector kernels)
+  kUnaryFixed,  // a computed map (counted above by form) whose plan is in fixed point
+                // (PwAffine8::fixed); last, so the indices above stay
   kNumPathCounts
 };
 

@@ -175,10 +175,116 @@ inline bool plan_affine_c(const kernels::KernelTable& k, const uint8_t* table, b
   return false;
 }
 
-// plan_affine_c first with the offset folded into the intercepts (c = 0: the kernel skips a
-// subtraction; b - a c rounded to float may lose a tie the exact offset keeps), then as hinted.
+// A fixed-point piece's fit (plan_fixed): the run of codes it reproduces and the interval of
+// intercepts b that do.
+struct FixedRun {
+  int len = -1;
+  int32_t m = 0;
+  int64_t bmin = 0, bmax = 0;
+};
+
+// The fixed-point form of the map (PwAffine8::fixed: pieces (x << k) * m + b, the result the
+// high 16 bits), where the kernel has one, the hint is one or two pieces (not keep: bytes only
+// is cheaper) and kernels::byte_map_fixed() allows it. k is the smallest
+// shift that keeps the steeper slope's m = a * 2^(16 - k) within s16 (with room for the +-2
+// below). Per piece, m that rounded, then 1 and 2 either side: codes are taken from the top
+// (piece 1) or the bottom (piece 2) of the value order while one b still gives each its table
+// value w, w * 2^16 <= (x << k) m + b < (w + 1) * 2^16 (the lower bound dropped where w is the
+// table's least value and the upper where it is the greatest: the byte clamp gives those), in
+// int64; the longest run wins (piece 1 in a split: the first m whose run meets piece 2's).
+// The combinations then follow plan_affine_c's order (one piece;
+// max, min, select at the split), each b taken where the other piece needs it least (max: the
+// lowest b of its interval, min: the highest, else the middle), and each candidate is run
+// through the kernel on all 256 codes: a plan found gives the table's bytes.
+inline bool plan_fixed(const kernels::KernelTable& k, const uint8_t* table, bool is_signed,
+                       const AffineHint& h, kernels::PwAffine8* out) {
+  using P = kernels::PwAffine8;
+  if (k.pw_affine8 == nullptr || h.keep || !kernels::byte_map_fixed()) return false;
+  const double amax = std::max(std::abs(h.a1), h.two ? std::abs(h.a2) : 0.0);
+  if (!(amax < 32765.0)) return false;  // NaN, infinite or too steep at any k
+  int kk = 0;
+  while (kk <= 7 && amax * std::ldexp(1.0, 16 - kk) > 32765.0) ++kk;
+  if (kk > 7) return false;
+  uint8_t codes[256], want[256], got[256];
+  int32_t vals[256], wv[256];
+  int lo = 255, hi = -128;
+  for (int i = 0; i < 256; ++i) {  // codes in value order
+    vals[i] = is_signed ? i - 128 : i;
+    codes[i] = static_cast<uint8_t>(vals[i]);
+    want[i] = table[codes[i]];
+    wv[i] = is_signed ? static_cast<int8_t>(want[i]) : want[i];
+    lo = std::min(lo, wv[i]);
+    hi = std::max(hi, wv[i]);
+  }
+  constexpr int64_t kNone = int64_t{1} << 40;
+  auto run = [&](double a, bool top, int need) {
+    FixedRun best;
+    const int64_t m0 = std::llround(a * std::ldexp(1.0, 16 - kk));
+    for (int step = 0; step < 5; ++step) {
+      const int64_t m = m0 + (step + 1) / 2 * (step % 2 == 1 ? 1 : -1);  // m0, +1, -1, +2, -2
+      if (m < -32767 || m > 32767) continue;
+      int64_t bmin = -kNone, bmax = kNone;
+      int len = 0;
+      for (; len < 256; ++len) {
+        const int i = top ? 255 - len : len;
+        const int64_t um = (static_cast<int64_t>(vals[i]) << kk) * m;
+        const int64_t w = wv[i];
+        const int64_t nmin = w == lo ? bmin : std::max(bmin, w * 65536 - um);
+        const int64_t nmax = w == hi ? bmax : std::min(bmax, (w + 1) * 65536 - 1 - um);
+        if (nmin > nmax) break;
+        bmin = nmin;
+        bmax = nmax;
+      }
+      if (len > best.len) {
+        best.len = len;
+        best.m = static_cast<int32_t>(m);
+        // Unbounded ends (every code clamped) kept within |b| < 2^30 where the kernel needs b.
+        best.bmin = std::max(bmin, -(int64_t{1} << 30) + 1);
+        best.bmax = std::min(bmax, (int64_t{1} << 30) - 1);
+      }
+      if (len >= need) break;  // the first m that covers `need` codes, m0 first
+    }
+    return best;
+  };
+  auto piece = [&](const FixedRun& r, int how) {  // how: -1 lowest b, 1 highest, 0 middle
+    const int64_t b = how < 0 ? r.bmin : (how > 0 ? r.bmax : r.bmin + (r.bmax - r.bmin) / 2);
+    return kernels::FixedAffine{r.m, static_cast<int32_t>(b), kk, 1};
+  };
+  P p{};
+  p.lo = lo;
+  p.hi = hi;
+  p.is_signed = is_signed;
+  p.fixed = true;
+  auto fits = [&](P::Mode m, const FixedRun& r1, const FixedRun& r2, int how1, int how2) {
+    if (r1.bmin > r1.bmax || r2.bmin > r2.bmax) return false;
+    p.mode = m;
+    p.f1 = piece(r1, how1);
+    p.f2 = piece(r2, how2);
+    k.pw_affine8(codes, got, 256, p);
+    if (std::memcmp(got, want, 256) != 0) return false;
+    *out = p;
+    return true;
+  };
+  const FixedRun one = run(h.a1, /*top=*/true, 256);
+  if (one.len == 256 && fits(P::kOne, one, one, 0, 0)) return true;
+  if (!h.two) return false;
+  const FixedRun bottom = run(h.a2, /*top=*/false, 256);
+  if (bottom.len == 256 && fits(P::kOne, bottom, bottom, 0, 0)) return true;
+  if (bottom.len <= 0 || bottom.len >= 256 || one.len + bottom.len < 256) return false;
+  // Piece 1 needs only the codes above piece 2's run: the first m that covers them (m0 when it
+  // can: a slope of exactly 1 then keeps its m, the kernel's multiply-free case).
+  const FixedRun top = run(h.a1, /*top=*/true, 256 - bottom.len);
+  p.t = vals[bottom.len - 1];  // codes above it by piece 1
+  return fits(P::kMax, top, bottom, -1, -1) || fits(P::kMin, top, bottom, 1, 1) ||
+         fits(P::kSelect, top, bottom, 0, 0);
+}
+
+// plan_fixed first (its kernels are the cheaper ones), then plan_affine_c with the offset folded
+// into the intercepts (c = 0: the kernel skips a subtraction; b - a c rounded to float may lose a
+// tie the exact offset keeps), then as hinted.
 inline bool plan_affine(const kernels::KernelTable& k, const uint8_t* table, bool is_signed,
                         const AffineHint& h, kernels::PwAffine8* out) {
+  if (plan_fixed(k, table, is_signed, h, out)) return true;
   if (h.c != 0) {
     AffineHint h0 = h;
     h0.c = 0;
@@ -187,6 +293,12 @@ inline bool plan_affine(const kernels::KernelTable& k, const uint8_t* table, boo
     if (plan_affine_c(k, table, is_signed, h0, out)) return true;
   }
   return plan_affine_c(k, table, is_signed, h, out);
+}
+
+// Counts an 8-bit map's path: looked up, or computed in plan's form (and in fixed point).
+inline void count_map(bool computed, const kernels::PwAffine8& plan) {
+  count_path(computed ? kUnaryComputed + static_cast<int>(plan.mode) : kUnaryLookup);
+  if (computed && plan.fixed) count_path(kUnaryFixed);
 }
 
 struct TableCache {
@@ -308,7 +420,7 @@ at::Tensor map_codes(const char* op, const QArg& qx, double out_scale, int64_t o
           hint != nullptr && k.pw_affine8 != nullptr && !cl_to_nchw && n >= kComputeMin &&
           (slot >= 0 ? table_cache().plan(slot, k, is_signed, *hint, &plan)
                      : plan_affine(k, table, is_signed, *hint, &plan));
-      count_path(computed ? kUnaryComputed + static_cast<int>(plan.mode) : kUnaryLookup);
+      count_map(computed, plan);
       if (computed) {
         at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
           k.pw_affine8(xp + b, yp + b, e - b, plan);
