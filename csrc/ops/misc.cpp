@@ -52,8 +52,8 @@ int64_t release_output_pool() { return driver::release_output_pool(); }
 
 // Calls since load per kernel path (ops/quantized_cpu/path_counts.h, PathCount order): 8-bit
 // unary maps and cat's requantized inputs looked up, computed in each PwAffine8 form (one
-// piece, select, max, min, keep);
-// add/mul with and without the per-lane tie check.
+// piece, select, max, min, keep); add/mul with and without the per-lane tie check, mul by the
+// scaled rational form; last, the computed maps whose plan was in fixed point.
 std::vector<int64_t> kernel_path_counts() {
   std::vector<int64_t> v;
   for (int i = 0; i < kNumPathCounts; ++i) v.push_back(path_counts()[i].load());
