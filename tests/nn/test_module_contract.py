@@ -390,6 +390,35 @@ def test_forward_rejects_float_input(name):
         torch.jit.script(q)(xf)
 
 
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8], ids=_dtype_id)
+def test_quantize_output_holds_its_codes(dtype):
+    """Eager Quantize hands the codes' storage to the quantized tensor (set_) instead of copying
+    it; TorchScript copies (_make_per_tensor_quantized_tensor). Both: the plain op's bytes, the
+    module's qparams, its memory format's strides, storage of their own."""
+    q = qnn.Quantize(0.043, 3 if dtype == torch.quint8 else -5, dtype)
+    scripted = torch.jit.script(q)
+    g = torch.Generator().manual_seed(11)
+    base = torch.randn(2, 6, 9, 10, generator=g) * 4
+    inputs = [base, base.contiguous(memory_format=torch.channels_last), base[:, ::2, 1:, :7],
+              base.transpose(2, 3), base[0, 0, 0, 0], base[:0], base.flatten()[5:400]]
+    for x in inputs:
+        x_before = x.clone()
+        codes = torch.ops.qplugin.quantize_per_tensor(x, 0.043, q.zero_point.item(), dtype)
+        for mod in (q, scripted):
+            for ctx in (torch.no_grad, torch.inference_mode):
+                with ctx():
+                    y = mod(x)
+                    y2 = mod(x)
+                assert y.dtype == dtype and y.qscheme() == torch.per_tensor_affine
+                assert y.q_scale() == q.scale.item() and y.q_zero_point() == q.zero_point.item()
+                assert y.shape == x.shape and y.stride() == codes.stride()
+                assert torch.equal(y.int_repr(), codes)
+                assert y.untyped_storage().nbytes() == codes.numel()
+                if x.numel():
+                    assert y.data_ptr() != y2.data_ptr()
+                assert torch.equal(x, x_before)
+
+
 def test_forward_bad_input_messages():
     with pytest.raises(ValueError, match=r"qplugin.nn.Quantize: expected a torch.float32 input"
                                          r" tensor, got a quantized tensor"):

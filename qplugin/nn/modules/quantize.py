@@ -94,6 +94,15 @@ class Quantize(_QParamsMixin, torch.nn.Module):
         # torch.quantize_per_tensor does). Not torch.quantize_per_tensor: torch 2.14 rounds ties
         # and huge values differently, and the PT2 door must give the same bytes.
         codes = torch.ops.qplugin.quantize_per_tensor(X, scale, zero_point, self.dtype)
+        if not torch.jit.is_scripting():
+            # Eager: the quantized tensor takes the codes' storage (set_), where
+            # _make_per_tensor_quantized_tensor copies it: 0.15 ms of a 0.5 ms Quantize at
+            # 8 x 3 x 224 x 224, 40 of 50 us at batch 1 (Zen 1, 1 thread). Untyped storages are
+            # not scriptable; TorchScript keeps the copy.
+            out = torch._empty_affine_quantized([0], scale=scale, zero_point=zero_point,
+                                                dtype=self.dtype)
+            return out.set_(codes.untyped_storage(), codes.storage_offset(), codes.size(),
+                            codes.stride())
         return torch._make_per_tensor_quantized_tensor(codes, scale, zero_point)
 
     def _get_name(self):
