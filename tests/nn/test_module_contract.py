@@ -393,18 +393,21 @@ def test_forward_rejects_float_input(name):
 @pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8], ids=_dtype_id)
 def test_quantize_output_holds_its_codes(dtype):
     """Eager Quantize hands the codes' storage to the quantized tensor (set_) instead of copying
-    it; TorchScript copies (_make_per_tensor_quantized_tensor). Both: the plain op's bytes, the
-    module's qparams, its memory format's strides, storage of their own."""
+    it; scripted and traced modules copy (_make_per_tensor_quantized_tensor). All: the plain op's
+    bytes, the module's qparams, its memory format's strides, storage of their own."""
     q = qnn.Quantize(0.043, 3 if dtype == torch.quint8 else -5, dtype)
     scripted = torch.jit.script(q)
     g = torch.Generator().manual_seed(11)
     base = torch.randn(2, 6, 9, 10, generator=g) * 4
+    traced = torch.jit.trace(q, base, check_trace=False)
     inputs = [base, base.contiguous(memory_format=torch.channels_last), base[:, ::2, 1:, :7],
               base.transpose(2, 3), base[0, 0, 0, 0], base[:0], base.flatten()[5:400]]
     for x in inputs:
         x_before = x.clone()
         codes = torch.ops.qplugin.quantize_per_tensor(x, 0.043, q.zero_point.item(), dtype)
-        for mod in (q, scripted):
+        for mod in (q, scripted, traced):
+            if mod is traced and x.shape != base.shape:
+                continue  # a trace keeps its input's shape
             for ctx in (torch.no_grad, torch.inference_mode):
                 with ctx():
                     y = mod(x)
