@@ -304,15 +304,35 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
     }
   const std::vector<int32_t> col_off = zp_col_offsets(rq.in_zp, ph.col_sums, Cout);
   const int32_t a7 = input_7bit(k, rq.in_zp, x, N * in[0] * in[1] * in[2] * C);
+  // Compact rows (AVX2): spans of taps_w * C_in bytes that are not whole k-groups (C_in = 3
+  // stems: a 3x3's 3 spans of 9 bytes are read as 3 x 12, a 7x7's 7 x 21 as 7 x 24) are copied
+  // per call into rows of Kc = nseg * span rounded up to kr bytes, multiplied with the
+  // im2col-ordered `packed` (K = nseg * span) by the direct GEMM. The AVX2 kernel's multiplies
+  // are the bound: a 3x3 s2 3 -> 32 stem multiplies 28 bytes a pixel instead of 36. Zen 1, one
+  // thread, in-process A/B against the spans read in place: full-range input 0.89x (3 -> 32 and
+  // 3 -> 16, batch 1 to 32: the widening of 3 spans per row also goes); 7-bit input 0.98x at
+  // 3 -> 32 but 1.09-1.10x at 3 -> 16 (the VPMADDUBSW tile reads spans in place, so the copy is
+  // all cost where two panels share it), which keeps the spans in place unless the pad's zero
+  // products reach kIgemmPadMacs a pixel. The 7x7 s2 3 -> 64 stem, which went through
+  // run_phase's im2col before: 7-bit 0.89x, full range 0.99x.
+  constexpr int64_t kIgemmPadMacs = 1024;
+  const int64_t span = p.k_[2] * C;
+  const bool in_place = a7 == 1 && Cout < 32 && ph.nseg * (ph.kseg - span) * Cout < kIgemmPadMacs;
+  const int64_t Kd = div_up(ph.K, k.kr) * k.kr;  // < K: some spans' pad can go (not nseg = 1)
+  const bool compact = Kd < K && k.isa == kernels::Isa::kAvx2 && !in_place;
+  const int64_t Kc = compact ? Kd : K;
   QGemmEpilogue e{col_off.data(), p.w_zp_i32_.data(), 0, nullptr, rq.bias_q, rq.mult,
                   rq.lo, rq.hi, rq.out_zp, a7};
   e.out_i32 = rq.out_i32;
   const int64_t es = rq.out_i32 ? 4 : 1;  // output element bytes
 
-  const IgemmTasks tasks(k, M, K, Cout, serial, threads);
-  const int8_t* pb = ph.packed_ind.data_ptr<int8_t>();
+  const IgemmTasks tasks(k, M, Kc, Cout, serial, threads);
+  const int8_t* pb = compact ? ph.packed.data_ptr<int8_t>() : ph.packed_ind.data_ptr<int8_t>();
   auto task_range = [&](int64_t b0, int64_t b1) {
     std::vector<const uint8_t*> rows(static_cast<size_t>(tasks.MB));
+    // 16 bytes of slack: a span's last 16-byte move may run past its row's end (row order
+    // rewrites those bytes; the last row's land in the slack).
+    std::vector<uint8_t> cbuf(compact ? static_cast<size_t>(tasks.MB * Kc + 16) : 0);
     const int64_t P0 = out[0], P1 = out[1], P2 = out[2];
     const int64_t sd = p.s_[0] * IHp * IWp * C, sh = p.s_[1] * IWp * C, sw = p.s_[2] * C;
     const int64_t img = IDp * IHp * IWp * C;
@@ -327,6 +347,25 @@ void run_igemm(const ConvPlan& p, const Phase& ph, const uint8_t* x, int64_t N,
       for (int64_t m = m0; m < m1; ++m) {
         rows[m - m0] = xb + n * img + jd * sd + jh * sh + jw * sw;
         next_pixel(P0, P1, P2, &n, &jd, &jh, &jw);
+      }
+      if (compact) {
+        // Row i: its nseg spans back to back, then zero-point bytes up to Kc (their weights are
+        // 0; zp keeps e.a_7bit true of every byte). Each span moves as 16-byte chunks; the bytes
+        // a chunk writes past the span are rewritten by the next span, the pad or the next row.
+        // The reads stay inside the padded copy and its 64 bytes of slack (spans end inside it,
+        // a chunk reads at most 15 bytes past one).
+        const int64_t body = ph.nseg * span;
+        for (int64_t i = 0; i < m1 - m0; ++i) {
+          uint8_t* d = cbuf.data() + i * Kc;
+          for (int64_t s = 0; s < ph.nseg; ++s) {
+            const uint8_t* src = rows[i] + segs[s].a_off;
+            uint8_t* dst = d + s * span;
+            for (int64_t j = 0; j < span; j += 16) std::memcpy(dst + j, src + j, 16);
+          }
+          for (int64_t j = body; j < Kc; ++j) d[j] = zp;
+        }
+        k.gemm(cbuf.data(), Kc, m1 - m0, Kc, pb, Cout, n0, n1, e, y + m0 * Cout * es, Cout * es);
+        continue;
       }
       k.igemm(rows.data(), nullptr, m1 - m0, segs.data(), ph.nseg, K, pb, Cout, n0, n1, e,
               y + m0 * Cout * es, Cout * es);

@@ -247,18 +247,10 @@ void ConvPackedParamsBase::init(int64_t spatial, const at::Tensor& weight,
     const bool one_by_one = taps == 1 && s_[0] == 1 && s_[1] == 1 && s_[2] == 1 && p_[0] == 0 &&
                             p_[1] == 0 && p_[2] == 0;  // reads the input as A: no igemm
     // A span of taps_w * C_in bytes that is not a multiple of kr takes zero weights up to the
-    // next k-group in every span (below). On the AVX2 kernel, whose multiplies are the bound,
-    // those zero products cost more than im2col's copy of compact rows once they reach
-    // kIgemmPadMacs a pixel: the 7x7 s2 3 -> 64 stem (7 spans of 21 -> 24 bytes, 1344 zero
-    // products a pixel) took 8.73-8.81 ms on igemm against 8.25-8.28 through im2col on a Zen 1
-    // (full-range input; 7-bit 8.06 -> 7.29), while the 3x3 s2 3 -> 32 stem (288) lost on im2col
-    // (7-bit 1.28 -> 1.79 ms) and keeps igemm.
-    constexpr int64_t kIgemmPadMacs = 1024;
-    const int64_t span0 = k_[2] * Cin_, kseg0 = (span0 + k.kr - 1) / k.kr * k.kr;
-    const bool pad_costly =
-        k.isa == kernels::Isa::kAvx2 && k_[0] * k_[1] * (kseg0 - span0) * Cout_ >= kIgemmPadMacs;
+    // next k-group in every span (below); the AVX2 driver mostly multiplies compact rows with
+    // `packed` instead (run_igemm in conv_gemm.cpp, where the rule and its measurements are).
     if (k.igemm != nullptr && groups == 1 && d_[2] == 1 && !any_w_zp_ && !one_by_one &&
-        ph.K > 0 && !pad_costly) {
+        ph.K > 0) {
       const int64_t span = k_[2] * Cin_;
       ph.nseg = k_[0] * k_[1];
       ph.kseg = (span + k.kr - 1) / k.kr * k.kr;

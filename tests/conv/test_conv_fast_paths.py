@@ -2,8 +2,8 @@
 within 1 unit of the exact float64 oracle:
 - implicit GEMM (QGemmKernels::igemm, AVX2 and AVX512-VNNI): groups 1, dilation_w 1, weight zero points
   0; spans of KW * C_in bytes padded to a multiple of 4 (C_in = 3, 5), no padding but a padded
-  span (the read past the last pixel), strides, dilation_h, conv3d, conv1d; on AVX2 the stems
-  whose span padding costs too many zero products take im2col instead (both sides of the bound);
+  span (the read past the last pixel), strides, dilation_h, conv3d, conv1d; on AVX2 the padded
+  spans mostly copied into compact rows (run_igemm), read in place on both sides of its rule;
 - depthwise 1x3x3 (DwConvArgs::w3): channels-last and NCHW input read in place (16-channel
   blocks with tails, widths below 4 and above 64, padding 0..2, stride_w 1 and 2, conv3d 1x3x3).
 """
@@ -56,9 +56,8 @@ def _check(dim, x, w, b, stride, pad, dil, groups, isa="avx512vnni"):
 # (dim, N, Cin, Cout, spatial, kernel, stride, padding, dilation)
 IGEMM = [
     (2, 1, 3, 64, (23, 21), (7, 7), (2, 2), (3, 3), (1, 1)),   # stem-like, span 21 -> 24
-    # The AVX2 plan takes im2col instead of igemm once the spans' zero weights reach 1024
-    # products a pixel (conv_packed_params.cpp, kIgemmPadMacs; the stem above: 7 * 3 * 64):
-    # 7 * 3 * 48 = 1008 stays on igemm, 7 * 3 * 49 = 1029 does not.
+    # 7 * 3 * 48 = 1008 and 7 * 3 * 49 = 1029 zero products a pixel: the two sides of the AVX2
+    # driver's kIgemmPadMacs (run_igemm), which only 7-bit input with Cout < 32 consults.
     (2, 1, 3, 48, (15, 16), (7, 7), (2, 2), (3, 3), (1, 1)),
     (2, 2, 3, 49, (15, 16), (7, 7), (2, 2), (3, 3), (1, 1)),
     (2, 2, 3, 5, (6, 7), (3, 3), (1, 1), (0, 0), (1, 1)),      # no padding, padded span
@@ -297,5 +296,56 @@ def test_igemm_full_range_input(case, isa, threads):
     torch.set_num_threads(threads)
     try:
         _check(dim, x, w, torch.randn(Cout, generator=g), list(s), list(p), list(d), 1, isa)
+    finally:
+        torch.set_num_threads(old)
+
+
+# Padded spans (KW x C_in not a multiple of 4) on the AVX2 driver (run_igemm): copied into compact
+# rows (K = taps x C_in rounded up once) unless the input is 7-bit, Cout < 32 and the spans' pad
+# costs under 1024 zero products a pixel (then read in place). (dim, N, Cin, Cout, spatial,
+# kernel, stride, padding): 3x3 s2 stems (spans of 9 bytes), a 7x7 stem (21: two 16-byte moves),
+# an 11x11 (33: three), C_in = 1 (5-byte spans), a conv3d (nine spans), 15x15 kernels with
+# 45-byte spans at Cout 22 / 23 (990 / 1035 zero products a pixel), a 1-row kernel (one span:
+# nothing to compact).
+COMPACT = [
+    (2, 1, 3, 32, (33, 30), (3, 3), (2, 2), (1, 1)),
+    (2, 2, 3, 16, (20, 17), (3, 3), (2, 2), (1, 1)),
+    (2, 1, 3, 64, (23, 21), (7, 7), (2, 2), (3, 3)),
+    (2, 1, 3, 8, (26, 27), (11, 11), (4, 4), (2, 2)),
+    (2, 1, 1, 24, (12, 13), (5, 5), (1, 1), (2, 2)),
+    (3, 1, 3, 33, (4, 9, 8), (3, 3, 3), (1, 2, 1), (1, 1, 0)),
+    (2, 1, 3, 22, (17, 16), (15, 15), (1, 1), (7, 7)),
+    (2, 1, 3, 23, (17, 16), (15, 15), (1, 1), (7, 7)),
+    (2, 2, 5, 40, (1, 31), (1, 5), (1, 2), (0, 2)),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("input_range", ["full", "7bit"])
+@pytest.mark.parametrize("isa", ["avx2", "avx512vnni"])
+@pytest.mark.parametrize("case", COMPACT)
+def test_igemm_padded_spans(case, isa, input_range, threads):
+    """Convs whose KW x C_in spans are not whole k-groups, on input bytes over all of [0, 255]
+    (zero point 37, so padding is not zero bytes) or within [0, 127] (zero point 100; the AVX2
+    conv then finds its whole input 7-bit), weights over all of [-128, 127]: byte for byte
+    against the scalar ISA and within 1 unit of the float64 oracle, 1 and 2 threads."""
+    dim, N, Cin, Cout, sp, k, s, p = case
+    _require_isa(isa)
+    g = torch.Generator().manual_seed(Cout * 7 + Cin + dim)
+    hi, zp = (256, 37) if input_range == "full" else (128, 100)
+    a = torch.randint(0, hi, (N, Cin, *sp), generator=g, dtype=torch.uint8)
+    a.view(-1)[:: 7] = hi - 1
+    x = torch._make_per_tensor_quantized_tensor(a, 0.02, zp)
+    wi = torch.randint(-128, 128, (Cout, Cin, *k), generator=g, dtype=torch.int8)
+    wi.view(-1)[:: 5] = -128
+    fn = {2: F.conv2d, 3: F.conv3d}[dim]
+    acc = fn(a.double() - zp, wi.double(), stride=list(s), padding=list(p))
+    top = acc.abs().transpose(0, 1).reshape(Cout, -1).amax(1).clamp(min=1)
+    w = torch._make_per_channel_quantized_tensor(
+        wi, (100.0 * 0.05 / 0.02 / top).double(), torch.zeros(Cout, dtype=torch.long), 0)
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        _check(dim, x, w, torch.randn(Cout, generator=g), list(s), list(p), [1] * dim, 1, isa)
     finally:
         torch.set_num_threads(old)
