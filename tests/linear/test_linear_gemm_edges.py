@@ -73,6 +73,25 @@ def test_b_chunks_and_long_k(isa, M, K, N):
     assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
 
 
+@pytest.mark.parametrize("bits", [8, 7])
+@pytest.mark.parametrize("M,K,N", [(1, 2048, 2300), (4, 2048, 2300), (1, 2048, 2800),
+                                   (3, 2048, 2800), (6, 2048, 2800)])
+def test_streamed_weights(isa, M, K, N, bits):
+    """Calls of one row tile on packed weights beyond 4 MiB, which the AVX2 kernel streams with a
+    software prefetch ahead of each panel: into L1 up to 5 MiB (2048 x 2300: 4.5 MiB), non-
+    temporal beyond (2048 x 2800: 5.5 MiB); full-range input (one row: the sign tile; more: the
+    widened tile) and 7-bit input (the VPMADDUBSW tile). One thread: each call sees all the
+    columns (two threads would split them into calls below 4 MiB)."""
+    x, w, b = _operands(M, K, N, seed=M + N, w_zp=False)
+    if bits == 7:
+        x = torch._make_per_tensor_quantized_tensor(x.int_repr() // 2, 0.02, 64)
+    scale = _scale_for(K)
+    p = torch.ops.qplugin.linear_prepack(w, b)
+    with using_threads(1):
+        got = torch.ops.qplugin.linear(x, p, scale, 100)
+    assert torch.equal(got.int_repr(), reference(x, w, b, scale, 100))
+
+
 @pytest.mark.parametrize("M,K,N", [(1, 300, 1), (1, 300, 65), (1, 512, 1000), (2, 256, 64),
                                    (300, 64, 8), (1000, 40, 30), (37, 333, 129), (6, 1, 2000)])
 @pytest.mark.parametrize("threads", [2, 3, 4])

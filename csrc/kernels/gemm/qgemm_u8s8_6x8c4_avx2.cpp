@@ -62,9 +62,23 @@ struct PanelPrefetch {
 // stream at ~9 GB/s on a Zen 1 (M = 1, 4096 x 4096: 1.9-2.1 ms, FBGEMM 1.4). So such calls also
 // prefetch the panel kStreamAhead bytes ahead of the k-loop, a line every other k-group
 // (1.55-1.65 ms). Calls whose weights fit in kPrefetchMinBytes did not gain and do not do this.
+// Beyond kStreamNtaMinBytes the prefetch is non-temporal (PREFETCHNTA): on the Zen 1 (8 MB of L3
+// a core complex) a stream into L1 with T0 ran at ~12 GB/s, with NTA at 15-18 GB/s (M = 1,
+// in-process A/B, 1 thread: 4096 x 4096 1.36-1.41 -> 0.91-0.95 ms on 7-bit input, 1.44-1.47 ->
+// 1.08-1.13 full range; 1024 x 8192 0.70 -> 0.51; M = 4, 4096 x 4096 0.93x), the lines no longer
+// filling the caches on their way. Weights the L3 holds between calls lose that: 4096 x 1152
+// (4.7 MB) 1.035x, 1280 x 4096 (5.2 MB) 0.99-1.00x, 1536 x 4096 (6.3 MB) 0.92-0.93x.
+// (A prefetch distance of 4096 bytes with T0 gained 1-6%; with NTA, 2048 and 4096 were within
+// 2-5% of each other either way.)
 constexpr int64_t kStreamAhead = 2048;
-QPLUGIN_ALWAYS_INLINE void stream_prefetch(bool stream, int64_t g, const int8_t* b) {
-  if (stream && (g & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(b) + kStreamAhead, _MM_HINT_T0);
+constexpr int64_t kStreamNtaMinBytes = 5 * 1024 * 1024;
+enum Stream : int { kNoStream = 0, kStreamT0 = 1, kStreamNta = 2 };
+QPLUGIN_ALWAYS_INLINE void stream_prefetch(int stream, int64_t g, const int8_t* b) {
+  if (stream != kNoStream && (g & 1) == 0) {
+    const char* p = reinterpret_cast<const char*>(b) + kStreamAhead;
+    if (stream == kStreamNta) _mm_prefetch(p, _MM_HINT_NTA);
+    else _mm_prefetch(p, _MM_HINT_T0);
+  }
 }
 
 // Row tile of A widened to s16 once (then reused by every panel of the B chunk): for k-group g
@@ -349,7 +363,7 @@ QPLUGIN_ALWAYS_INLINE void store_tile2_u8(const __m256i* acc0, const __m256i* ac
 template <int MR>
 void tile(const int16_t* aw, int64_t kgp, const int8_t* b, int64_t width, int64_t m, int64_t n,
           const QGemmEpilogue& e, uint8_t* c, int64_t ldc, const char* pf, int64_t pf_lines,
-          bool stream) {
+          int stream) {
 #define QP_DECL(i) __m256i c##i##0 = _mm256_setzero_si256(), c##i##1 = c##i##0;
   QP_ROWS(QP_DECL)
 #undef QP_DECL
@@ -705,7 +719,7 @@ QPLUGIN_ALWAYS_INLINE void tile_ubsw(const uint8_t* a, int64_t lda, int64_t K,
                                      int64_t n, const QGemmEpilogue& e, uint8_t* c, int64_t ldc,
                                      const char* pf, int64_t pf_lines, const HiRows* hr,
                                      const int8_t* b2, int64_t width2,
-                                     const uint8_t* flags, bool stream) {
+                                     const uint8_t* flags, int stream) {
   static_assert(!PAIRS || (MR == kMR && NP == 2), "pair steps: 6-row two-panel tiles only");
   const int8_t* const b_panel = b;
   const int8_t* const b2_panel = b2;
@@ -984,7 +998,7 @@ struct MaxBytes {
 };
 
 using TileFn = void (*)(const int16_t*, int64_t, const int8_t*, int64_t, int64_t, int64_t,
-                        const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t, bool);
+                        const QGemmEpilogue&, uint8_t*, int64_t, const char*, int64_t, int);
 using WidenFn = void (*)(const uint8_t*, int64_t, int64_t, int16_t*);
 using WidenIndFn = void (*)(const uint8_t* const*, const IgemmSeg*, int64_t, int16_t*);
 const TileFn kTiles[kMR] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>, &tile<5>, &tile<6>};
@@ -1178,7 +1192,8 @@ struct UbswRowTile {
   uint8_t* c;
   int64_t ldc;
   const HiRows* hr;  // mode 2: the outliers' rest (else null)
-  bool stream;       // the call's only row tile, large B: stream_prefetch (not for pair steps)
+  int stream;        // the call's only row tile, large B: stream_prefetch's Stream (not for
+                     // pair steps)
 };
 
 template <int MR, bool IND>
@@ -1285,7 +1300,7 @@ struct SignRow {
 template <int NP>
 void tile_sign(const SignRow& r, int64_t kg, const int8_t* b, int64_t width, const int8_t* b2,
                int64_t width2, const int32_t* aux, int64_t m, int64_t n, const QGemmEpilogue& e,
-               uint8_t* c, int64_t ldc, bool stream) {
+               uint8_t* c, int64_t ldc, int stream) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t bstride = width * kKR, bstride2 = width2 * kKR;
   const int8_t* const b_panel = b;
@@ -1338,7 +1353,7 @@ void tile_sign(const SignRow& r, int64_t kg, const int8_t* b, int64_t width, con
 // another follow.
 void sign_panels(const SignRow& r, const int8_t* packed_b, int64_t Kp, int64_t N,
                  const int32_t* aux, int64_t c0, int64_t c1, int64_t m0, const QGemmEpilogue& e,
-                 uint8_t* c, int64_t ldc, bool stream) {
+                 uint8_t* c, int64_t ldc, int stream) {
   const int64_t kg = Kp / kKR;
   for (int64_t p0 = c0; p0 < c1;) {
     const int64_t width = N - p0 < kNR ? N - p0 : kNR;
@@ -1455,7 +1470,9 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
   constexpr int64_t kDenseRun = 8;
   int64_t dense_run = 0;
   const bool prefetch = ntiles > 1 && N * Kp > kPrefetchMinBytes;
-  const bool stream = ntiles == 1 && N * Kp > kPrefetchMinBytes;
+  const int stream = ntiles != 1 || N * Kp <= kPrefetchMinBytes ? kNoStream
+                     : N * Kp > kStreamNtaMinBytes                   ? kStreamNta
+                                                                     : kStreamT0;
   // keep: the widened tiles of all rows (tile t at m0 * Kp, its mr-row layout), widened on the
   // first chunk (where every tile's mode is chosen) and read by the others.
   const bool keep = n1 - n0 > chunk && M * Kp * 2 <= kKeepWidenedBytes;
@@ -1594,7 +1611,7 @@ void run_chunks(const ARows& A, int64_t M, int64_t Kp, const int8_t* packed_b, i
         T.e = &e;
         T.c = c;
         T.ldc = ldc;
-        T.stream = stream && direct;
+        T.stream = direct ? stream : kNoStream;
         kUbswPanels[direct ? 0 : 1][mr - 1](T, c0, c1, pf_base, pf_total, steps, &step);
         continue;
       }
