@@ -284,18 +284,25 @@ def test_igemm_full_range_input(case, isa, threads):
     g = torch.Generator().manual_seed(Cout * 31 + Cin + dim)
     a = torch.randint(0, 256, (N, Cin, *sp), generator=g, dtype=torch.uint8)
     a.view(-1)[:: 7] = 255
-    x = torch._make_per_tensor_quantized_tensor(a, 0.02, 37)
-    wi = torch.randint(-128, 128, (Cout, Cin, *k), generator=g, dtype=torch.int8)
+    _check_extreme(dim, a, 37, Cout, k, g, list(s), list(p), list(d), isa, threads)
+
+
+def _check_extreme(dim, a, zp, Cout, k, g, s, p, d, isa, threads):
+    """_check on the codes `a` (input zero point zp) with weights over all of [-128, 127] (every
+    fifth -128) whose per-channel scales put each channel's largest exact sum 100 codes from the
+    output zero point, at `threads` threads."""
+    x = torch._make_per_tensor_quantized_tensor(a, 0.02, zp)
+    wi = torch.randint(-128, 128, (Cout, a.shape[1], *k), generator=g, dtype=torch.int8)
     wi.view(-1)[:: 5] = -128
     fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dim]
-    acc = fn(a.double() - 37, wi.double(), stride=list(s), padding=list(p), dilation=list(d))
+    acc = fn(a.double() - zp, wi.double(), stride=s, padding=p, dilation=d)
     top = acc.abs().transpose(0, 1).reshape(Cout, -1).amax(1).clamp(min=1)
     w = torch._make_per_channel_quantized_tensor(
         wi, (100.0 * 0.05 / 0.02 / top).double(), torch.zeros(Cout, dtype=torch.long), 0)
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        _check(dim, x, w, torch.randn(Cout, generator=g), list(s), list(p), list(d), 1, isa)
+        _check(dim, x, w, torch.randn(Cout, generator=g), s, p, d, 1, isa)
     finally:
         torch.set_num_threads(old)
 
@@ -335,17 +342,4 @@ def test_igemm_padded_spans(case, isa, input_range, threads):
     hi, zp = (256, 37) if input_range == "full" else (128, 100)
     a = torch.randint(0, hi, (N, Cin, *sp), generator=g, dtype=torch.uint8)
     a.view(-1)[:: 7] = hi - 1
-    x = torch._make_per_tensor_quantized_tensor(a, 0.02, zp)
-    wi = torch.randint(-128, 128, (Cout, Cin, *k), generator=g, dtype=torch.int8)
-    wi.view(-1)[:: 5] = -128
-    fn = {2: F.conv2d, 3: F.conv3d}[dim]
-    acc = fn(a.double() - zp, wi.double(), stride=list(s), padding=list(p))
-    top = acc.abs().transpose(0, 1).reshape(Cout, -1).amax(1).clamp(min=1)
-    w = torch._make_per_channel_quantized_tensor(
-        wi, (100.0 * 0.05 / 0.02 / top).double(), torch.zeros(Cout, dtype=torch.long), 0)
-    old = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        _check(dim, x, w, torch.randn(Cout, generator=g), list(s), list(p), [1] * dim, 1, isa)
-    finally:
-        torch.set_num_threads(old)
+    _check_extreme(dim, a, zp, Cout, k, g, list(s), list(p), [1] * dim, isa, threads)
